@@ -1,0 +1,44 @@
+# The two commands of the README: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: run test venv deps cbuild docs bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,plot,progress,dask]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The main job: the thesis's one-packet μserver sweep (accept-limit 1, 10, inf;
+# 10,000-30,000 req/s) -> out/results.csv and out/throughput.png.
+run: $(STAMP)
+	$(VENV)/bin/simaccept sweep scenarios/thesis/userver-onepacket.toml --jobs $(JOBS) --out out
+	@echo "wrote out/results.csv and out/throughput.png"
+
+# Debian packages and C binaries for realsys (needs root; a no-op when present).
+deps:
+	@if [ "$$(id -u)" = 0 ] && [ -x realsys/install-deps.sh ]; then realsys/install-deps.sh; \
+	 else echo "deps: not root or no installer; realsys tests will be skipped"; fi
+
+cbuild:
+	@if [ -f realsys/c/Makefile ]; then $(MAKE) -s -C realsys/c all; fi
+
+test: $(STAMP) deps cbuild
+	$(PY) -m pytest -q tests
+
+docs: $(STAMP)
+	$(PY) -m pip install -q -r docs/requirements.txt
+	$(VENV)/bin/sphinx-build -q -b html docs docs/_build/html
+
+bench: $(STAMP)
+	$(PY) -m pip install -q -e '.[bench]'
+	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) out docs/_build .pytest_cache

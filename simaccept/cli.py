@@ -1,0 +1,82 @@
+"""Command line: ``simaccept run | sweep | fit``.
+
+Exit status: 0 success, 1 the run failed, 2 bad input (unknown scenario key,
+wrong type, out-of-range value, unreadable file) -- refused before anything
+runs, with the key named.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .scenario import ScenarioError, load_scenario
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="simaccept", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="simulate one scenario point")
+    r.add_argument("scenario")
+    r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    r.add_argument("--json", action="store_true", help="print the record as one JSON object")
+    s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
+    s.add_argument("scenario")
+    s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    s.add_argument("--jobs", type=int, default=1)
+    s.add_argument("--dask", default=None, metavar="ADDRESS|local")
+    s.add_argument("--out", required=True)
+    s.add_argument("--no-progress", action="store_true")
+    f = sub.add_parser("fit", help="fit cost parameters to records (validation package)")
+    f.add_argument("--records", required=True)
+    f.add_argument("--params", required=True)
+    f.add_argument("--out", required=True)
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.cmd == "run":
+            sc = load_scenario(args.scenario, args.set)
+            if sc.axes:
+                raise ScenarioError(sc.axes[0][0], "is a sweep axis (a list); `simaccept run` needs one "
+                                    "point: fix it with --set, or use `simaccept sweep`")
+            from .sim import simulate
+            rec = simulate(sc)
+            if args.json:
+                print(rec.to_json())
+            else:
+                print(f"{rec.scenario}: {rec.replies_per_s:.0f} replies/s (target {rec.target_rate:.0f}), "
+                      f"drops/s {rec.qdrops_per_s:.0f}, mean response {rec.resp_ms_mean:.1f} ms")
+            if rec.status != "ok":
+                print(rec.error, file=sys.stderr)
+                return 1
+            return 0
+        if args.cmd == "sweep":
+            if args.jobs < 1:
+                raise ScenarioError("--jobs", f"must be >= 1, got {args.jobs}")
+            sc = load_scenario(args.scenario, args.set)
+            from .sweep import run_sweep
+            recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress)
+            failed = [r for r in recs if r.status != "ok"]
+            print(f"{len(recs)} points -> {args.out}/results.csv ({len(failed)} failed)")
+            return 1 if failed else 0
+        if args.cmd == "fit":
+            try:
+                from validation.cli import fit_main
+            except ImportError:
+                print("error: the validation package is not installed", file=sys.stderr)
+                return 2
+            return fit_main(args)
+    except ScenarioError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished points are kept", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Open-loop, httperf-like clients.
+
+Domain model (thesis 3.3.1, httperf): connections start at the target rate
+whatever the server does.  Each has one timer covering connect and reply
+(``--timeout``); when it fires the client gives up and closes the socket.  A
+SYN that gets no answer is retransmitted at the kernel profile's SYN RTO,
+doubling (3, 9, 21 s after the first on Linux 2.4), while the deadline
+allows.  A request the server did not acknowledge (its handshake ACK hit a
+full accept queue) is retransmitted at the client's data RTO, doubling.
+
+The arrival stream is drawn in bulk with NumPy: no process or event per
+client.  ``hosts`` streams (httperf processes) are merged; connection i goes
+to NIC ``i % nics``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def arrival_times(rng: np.random.Generator, conn_rate: float, t_end: float,
+                  law: str = "deterministic", hosts: int = 2) -> np.ndarray:
+    """First-SYN send times in [0, t_end), sorted."""
+    if conn_rate <= 0:
+        return np.empty(0)
+    per_host = conn_rate / hosts
+    streams = []
+    for h in range(hosts):
+        n_expect = int(per_host * t_end * 1.2 + 50)
+        if law == "poisson":
+            gaps = rng.exponential(1.0 / per_host, size=n_expect)
+            while gaps.sum() < t_end:
+                gaps = np.concatenate([gaps, rng.exponential(1.0 / per_host, size=n_expect)])
+            t = np.cumsum(gaps)
+        else:
+            # httperf --rate: fixed period; hosts are staggered by a random phase.
+            phase = rng.random() / per_host
+            t = phase + np.arange(int(per_host * t_end) + 2) / per_host
+        streams.append(t[t < t_end])
+    out = np.concatenate(streams)
+    out.sort(kind="stable")
+    return out
+
+
+def retransmit_offsets(rto: float, retries: int, horizon: float) -> list[float]:
+    """Offsets from the first send at which retransmissions go out (RTO doubling)."""
+    out, t, r = [], 0.0, rto
+    for _ in range(retries):
+        t += r
+        if t >= horizon:
+            break
+        out.append(t)
+        r *= 2
+    return out

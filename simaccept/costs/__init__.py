@@ -1,0 +1,144 @@
+"""The cost model: a flat, named set of per-operation CPU costs (microseconds).
+
+Every cost is a number a fitter may change (``validation.CostFitter``).  A
+*profile* is a TOML file beside this module, ``<name>.toml``, with one table
+``[costs]`` naming some or all of :data:`COST_NAMES`; names it omits take
+:data:`DEFAULTS`.  A scenario's ``[costs]`` section picks the profile and may
+override single costs.
+
+Where the terms come from:
+
+* getevents: select/poll cost a base plus a term per descriptor in the
+  interest set plus a term per ready descriptor (seed 003, thesis 2.1);
+  epoll costs a base plus a term per ready event, and epoll_ctl per interest
+  change (thesis 2.1, Gammo et al.).
+* per-syscall costs of the μserver (thesis tables 4.3, 4.9): accept (and the
+  EAGAIN that ends an Accept-Inf phase), read, write/writev, sendfile plus a
+  per-KB term (seed 002), setsockopt (TCP_NODELAY, CORK/UNCORK), close.
+* kernel packet work, charged at interrupt priority (simaccept.cpu): a SYN
+  queued (request + SYN-ACK), a SYN dropped, the final ACK creating the
+  child socket, an ACK dropped by ListenOverflow, a SYN-ACK retransmission,
+  request and FIN/ACK segments, reply data segments (seed 002: 9 packets per
+  small HTTP/1.0 exchange), TIME_WAIT handling (seed 004).
+* threaded servers: a thread switch and a scheduler scan per blocked thread.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+HERE = Path(__file__).resolve().parent
+
+#: Default costs (µs).  Profiles override these.
+DEFAULTS: dict[str, float] = {
+    # getevents ---------------------------------------------------------------
+    "select_base": 6.0,
+    "select_per_fd": 0.05,
+    "select_per_ready": 1.0,
+    "poll_base": 6.0,
+    "poll_per_fd": 0.06,
+    "poll_per_ready": 1.0,
+    "epoll_base": 3.0,
+    "epoll_per_ready": 0.5,
+    "epoll_ctl": 1.0,
+    # syscalls ------------------------------------------------------------------
+    "accept": 4.0,
+    "accept_eagain": 1.5,
+    "setsockopt": 1.5,
+    "read": 4.0,
+    "read_eof": 2.5,
+    "write": 4.0,
+    "writev": 4.0,
+    "sendfile": 5.0,
+    "sendfile_per_kb": 0.4,
+    "close": 8.0,
+    "user_per_request": 4.0,
+    "user_per_event": 0.5,
+    "fd_alloc_per_open": 0.0,
+    # kernel packet work (interrupt priority) ------------------------------------
+    "k_syn": 5.0,
+    "k_syn_drop": 2.0,
+    "k_ack_establish": 6.0,
+    "k_ack_overflow": 3.0,
+    "k_synack_retx": 3.0,
+    "k_data_rx": 3.0,
+    "k_fin_rx": 4.0,
+    "k_rst_rx": 2.0,
+    "k_tx_per_segment": 1.0,
+    "k_timewait": 0.0,
+    # threaded servers -------------------------------------------------------------
+    "thread_switch": 1.0,
+    "sched_per_blocked": 0.01,
+    "tux_per_item": 2.0,
+}
+
+COST_NAMES: tuple[str, ...] = tuple(DEFAULTS)
+
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    """Resolved costs in *seconds* (profile + overrides), plus the profile name."""
+
+    profile: str
+    us: Mapping[str, float]
+
+    def __getattr__(self, name: str) -> float:
+        # Attribute access in seconds: costs.read, costs.k_syn ...
+        try:
+            return self.us[name] * 1e-6
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.us)
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in HERE.glob("*.toml"))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_profile(name: str) -> tuple[tuple[str, float], ...]:
+    path = HERE / f"{name}.toml"
+    if not path.is_file():
+        raise KeyError(f"no cost profile {name!r} (have: {', '.join(available_profiles())})")
+    doc = tomllib.loads(path.read_text())
+    table = doc.get("costs", {})
+    unknown = set(table) - set(COST_NAMES)
+    if unknown:
+        raise ValueError(f"cost profile {name!r}: unknown cost(s) {sorted(unknown)}")
+    return tuple((k, float(v)) for k, v in table.items())
+
+
+def load_costs(profile: str, overrides: Mapping[str, Any] | None = None) -> CostModel:
+    us = dict(DEFAULTS)
+    us.update(dict(_read_profile(profile)))
+    for k, v in (overrides or {}).items():
+        if k == "profile":
+            continue
+        if k not in us:
+            raise KeyError(f"unknown cost {k!r}")
+        v = float(v)
+        if not math.isfinite(v) or v < 0:
+            raise ValueError(f"cost {k!r} must be finite and >= 0, got {v}")
+        us[k] = v
+    return CostModel(profile, us)
+
+
+def save_profile(path: str | Path, costs: Mapping[str, float], header: str = "") -> Path:
+    """Write a profile TOML atomically (used by the fitter)."""
+    import os
+    import tempfile
+    path = Path(path)
+    lines = [f"# {line}" for line in header.splitlines()] + ["[costs]"]
+    lines += [f"{k} = {float(v)!r}" for k, v in costs.items()]
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    _read_profile.cache_clear()
+    return path

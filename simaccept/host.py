@@ -1,0 +1,480 @@
+"""The server host as the server sees it: kernel, NICs and the clients behind them.
+
+Domain model: everything that happens outside the server process (packets
+arriving, the listen socket's decisions, client retransmissions and
+timeouts, replies leaving the NICs) is a *host event*.  Host events are not
+SimPy events: they are processed lazily, in time order, whenever the server
+process asks the host to run a CPU operation (:meth:`Host.run`) or to block
+until something is ready (:meth:`Host.wait_ready`).  That is how kernel work
+preempts the server without one scheduled event per packet (simaccept.cpu).
+
+Event sources, merged by time:
+
+* the arrival stream (first SYN of connection i, NumPy-drawn, sorted),
+* the first-reply deadlines (first SYN + timeout, sorted the same way),
+* the handshake ACKs (SYN queued + one round trip; FIFO, already sorted),
+* a heap for the rest (retransmissions, FINs, later requests, timers).
+
+Connection state lives in flat per-connection lists (struct of arrays),
+which is also what the per-connection records are built from (Ciw style:
+one row per connection; metrics are computed from the rows).
+"""
+from __future__ import annotations
+
+import collections
+import heapq
+import math
+
+from .clients import arrival_times
+from .costs import CostModel
+from .cpu import CPU
+from .kernel import PROFILES, Drop, ListenSocket, SynVerdict
+from .network import make_nics
+from .workloads import make_workload
+
+INF = math.inf
+
+# kernel-side state of a connection
+K_NONE, K_SYNQ, K_COOKIE, K_ACCEPTQ, K_OPEN, K_CLOSED, K_DEAD = range(7)
+# server-side interest
+S_NONE, S_READ, S_WRITE = range(3)
+# client outcome
+O_INFLIGHT, O_COMPLETED, O_TIMEDOUT, O_ABANDONED = range(4)
+OUTCOME_NAMES = ("in_flight", "completed", "timed_out", "abandoned")
+
+# heap event kinds
+E_SYN, E_ACK_DUP, E_DATA_RETX, E_SYNACK_TIMER, E_FIN, E_REQ, E_WRITABLE, E_DEADLINE = range(8)
+
+
+class Host:
+    """Kernel + network + clients of one run.  See the module docstring."""
+
+    def __init__(self, sc, rng, costs: CostModel, t_stop: float):
+        kern = sc["kernel"]
+        prof = PROFILES[kern["profile"]]
+        self.profile = prof
+        self.lsock = ListenSocket(prof, kern["backlog"], kern["syncookies"],
+                                  kern["somaxconn"], kern["max_syn_backlog"])
+        self.synack_retries = prof.synack_retries if kern["synack_retries"] < 0 else kern["synack_retries"]
+        self.synack_rto = prof.synack_rto
+        cl = sc["client"]
+        self.syn_rto = prof.syn_rto if cl["syn_rto"] < 0 else cl["syn_rto"]
+        self.syn_retries = prof.syn_retries
+        self.data_rto = cl["data_rto"]
+        self.timeout = cl["timeout"]
+        net = sc["network"]
+        self.nics = make_nics(net["nics"], net["bandwidth_mbps"], net["delay_ms"])
+        self.delay = net["delay_ms"] / 1000.0
+        self.mss = net["mss"]
+        self.sndbuf = sc["server"]["sndbuf"]
+        self.cpu = CPU()
+        self.costs = costs
+        self.rng = rng
+        self.t_stop = t_stop
+
+        wl = make_workload(sc["workload"])
+        self.workload = wl
+        conn_rate = sc["workload"]["rate"] / wl.requests_per_conn_mean
+        self.conn_rate = conn_rate
+        t_arr = arrival_times(rng, conn_rate, t_stop, sc["workload"]["arrivals"], cl["hosts"])
+        nreq, sizes = wl.draw(rng, len(t_arr))
+        n = len(t_arr)
+        self.n = n
+        self.t0 = t_arr.tolist()
+        self.nreq = nreq.tolist()
+        self.sizes = sizes.tolist()
+        off = [0] * n
+        acc = 0
+        for i, k in enumerate(self.nreq):
+            off[i] = acc
+            acc += k
+        self.req_off = off
+        self.nic_of = [i % len(self.nics) for i in range(n)]
+
+        # per-connection state (struct of arrays)
+        self.kst = [K_NONE] * n
+        self.young = [False] * n
+        self.acked = [False] * n
+        self.synack_k = [0] * n
+        self.syn_k = [0] * n
+        self.t_est = [-1.0] * n          # client established (SYN-ACK received)
+        self.data_k = [0] * n
+        self.retx_pending = [False] * n
+        self.data_in = [False] * n       # current request is in the server socket
+        self.eof = [False] * n
+        self.outcome = [O_INFLIGHT] * n
+        self.sst = [S_NONE] * n
+        self.rq = [0] * n                # index of the current request
+        self.rem = [0] * n               # reply bytes still to write
+        self.t_req = [-1.0] * n          # when the client sent the current request
+        self.dl = [0.0] * n              # client's current deadline
+        self.t_acc = [-1.0] * n
+        self.t_done = [-1.0] * n         # last reply received / gave up
+        self.replies = [0] * n
+
+        # per-request results: (time reply fully received, response seconds)
+        self.resp_t: list[float] = []
+        self.resp_v: list[float] = []
+
+        self.ready: dict[int, None] = {}   # accepted conns ready for their interest
+        self.n_open = 0
+        self.accepted_dead = 0             # accepted after the client gave up
+
+        # event sources
+        self.ai = 0                         # next first-SYN
+        self.di = 0                         # next first deadline
+        self.ackq: collections.deque = collections.deque()
+        self.heap: list = []
+        self.seq = 0
+        self.kernel_cost_total = 0.0
+
+    # ------------------------------------------------------------------ events
+    def _push(self, t, kind, c):
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, c))
+
+    def next_time(self) -> float:
+        d = self.delay
+        ai, di, n = self.ai, self.di, self.n
+        t = self.t0[ai] + d if ai < n else INF
+        if di < n:
+            td = self.t0[di] + self.timeout
+            if td < t:
+                t = td
+        if self.ackq and self.ackq[0][0] < t:
+            t = self.ackq[0][0]
+        if self.heap and self.heap[0][0] < t:
+            t = self.heap[0][0]
+        return t
+
+    def _step(self, limit: float) -> tuple[float, float]:
+        """Process the earliest event if it is before ``limit``: (time, kernel cost), or (INF, 0)."""
+        d = self.delay
+        ai, di, n = self.ai, self.di, self.n
+        t0 = self.t0
+        best, src = INF, -1
+        if ai < n:
+            best, src = t0[ai] + d, 0
+        if di < n:
+            td = t0[di] + self.timeout
+            if td < best:
+                best, src = td, 1
+        ackq = self.ackq
+        if ackq and ackq[0][0] < best:
+            best, src = ackq[0][0], 2
+        heap = self.heap
+        if heap and heap[0][0] < best:
+            best, src = heap[0][0], 3
+        if best >= limit:
+            return INF, 0.0
+        if src == 0:
+            self.ai = ai + 1
+            cost = self._syn(best, ai)
+        elif src == 1:
+            self.di = di + 1
+            cost = self._deadline(best, di, first=True)
+        elif src == 2:
+            _, c = ackq.popleft()
+            cost = self._ack(best, c, True, False, True)
+        else:
+            _, _, kind, c = heapq.heappop(heap)
+            cost = self._dispatch(best, kind, c)
+        self.kernel_cost_total += cost
+        return best, cost
+
+    def _dispatch(self, t, kind, c):
+        if kind == E_SYN:
+            return self._syn(t, c)
+        if kind == E_ACK_DUP:
+            return self._ack(t, c, False, False)
+        if kind == E_DATA_RETX:
+            self.retx_pending[c] = False
+            return self._data_retx(t, c)
+        if kind == E_SYNACK_TIMER:
+            return self._synack_timer(t, c)
+        if kind == E_FIN:
+            return self._fin(t, c)
+        if kind == E_REQ:
+            return self._req(t, c)
+        if kind == E_WRITABLE:
+            if self.kst[c] == K_OPEN and self.sst[c] == S_WRITE:
+                self.ready[c] = None
+            return 0.0
+        if kind == E_DEADLINE:
+            return self._deadline(t, c, first=False)
+        raise AssertionError(kind)
+
+    # ------------------------------------------------------------ kernel rules
+    def _syn(self, t, c):
+        if self.outcome[c] != O_INFLIGHT or self.kst[c] != K_NONE:
+            return 0.0
+        self.syn_k[c] += 1
+        v = self.lsock.on_syn()
+        cs = self.costs
+        if v == SynVerdict.QUEUED or v == SynVerdict.COOKIE:
+            self.kst[c] = K_SYNQ if v == SynVerdict.QUEUED else K_COOKIE
+            self.young[c] = v == SynVerdict.QUEUED
+            d = self.delay
+            self.t_est[c] = t + d
+            self.t_req[c] = t + d          # the request follows the ACK at once
+            self.ackq.append((t + 2 * d, c))
+            return cs.k_syn
+        # dropped: the client retransmits while its deadline allows
+        k = self.syn_k[c]
+        if k <= self.syn_retries:
+            t_send = self.t0[c] + self.profile.syn_send_offset(k, self.syn_rto)
+            if t_send < self.t0[c] + self.timeout:
+                self._push(t_send + self.delay, E_SYN, c)
+        return cs.k_syn_drop
+
+    def _ack(self, t, c, data, fin, first=False):
+        """An ACK-bearing segment for a request or cookie: try to complete the handshake."""
+        s = self.kst[c]
+        cs = self.costs
+        if s == K_SYNQ or s == K_COOKIE:
+            ls = self.lsock
+            if ls.on_ack(c, s == K_SYNQ, self.young[c]):
+                self.young[c] = False
+                self.kst[c] = K_ACCEPTQ
+                cost = cs.k_ack_establish
+                if data:
+                    self.data_in[c] = True
+                    cost += cs.k_data_rx
+                if fin:
+                    self.eof[c] = True
+                    cost += cs.k_fin_rx
+                elif not data:
+                    self._sched_data_retx(c)   # the request comes with the next retransmission
+                return cost
+            # ListenOverflow: the request stays; the SYN-ACK timer will resend.
+            # The first attempt is two segments (ACK, then the request right
+            # behind it); both meet the full queue and both are counted.
+            if first:
+                ls.drops[Drop.LISTEN_OVERFLOW] += 1
+            if s == K_SYNQ and not self.acked[c]:
+                self.acked[c] = True
+                self._push(self.t_est[c] - self.delay + self.synack_rto, E_SYNACK_TIMER, c)
+            if data:
+                self._sched_data_retx(c)
+            return cs.k_ack_overflow
+        if s == K_ACCEPTQ or s == K_OPEN:
+            if data and not self.data_in[c] and self.rq[c] == 0:
+                return self._deliver(c)
+            return cs.k_data_rx
+        return 0.0
+
+    def _sched_data_retx(self, c):
+        if self.retx_pending[c] or self.outcome[c] != O_INFLIGHT:
+            return
+        k = self.data_k[c] + 1
+        # No Karn penalty: Linux seeds a new connection's RTT from the route's
+        # cached metric (tcp_init_metrics), and every client talks to one server.
+        rto = self.data_rto
+        t_send = self.t_est[c] + rto * ((1 << k) - 1)
+        if t_send < self.dl[c] or (self.dl[c] == 0.0 and t_send < self.t0[c] + self.timeout):
+            self.data_k[c] = k
+            self.retx_pending[c] = True
+            self._push(t_send + self.delay, E_DATA_RETX, c)
+
+    def _data_retx(self, t, c):
+        if self.outcome[c] != O_INFLIGHT:
+            return 0.0
+        s = self.kst[c]
+        if s == K_SYNQ or s == K_COOKIE:
+            return self._ack(t, c, True, False)
+        if (s == K_ACCEPTQ or s == K_OPEN) and not self.data_in[c] and self.rq[c] == 0:
+            return self._deliver(c)
+        return 0.0
+
+    def _deliver(self, c):
+        self.data_in[c] = True
+        if self.kst[c] == K_OPEN and self.sst[c] == S_READ:
+            self.ready[c] = None
+        return self.costs.k_data_rx
+
+    def _synack_timer(self, t, c):
+        if self.kst[c] != K_SYNQ:
+            return 0.0
+        ls = self.lsock
+        if self.synack_k[c] < self.synack_retries:
+            self.synack_k[c] += 1
+            if self.young[c]:
+                ls.synack_retransmitted(True)
+                self.young[c] = False
+            cost = self.costs.k_synack_retx
+            if self.outcome[c] == O_INFLIGHT:
+                self._push(t + 2 * self.delay, E_ACK_DUP, c)     # the client re-ACKs
+            else:
+                # the client has closed its socket: it answers with a reset
+                ls.remove_request(False)
+                self.kst[c] = K_DEAD
+                return cost + self.costs.k_rst_rx
+            self._push(t + self.synack_rto * (1 << self.synack_k[c]), E_SYNACK_TIMER, c)
+            return cost
+        ls.remove_request(self.young[c])
+        self.young[c] = False
+        self.kst[c] = K_DEAD
+        return 0.0
+
+    def _deadline(self, t, c, first):
+        if self.outcome[c] != O_INFLIGHT:
+            return 0.0
+        if first and self.dl[c] != 0.0:
+            return 0.0              # past its first reply: a later deadline applies
+        if not first and t != self.dl[c]:
+            return 0.0              # stale
+        est = self.t_est[c]
+        self.outcome[c] = O_TIMEDOUT if 0.0 <= est <= t else O_ABANDONED
+        self.t_done[c] = t
+        s = self.kst[c]
+        if (s == K_SYNQ or s == K_COOKIE) and 0.0 <= est <= t:
+            self._push(t + self.delay, E_FIN, c)
+        elif s == K_ACCEPTQ or s == K_OPEN:
+            self._push(t + self.delay, E_FIN, c)
+        return 0.0
+
+    def _fin(self, t, c):
+        s = self.kst[c]
+        if s == K_SYNQ or s == K_COOKIE:
+            return self._ack(t, c, False, True)
+        if s == K_ACCEPTQ:
+            self.eof[c] = True
+            return self.costs.k_fin_rx
+        if s == K_OPEN:
+            self.eof[c] = True
+            if self.sst[c] == S_READ:
+                self.ready[c] = None
+            return self.costs.k_fin_rx
+        return self.costs.k_rst_rx
+
+    def _req(self, t, c):
+        if self.kst[c] != K_OPEN or self.outcome[c] != O_INFLIGHT:
+            return 0.0
+        return self._deliver(c)
+
+    # --------------------------------------------------------------- CPU use
+    def run(self, t0: float, cost: float, category: str) -> float:
+        """Run a server operation of CPU ``cost`` from ``t0``; return when it ends.
+
+        Kernel work queued before ``t0`` runs first; kernel work arriving
+        during the operation preempts it and stretches it.
+        """
+        cpu = self.cpu
+        t = t0 if t0 > cpu.kbusy else cpu.kbusy
+        end = t + cost
+        st = cpu.server_time
+        st[category] = st.get(category, 0.0) + cost
+        kt = 0.0
+        step = self._step
+        while True:
+            te, kc = step(end)
+            if te == INF:
+                break
+            end += kc
+            kt += kc
+            if end > self.t_stop:
+                break
+        if kt:
+            k = cpu.kernel_time
+            k["kernel_net"] = k.get("kernel_net", 0.0) + kt
+        return end
+
+    def run_kernel(self, t0: float, cost: float) -> float:
+        """Kernel work done on the server's behalf (e.g. segmenting and the
+        client's ACKs of a reply): takes CPU like a server operation but is
+        accounted as kernel_net."""
+        end = self.run(t0, cost, "_k")
+        st = self.cpu.server_time
+        st["_k"] -= cost
+        k = self.cpu.kernel_time
+        k["kernel_net"] = k.get("kernel_net", 0.0) + cost
+        return end
+
+    def wait_ready(self, t: float, limit: float, listen: bool = True) -> float:
+        """The server blocks at ``t``: process events until something it waits for is ready.
+
+        Returns the time the server can run again (after the kernel work that
+        woke it), or ``limit``.
+        """
+        cpu = self.cpu
+        ls = self.lsock
+        last = t
+        while not self.ready and not (listen and ls.acceptq):
+            te, kc = self._step(limit)
+            if te == INF:
+                return limit
+            last = te
+            if kc:
+                cpu.charge_kernel(te, kc)
+        # the server runs once the waking packet (and any kernel backlog) is done
+        return cpu.kbusy if cpu.kbusy > last else last
+
+    # --------------------------------------------------------- server actions
+    def accept(self, t: float):
+        """accept(): the next established connection (now open), or None."""
+        c = self.lsock.accept()
+        if c is None:
+            return None
+        self.kst[c] = K_OPEN
+        self.sst[c] = S_READ
+        self.t_acc[c] = t
+        self.n_open += 1
+        if self.outcome[c] != O_INFLIGHT:
+            self.accepted_dead += 1
+        if self.data_in[c] or self.eof[c]:
+            self.ready[c] = None
+        return c
+
+    def read(self, c: int) -> int:
+        """read(): 1 = a request, 0 = EOF, -1 = EAGAIN."""
+        if self.data_in[c]:
+            self.data_in[c] = False
+            self.sst[c] = S_WRITE
+            self.rem[c] = self.sizes[self.req_off[c] + self.rq[c]]
+            return 1              # writable at once: stays in the ready set
+        if self.eof[c]:
+            return 0
+        self.ready.pop(c, None)
+        return -1
+
+    def reply_size(self, c: int) -> int:
+        return self.sizes[self.req_off[c] + self.rq[c]]
+
+    def write(self, t: float, c: int, nbytes: int) -> int:
+        """The server hands ``nbytes`` of the current reply to the kernel at ``t``."""
+        nic = self.nics[self.nic_of[c]]
+        tx_done = nic.transmit(t, nbytes, mss=self.mss)
+        self.rem[c] -= nbytes
+        if self.rem[c] > 0:
+            self.ready.pop(c, None)
+            self._push(tx_done, E_WRITABLE, c)
+            return self.rem[c]
+        # reply complete
+        d = self.delay
+        t_recv = tx_done + d
+        self.sst[c] = S_READ
+        if not self.eof[c]:
+            self.ready.pop(c, None)
+        self.rq[c] += 1
+        if self.outcome[c] == O_INFLIGHT:
+            deadline = self.dl[c] if self.dl[c] else self.t0[c] + self.timeout
+            if t_recv <= deadline:
+                self.replies[c] += 1
+                self.resp_t.append(t_recv)
+                self.resp_v.append(t_recv - self.t_req[c])
+                if self.rq[c] >= self.nreq[c]:
+                    self.outcome[c] = O_COMPLETED
+                    self.t_done[c] = t_recv
+                    self._push(t_recv + d, E_FIN, c)        # client closes
+                else:
+                    self.t_req[c] = t_recv                  # next request goes out at once
+                    self.dl[c] = t_recv + self.timeout
+                    self._push(t_recv + d, E_REQ, c)
+                    self._push(self.dl[c], E_DEADLINE, c)
+        return 0
+
+    def close(self, c: int) -> None:
+        self.kst[c] = K_CLOSED
+        self.sst[c] = S_NONE
+        self.n_open -= 1
+        self.ready.pop(c, None)

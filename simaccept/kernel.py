@@ -1,0 +1,202 @@
+"""The listening socket: a SYN queue, an accept queue, and the drop rules.
+
+Domain model (thesis 2.3 and 5.1.1; kernel sources cited in
+docs/background/queue-rules.md):
+
+* A SYN that is admitted creates a *request* in the SYN queue and is answered
+  with a SYN-ACK.  The client's final ACK moves the request to the accept
+  queue as an established connection, where it waits for ``accept()``.
+* Four drop categories (thesis 5.1.1):
+
+  - **SynQFull**: the SYN queue is full when the SYN arrives.  With
+    syncookies on the SYN is answered with a cookie and gets no queue entry
+    (the thesis counts these as SynQFull); without cookies it is dropped.
+  - **AcceptQFull**: the accept queue is full when the SYN arrives.  Linux
+    2.4 drops only if more than one *young* request (no SYN-ACK retransmitted
+    yet) is queued (``tcp_synq_young(sk) > 1``); Linux >= 4.10 drops
+    unconditionally and counts it in ListenOverflows.
+  - **DropRequest**: without syncookies, a SYN is dropped when fewer than a
+    quarter of ``tcp_max_syn_backlog`` slots remain free (the "3/4 full"
+    rule; "Kill the following clause, if you dislike this way").
+  - **ListenOverflow**: the accept queue is full when the final ACK arrives.
+    The ACK is ignored, the request stays (marked *acked*) and the SYN-ACK is
+    retransmitted on its timer; any later ACK-bearing segment from the client
+    (a data retransmission, the ACK answering a retransmitted SYN-ACK, or its
+    FIN) tries again.
+
+* The accept queue is full when it holds *more than* ``backlog`` entries
+  (``ack_backlog > max_ack_backlog``), so it holds ``backlog + 1``.
+
+A :class:`KernelProfile` fixes the sizes, timers and rule variants.  The
+:class:`ListenSocket` applies them; it knows nothing about time or CPU, so
+each rule can be trace-tested on its own (tests/simaccept/test_kernel.py).
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+
+
+class Drop(enum.IntEnum):
+    """Why a SYN or final ACK was refused (thesis 5.1.1)."""
+
+    SYNQ_FULL = 0
+    ACCEPTQ_FULL = 1
+    DROP_REQUEST = 2
+    LISTEN_OVERFLOW = 3
+
+
+class SynVerdict(enum.IntEnum):
+    QUEUED = 0        # request queued, SYN-ACK sent
+    COOKIE = 1        # SYN queue full, answered with a syncookie (no state kept)
+    DROPPED = 2       # see ListenSocket.last_drop
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelProfile:
+    """Sizes, timers and rule variants of one kernel."""
+
+    name: str
+    somaxconn: int              # clamp on listen()'s backlog
+    max_syn_backlog: int        # net.ipv4.tcp_max_syn_backlog
+    synq_is_backlog: bool       # SYN queue limit = accept backlog (Linux >= 4.4)
+    acceptq_young_rule: bool    # AcceptQFull only when > 1 young request (2.4)
+    syncookies_default: bool
+    syn_rto: float              # client's initial SYN RTO (s), doubles
+    syn_retries: int
+    synack_rto: float           # server's initial SYN-ACK RTO (s), doubles
+    synack_retries: int
+    synq_full_gt: bool = False  # SYN queue full at len > limit (6.18) instead of >=
+    syn_linear_timeouts: int = 0  # first N SYN retransmits one RTO apart (tcp_syn_linear_timeouts)
+
+    def syn_send_offset(self, k: int, rto: float) -> float:
+        """Offset from the first SYN of the k-th retransmission (k >= 1)."""
+        lin = self.syn_linear_timeouts
+        if k <= lin:
+            return rto * k
+        return rto * lin + rto * ((1 << (k - lin)) - 1)
+
+
+PROFILES: dict[str, KernelProfile] = {
+    # Thesis's server: Linux 2.4.20 (TCP_TIMEOUT_INIT = 3 s).
+    "linux-2.4": KernelProfile("linux-2.4", somaxconn=128, max_syn_backlog=1024,
+                               synq_is_backlog=False, acceptq_young_rule=True,
+                               syncookies_default=False, syn_rto=3.0, syn_retries=5,
+                               synack_rto=3.0, synack_retries=5),
+    # This machine's kernel family (6.18: TCP_TIMEOUT_INIT = 1 s, somaxconn 4096
+    # since 5.4, tcp_max_syn_backlog = max(128, ehash/128) = 2048 here, SYN queue
+    # test `>` since a 2025 patch, first 4 SYN retransmits linear).
+    "linux-6": KernelProfile("linux-6", somaxconn=4096, max_syn_backlog=2048,
+                             synq_is_backlog=True, acceptq_young_rule=False,
+                             syncookies_default=True, syn_rto=1.0, syn_retries=6,
+                             synack_rto=1.0, synack_retries=5, synq_full_gt=True,
+                             syn_linear_timeouts=4),
+}
+
+
+class ListenSocket:
+    """SYN queue + accept queue of one listening socket, with drop counters.
+
+    The SYN queue is tracked by counts (``synq_len``, ``young``); which
+    requests are in it is the caller's business.  The accept queue is a FIFO
+    of connection ids.
+    """
+
+    __slots__ = ("profile", "backlog", "syncookies", "max_syn_backlog", "synq_max",
+                 "synq_len", "young", "acceptq", "drops", "cookies", "last_drop",
+                 "synq_peak", "acceptq_peak")
+
+    def __init__(self, profile: KernelProfile, backlog: int, syncookies: bool | None = None,
+                 somaxconn: int | None = None, max_syn_backlog: int | None = None):
+        self.profile = profile
+        smc = profile.somaxconn if somaxconn is None or somaxconn < 0 else somaxconn
+        self.backlog = min(backlog, smc)          # listen() silently clamps
+        self.syncookies = profile.syncookies_default if syncookies is None else syncookies
+        self.max_syn_backlog = (profile.max_syn_backlog if max_syn_backlog is None or max_syn_backlog < 0
+                                else max_syn_backlog)
+        self.synq_max = self.backlog if profile.synq_is_backlog else self.max_syn_backlog
+        self.synq_len = 0
+        self.young = 0
+        self.acceptq: collections.deque[int] = collections.deque()
+        self.drops = [0, 0, 0, 0]                 # indexed by Drop
+        self.cookies = 0
+        self.last_drop: Drop | None = None
+        self.synq_peak = 0
+        self.acceptq_peak = 0
+
+    # -- predicates -----------------------------------------------------------
+    def acceptq_full(self) -> bool:
+        # ack_backlog > max_ack_backlog: the queue holds backlog + 1.
+        return len(self.acceptq) > self.backlog
+
+    def synq_full(self) -> bool:
+        if self.profile.synq_full_gt:
+            return self.synq_len > self.synq_max
+        return self.synq_len >= self.synq_max
+
+    def three_quarters_full(self) -> bool:
+        m = self.max_syn_backlog
+        return m - self.synq_len < (m >> 2)
+
+    # -- packets ----------------------------------------------------------------
+    def on_syn(self) -> SynVerdict:
+        """A SYN arrives.  QUEUED: a request was added (caller tracks it).
+        COOKIE: answered statelessly.  DROPPED: ``last_drop`` says why."""
+        want_cookie = False
+        if self.synq_full():
+            if self.syncookies:
+                want_cookie = True
+            else:
+                return self._drop(Drop.SYNQ_FULL)
+        if self.acceptq_full() and (not self.profile.acceptq_young_rule or self.young > 1):
+            return self._drop(Drop.ACCEPTQ_FULL)
+        if want_cookie:
+            self.cookies += 1
+            self.drops[Drop.SYNQ_FULL] += 1     # thesis counts a cookie as a SynQFull drop
+            self.last_drop = Drop.SYNQ_FULL
+            return SynVerdict.COOKIE
+        if not self.syncookies and self.three_quarters_full():
+            return self._drop(Drop.DROP_REQUEST)
+        self.synq_len += 1
+        self.young += 1
+        if self.synq_len > self.synq_peak:
+            self.synq_peak = self.synq_len
+        return SynVerdict.QUEUED
+
+    def on_ack(self, cid: int, from_synq: bool, young: bool) -> bool:
+        """An ACK-bearing segment completes a handshake (request or cookie).
+
+        True: the connection is now at the tail of the accept queue (and its
+        request left the SYN queue).  False: ListenOverflow; the request stays.
+        """
+        if self.acceptq_full():
+            self.drops[Drop.LISTEN_OVERFLOW] += 1
+            self.last_drop = Drop.LISTEN_OVERFLOW
+            return False
+        if from_synq:
+            self.remove_request(young)
+        self.acceptq.append(cid)
+        if len(self.acceptq) > self.acceptq_peak:
+            self.acceptq_peak = len(self.acceptq)
+        return True
+
+    def synack_retransmitted(self, was_young: bool) -> None:
+        """The request's first SYN-ACK retransmission makes it no longer young."""
+        if was_young:
+            self.young -= 1
+
+    def remove_request(self, young: bool) -> None:
+        """A request leaves the SYN queue (established, expired or reset)."""
+        self.synq_len -= 1
+        if young:
+            self.young -= 1
+
+    def accept(self) -> int | None:
+        """accept(): the oldest established connection, or None (EAGAIN)."""
+        return self.acceptq.popleft() if self.acceptq else None
+
+    def _drop(self, why: Drop) -> SynVerdict:
+        self.drops[why] += 1
+        self.last_drop = why
+        return SynVerdict.DROPPED

@@ -1,0 +1,128 @@
+"""Metrics: the RunRecord computed from per-connection rows and phase counters.
+
+Counters (server statistics, drop counters, CPU time) are snapshotted when
+the warm-up ends and when the run stops; the record holds the differences
+divided by the measured time.  Client-side figures come from the
+per-request rows (reply received at, response time) and per-connection rows
+(outcome, connect time), restricted to the measured window.
+
+Confidence intervals are 95 % batch means: the measured window is cut into
+``scenario.batches`` equal batches, and the half-width is
+``t(0.975, B-1) * s / sqrt(B)`` over the batch values.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+from .host import O_ABANDONED, O_TIMEDOUT
+from .kernel import Drop
+
+
+def snapshot(t, host, server) -> dict:
+    ls = host.lsock
+    return {
+        "t": t,
+        "stats": dict(server.stats),
+        "drops": list(ls.drops),
+        "server_time": dict(host.cpu.server_time),
+        "kernel_time": dict(host.cpu.kernel_time),
+        "accepted_dead": host.accepted_dead,
+    }
+
+
+def batch_ci(values: np.ndarray) -> float:
+    v = values[np.isfinite(values)]
+    if len(v) < 2:
+        return math.nan
+    return float(sps.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+
+
+def per_connection_rows(host) -> dict[str, np.ndarray]:
+    """One row per connection attempt (Ciw style)."""
+    t0 = np.asarray(host.t0)
+    t_est = np.asarray(host.t_est)
+    return {
+        "t_first_syn": t0,
+        "syns_sent": np.asarray(host.syn_k),
+        "t_established": np.where(t_est >= 0, t_est, np.nan),
+        "t_accepted": np.where(np.asarray(host.t_acc) >= 0, np.asarray(host.t_acc), np.nan),
+        "t_done": np.where(np.asarray(host.t_done) >= 0, np.asarray(host.t_done), np.nan),
+        "outcome": np.asarray(host.outcome),
+        "requests": np.asarray(host.nreq),
+        "replies": np.asarray(host.replies),
+    }
+
+
+def compute(sc, host, server, w: dict, e: dict) -> dict:
+    dur = e["t"] - w["t"]
+    if dur <= 0:
+        raise RuntimeError("measured window is empty (duration too short?)")
+    tw, te = w["t"], e["t"]
+    out: dict = {"duration_s": dur}
+    ds = {k: e["stats"][k] - w["stats"][k] for k in e["stats"]}
+
+    # replies and response time, by the time the reply was received
+    rt = np.asarray(host.resp_t)
+    rv = np.asarray(host.resp_v)
+    m = (rt >= tw) & (rt < te)
+    rt_m, rv_m = rt[m], rv[m]
+    out["replies_per_s"] = len(rt_m) / dur
+    B = sc["scenario"]["batches"]
+    edges = np.linspace(tw, te, B + 1)
+    idx = np.clip(np.searchsorted(edges, rt_m, side="right") - 1, 0, B - 1)
+    counts = np.bincount(idx, minlength=B).astype(float)
+    out["replies_per_s_ci"] = batch_ci(counts / (dur / B))
+    if len(rv_m):
+        out["resp_ms_mean"] = float(rv_m.mean() * 1e3)
+        out["resp_ms_p50"] = float(np.percentile(rv_m, 50) * 1e3)
+        out["resp_ms_p99"] = float(np.percentile(rv_m, 99) * 1e3)
+        sums = np.bincount(idx, weights=rv_m, minlength=B)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["resp_ms_mean_ci"] = batch_ci(sums / counts * 1e3)
+
+    rows = per_connection_rows(host)
+    t0 = rows["t_first_syn"]
+    started = (t0 >= tw) & (t0 < te)
+    out["conn_attempts_per_s"] = float(started.sum() / dur)
+    est = rows["t_established"][started] - t0[started]
+    est = est[np.isfinite(est)]
+    if len(est):
+        out["connect_ms_mean"] = float(est.mean() * 1e3)
+    td = rows["t_done"]
+    gave_up = ((rows["outcome"] == O_TIMEDOUT) | (rows["outcome"] == O_ABANDONED)) & (td >= tw) & (td < te)
+    out["client_timeouts"] = float(gave_up.sum() / dur)
+    out["client_resets"] = 0.0
+
+    # server statistics (thesis tables 4.2, 4.7, 4.8)
+    out["accept_rate"] = ds["accepts"] / dur
+    out["n_accept_phases"] = float(ds["accept_phases"])
+    out["c_avg"] = ds["accepts"] / ds["accept_phases"] if ds["accept_phases"] else math.nan
+    out["accepts_eagain"] = float(ds["accepts_eagain"])
+    out["select_calls_per_s"] = ds["getevents_calls"] / dur
+    out["fds_per_select"] = ds["fds_returned"] / ds["getevents_calls"] if ds["getevents_calls"] else math.nan
+    out["fd_rate"] = ds["fds_returned"] / dur
+    out["work_items_per_phase"] = ds["work_items"] / ds["work_phases"] if ds["work_phases"] else math.nan
+    out["open_conns_mean"] = ds["open_integral"] / dur
+
+    # queue drops (thesis 5.1.1)
+    dd = [e["drops"][i] - w["drops"][i] for i in range(4)]
+    out["drops_synq_full"] = float(dd[Drop.SYNQ_FULL])
+    out["drops_acceptq_full"] = float(dd[Drop.ACCEPTQ_FULL])
+    out["drops_drop_request"] = float(dd[Drop.DROP_REQUEST])
+    out["drops_listen_overflow"] = float(dd[Drop.LISTEN_OVERFLOW])
+    out["qdrops_per_s"] = sum(dd) / dur
+
+    # CPU shares of the measured wall time
+    busy = 0.0
+    for cat in sorted(set(e["server_time"]) | set(w["server_time"]) - {"_k"}):
+        v = e["server_time"].get(cat, 0.0) - w["server_time"].get(cat, 0.0)
+        out[f"cpu_share_{cat}"] = v / dur
+        busy += v
+    kn = e["kernel_time"].get("kernel_net", 0.0) - w["kernel_time"].get("kernel_net", 0.0)
+    out["cpu_share_kernel_net"] = kn / dur
+    busy += kn
+    out["cpu_share_idle"] = max(0.0, 1.0 - busy / dur)
+    return out

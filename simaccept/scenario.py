@@ -1,0 +1,372 @@
+"""Scenario files: the declarative experiment both halves (simaccept, realsys) read.
+
+A scenario is a TOML document with fixed sections and keys (``SCHEMA``).  Any
+value given as a list is a *sweep axis*; the sweep grid is the product of all
+axes in the order they appear in ``SCHEMA``.  Every key can be overridden with
+``section.key=value`` strings (the CLI's ``--set``).
+
+Everything is checked before anything runs: an unknown section or key, a wrong
+type, or an out-of-range value raises :class:`ScenarioError` naming the key and
+the reason.  The CLIs turn that into exit status 2.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+
+
+class ScenarioError(ValueError):
+    """A scenario value is unknown, of the wrong type or out of range."""
+
+    def __init__(self, key: str, reason: str):
+        self.key = key
+        self.reason = reason
+        super().__init__(f"scenario key '{key}': {reason}")
+
+    def __reduce__(self):
+        return (ScenarioError, (self.key, self.reason))
+
+
+# --------------------------------------------------------------------------- types
+@dataclasses.dataclass(frozen=True)
+class Key:
+    kind: str                    # int | float | bool | str | choice | limit | float_or_none
+    default: Any
+    doc: str
+    lo: float | None = None      # inclusive lower bound
+    hi: float | None = None      # inclusive upper bound
+    lo_open: bool = False        # lower bound is exclusive
+    choices: tuple[str, ...] = ()
+    sweepable: bool = True
+
+
+def _fmt(v: Any) -> str:
+    return json.dumps(v) if isinstance(v, str) else repr(v)
+
+
+def _check(key: str, spec: Key, v: Any) -> Any:
+    """Return the normalised value or raise ScenarioError."""
+    k = spec.kind
+    if k == "bool":
+        if not isinstance(v, bool):
+            raise ScenarioError(key, f"must be true or false, got {_fmt(v)}")
+        return v
+    if k == "str":
+        if not isinstance(v, str) or not v:
+            raise ScenarioError(key, f"must be a non-empty string, got {_fmt(v)}")
+        return v
+    if k == "choice":
+        if not isinstance(v, str) or v not in spec.choices:
+            raise ScenarioError(key, f"must be one of {', '.join(map(_fmt, spec.choices))}; got {_fmt(v)}")
+        return v
+    if k == "limit":
+        if isinstance(v, float) and v == math.inf:
+            return "inf"
+        if isinstance(v, str):
+            if v.lower() in ("inf", "infinity"):
+                return "inf"
+            raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}')
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}')
+        if v < 1:
+            raise ScenarioError(key, f"must be >= 1, got {v}")
+        return v
+    if k == "int":
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ScenarioError(key, f"must be an integer, got {_fmt(v)}")
+    elif k in ("float", "float_or_none"):
+        if k == "float_or_none" and isinstance(v, str) and v == "none":
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ScenarioError(key, f"must be a number, got {_fmt(v)}")
+        v = float(v)
+        if not math.isfinite(v):
+            raise ScenarioError(key, f"must be finite, got {v}")
+    else:  # pragma: no cover - schema bug
+        raise AssertionError(k)
+    if spec.lo is not None:
+        if spec.lo_open and not v > spec.lo:
+            raise ScenarioError(key, f"must be > {spec.lo:g}, got {v}")
+        if not spec.lo_open and not v >= spec.lo:
+            raise ScenarioError(key, f"must be >= {spec.lo:g}, got {v}")
+    if spec.hi is not None and not v <= spec.hi:
+        raise ScenarioError(key, f"must be <= {spec.hi:g}, got {v}")
+    return v
+
+
+def _pos(default, doc, **kw):
+    return Key("float", default, doc, lo=0.0, lo_open=True, **kw)
+
+
+def _nonneg(default, doc, **kw):
+    return Key("float", default, doc, lo=0.0, **kw)
+
+
+# --------------------------------------------------------------------------- schema
+#: Section -> key -> spec.  ``None`` defaults mean "take it from the profile".
+SCHEMA: dict[str, dict[str, Key]] = {
+    "scenario": {
+        "name": Key("str", "unnamed", "Short identifier written into every record.", sweepable=False),
+        "duration": _pos(10.0, "Measured simulated/real seconds (after warm-up)."),
+        "warmup": _nonneg(2.0, "Seconds discarded before measuring."),
+        "seed": Key("int", 1, "Base seed; each sweep point derives its own.", lo=0, hi=2**63 - 1),
+        "batches": Key("int", 10, "Batch-means batches for confidence intervals.", lo=2, hi=1000),
+    },
+    "kernel": {
+        "profile": Key("choice", "linux-2.4", "Listen-socket rules: see simaccept.kernel.", choices=("linux-2.4", "linux-6")),
+        "backlog": Key("int", 128, "listen() backlog.", lo=1, hi=1 << 20),
+        "syncookies": Key("bool", False, "net.ipv4.tcp_syncookies (true = 1)."),
+        "somaxconn": Key("int", -1, "net.core.somaxconn; -1 = the profile's default.", lo=-1, hi=1 << 20),
+        "max_syn_backlog": Key("int", -1, "net.ipv4.tcp_max_syn_backlog; -1 = the profile's default.", lo=-1, hi=1 << 20),
+        "synack_retries": Key("int", -1, "net.ipv4.tcp_synack_retries; -1 = profile default.", lo=-1, hi=64),
+    },
+    "network": {
+        "nics": Key("int", 2, "Server NICs; clients are split evenly across them.", lo=1, hi=64),
+        "bandwidth_mbps": _pos(1000.0, "Per-NIC link bandwidth."),
+        "delay_ms": _nonneg(0.05, "One-way delay client<->server."),
+        "mss": Key("int", 1448, "Bytes per full segment (packet counting).", lo=64, hi=65535),
+    },
+    "server": {
+        "kind": Key("choice", "userver", "Architecture model.", choices=("userver", "tux", "knot", "nginx")),
+        "mux": Key("choice", "select", "getevents mechanism (userver).", choices=("select", "poll", "epoll")),
+        "accept_limit": Key("limit", "inf", "Max consecutive accepts per accept-phase."),
+        "policy": Key("choice", "accept-limit", "Accept policy (see simaccept.servers.policies).",
+                      choices=("accept-limit", "adaptive-closed", "queue-aware", "time-budget")),
+        "max_conns": Key("int", 15000, "Open-connection cap (thesis: 15,000).", lo=1, hi=1 << 22),
+        "threads": Key("int", 1000, "Threads (knot).", lo=1, hi=1 << 20),
+        "sndbuf": Key("int", 65536, "Socket send buffer bytes (big replies are written in chunks).", lo=1024, hi=1 << 30),
+        "phase_budget_us": _pos(2000.0, "time-budget policy: CPU budget per accept/work phase."),
+        "service_dist": Key("choice", "deterministic", "Per-request user work (costs.user_per_request): "
+                            "fixed, or exponential with that mean.", choices=("deterministic", "exponential")),
+    },
+    "workload": {
+        "kind": Key("choice", "one-packet", "one-packet | specweb99.", choices=("one-packet", "specweb99")),
+        "rate": _pos(20000.0, "Target request rate (requests/s); connections/s = rate / requests per connection."),
+        "arrivals": Key("choice", "deterministic", "Connection inter-arrival law (httperf --rate is deterministic).",
+                        choices=("deterministic", "poisson")),
+        "reply_bytes": Key("int", 1024, "one-packet: header+body bytes of the single reply packet.", lo=1, hi=1 << 30),
+        "request_bytes": Key("int", 80, "Bytes per HTTP request.", lo=1, hi=65535),
+        "idle_conns": Key("int", 0, "Idle WAN connections held open in the interest set (seed 003).", lo=0, hi=1 << 20),
+        "zipf_alpha": _nonneg(1.0, "specweb99: Zipf exponent within a file class."),
+    },
+    "client": {
+        "timeout": _pos(10.0, "httperf --timeout: seconds from first SYN to the full reply."),
+        "syn_rto": Key("float", -1.0, "Initial SYN RTO seconds; -1 = kernel profile's default.", lo=-1.0),
+        "data_rto": _pos(0.2, "Client RTO for the request after the handshake (RTO_min)."),
+        "hosts": Key("int", 2, "Client hosts (realsys) / arrival streams (sim).", lo=1, hi=1024),
+    },
+    "costs": {
+        "profile": Key("str", "thesis-2004", "Named cost profile (simaccept/costs/<name>.toml)."),
+        # per-cost overrides are validated against the profile's names at load time
+    },
+    "realsys": {
+        "spin_us": _nonneg(0.0, "Extra CPU work per request in the real servers."),
+        "procs": Key("int", 2, "Load-generator processes.", lo=1, hi=256),
+        "cpu_server": Key("int", 0, "CPU the server and its NIC receive processing run on.", lo=0, hi=4095),
+        "cpu_clients": Key("int", 1, "CPU the load generators run on.", lo=0, hi=4095),
+        "settle_s": _nonneg(2.0, "Pause between points (fresh client addresses avoid TIME_WAIT waits)."),
+        "httperf": Key("bool", False, "Use httperf instead of our load generator."),
+        "docroot_files": Key("int", 36, "Files created in the document root.", lo=1, hi=100000),
+    },
+}
+
+#: Per-cost override keys accepted in [costs]; filled from simaccept.costs.
+def _cost_names() -> tuple[str, ...]:
+    from .costs import COST_NAMES
+    return COST_NAMES
+
+
+# --------------------------------------------------------------------------- scenario
+@dataclasses.dataclass
+class Scenario:
+    """A resolved scenario: every key present, typed and in range.
+
+    ``values[section][key]`` holds either a scalar or, for a sweep axis, a
+    non-empty list of scalars.  ``source`` is the file it came from.
+    """
+
+    values: dict[str, dict[str, Any]]
+    source: str = ""
+    point_key: tuple[int, ...] = ()
+    coords: tuple[tuple[str, Any], ...] = ()
+
+    # -- access
+    def __getitem__(self, section: str) -> dict[str, Any]:
+        return self.values[section]
+
+    def get(self, dotted: str) -> Any:
+        s, k = dotted.split(".", 1)
+        return self.values[s][k]
+
+    @property
+    def name(self) -> str:
+        return self.values["scenario"]["name"]
+
+    @property
+    def axes(self) -> list[tuple[str, list[Any]]]:
+        out = []
+        for s, keys in self.values.items():
+            for k, v in keys.items():
+                if isinstance(v, list):
+                    out.append((f"{s}.{k}", v))
+        return out
+
+    def points(self) -> list["Scenario"]:
+        """The sweep grid as scalar scenarios (one per point), each with its own seed key."""
+        axes = self.axes
+        if not axes:
+            return [self]
+        names = [a for a, _ in axes]
+        out = []
+        for combo in itertools.product(*[vals for _, vals in axes]):
+            vals = copy.deepcopy(self.values)
+            for dotted, v in zip(names, combo):
+                s, k = dotted.split(".", 1)
+                vals[s][k] = v
+            # The seed key depends on the point's coordinates, not its index,
+            # so adding a rate to a sweep does not change the other points.
+            key = tuple(int.from_bytes(hashlib.sha256(f"{n}={combo[i]!r}".encode()).digest()[:4], "little")
+                        for i, n in enumerate(names))
+            out.append(Scenario(vals, self.source, key, tuple(zip(names, combo))))
+        return out
+
+    def point_label(self) -> str:
+        return ";".join(f"{a}={v}" for a, v in self.coords)
+
+    def seed_sequence(self) -> np.random.SeedSequence:
+        return np.random.SeedSequence(entropy=self.values["scenario"]["seed"], spawn_key=self.point_key)
+
+    def to_json(self) -> str:
+        return json.dumps(self.values, sort_keys=True)
+
+    def content_hash(self) -> str:
+        """Hash of everything that determines the result (for sweep caching)."""
+        return hashlib.sha256((self.to_json() + repr(self.point_key)).encode()).hexdigest()[:20]
+
+    def with_overrides(self, overrides: Iterable[str]) -> "Scenario":
+        vals = copy.deepcopy(self.values)
+        _apply_overrides(vals, overrides)
+        return _resolve(vals, self.source)
+
+
+def _apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> None:
+    for item in overrides:
+        if not isinstance(item, str) or "=" not in item:
+            raise ScenarioError(str(item), "override must look like section.key=value")
+        dotted, text = item.split("=", 1)
+        dotted = dotted.strip()
+        if "." not in dotted:
+            raise ScenarioError(dotted, "override key must be section.key")
+        section, key = dotted.split(".", 1)
+        value = _parse_value(text.strip())
+        sect = raw.setdefault(section, {})
+        if not isinstance(sect, dict):
+            raise ScenarioError(section, "must be a table")
+        sect[key] = value
+
+
+def _parse_value(text: str) -> Any:
+    """A --set value is TOML (numbers, booleans, lists, quoted strings); bare words are strings."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
+    if not isinstance(raw, Mapping):
+        raise ScenarioError("<document>", "must be a TOML table")
+    values: dict[str, dict[str, Any]] = {}
+    for section in raw:
+        if section not in SCHEMA:
+            raise ScenarioError(str(section), f"unknown section (known: {', '.join(SCHEMA)})")
+        if not isinstance(raw[section], Mapping):
+            raise ScenarioError(str(section), "must be a table of keys")
+    cost_names = None
+    for section, keys in SCHEMA.items():
+        given = dict(raw.get(section, {}))
+        out: dict[str, Any] = {}
+        for key, spec in keys.items():
+            dotted = f"{section}.{key}"
+            v = given.pop(key, spec.default)
+            out[key] = _check_maybe_list(dotted, spec, v)
+        if section == "costs":
+            cost_names = cost_names or _cost_names()
+            for key in list(given):
+                if key in cost_names:
+                    out[key] = _check_maybe_list(f"costs.{key}", Key("float", 0.0, "", lo=0.0), given.pop(key))
+        if given:
+            bad = sorted(given)[0]
+            hint = ""
+            if section == "costs":
+                hint = " (per-cost overrides must be names from simaccept.costs.COST_NAMES)"
+            raise ScenarioError(f"{section}.{bad}", f"unknown key{hint}")
+        values[section] = out
+    # A profile name is a file; check it exists now rather than mid-sweep.
+    from .costs import available_profiles
+    profiles = values["costs"]["profile"]
+    for p in (profiles if isinstance(profiles, list) else [profiles]):
+        if p not in available_profiles():
+            raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)} (have: {', '.join(available_profiles())})")
+    return Scenario(values, source)
+
+
+def _check_maybe_list(dotted: str, spec: Key, v: Any) -> Any:
+    if isinstance(v, list):
+        if not spec.sweepable:
+            raise ScenarioError(dotted, "cannot be a sweep axis (list)")
+        if not v:
+            raise ScenarioError(dotted, "an empty list is not a sweep axis")
+        if len(v) > 10000:
+            raise ScenarioError(dotted, f"sweep axis too long ({len(v)} values > 10000)")
+        out = [_check(dotted, spec, x) for x in v]
+        if len(set(map(repr, out))) != len(out):
+            raise ScenarioError(dotted, "sweep axis has duplicate values")
+        return out
+    if isinstance(v, dict):
+        raise ScenarioError(dotted, "must be a value, not a table")
+    return _check(dotted, spec, v)
+
+
+def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (), *,
+                  text: str | None = None) -> Scenario:
+    """Read a scenario TOML file (or ``text``), apply ``section.key=value`` overrides, validate.
+
+    Raises :class:`ScenarioError` (a ValueError) naming the offending key.
+    """
+    if text is None:
+        if path is None:
+            raise ScenarioError("<path>", "no scenario file given")
+        p = Path(path)
+        try:
+            data = p.read_bytes()
+        except OSError as e:
+            raise ScenarioError("<file>", f"cannot read {str(p)!r}: {e.strerror or e}") from None
+        source = str(p)
+    else:
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        source = "<text>"
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ScenarioError("<file>", f"not UTF-8 (byte offset {e.start})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError("<file>", f"not valid TOML: {e}") from None
+    _apply_overrides(doc, list(overrides))
+    return _resolve(doc, source)
+
+
+def scenario_from_dict(doc: Mapping[str, Any], overrides: Iterable[str] = ()) -> Scenario:
+    """Like :func:`load_scenario` for an already-parsed document."""
+    raw = copy.deepcopy(dict(doc))
+    _apply_overrides(raw, list(overrides))
+    return _resolve(raw, "<dict>")

@@ -1,0 +1,12 @@
+"""Server architectures: one module per model, one accept-policy interface (policies.py)."""
+from __future__ import annotations
+
+
+def make_server(env, host, sc, costs, meter):
+    kind = sc["server"]["kind"]
+    from .policies import make_policy
+    policy = make_policy(sc["server"])
+    if kind == "userver":
+        from .userver import UServer
+        return UServer(env, host, sc, costs, policy, meter)
+    raise NotImplementedError(f"server.kind = {kind!r} is not simulated yet")

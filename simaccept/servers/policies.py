@@ -1,0 +1,101 @@
+"""Accept policies: how many connections to accept in one accept-phase.
+
+A policy is a small object with one decision method, :meth:`quota`, called
+at the start of every accept-phase with a :class:`PhaseView` of what a real
+server can know at that moment, and one feedback hook,
+:meth:`work_phase_done`.  Every server model uses the same interface.
+
+* ``accept-limit`` (thesis 3.1): accept up to N consecutively, N = 1..inf.
+* ``adaptive-closed`` (thesis ch. 6): until the server saturates, accept
+  aggressively (the accept-limit); after, accept as many as the previous
+  work-phase closed, so the number of open connections stays level.
+* ``queue-aware`` (thesis ch. 6, "how many connections are readable, writable
+  and pending"): accept the whole accept queue when there is little ready
+  work, otherwise a share of it in proportion to queue length versus ready
+  set, so neither queue starves.  On Linux the accept-queue length of a
+  listening socket is ``tcpi_unacked`` from TCP_INFO.
+* ``time-budget`` (thesis 4.2.2, "limits should be placed on the amount of
+  time spent in each phase"): accept until the phase has used its CPU budget.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+INF = math.inf
+
+
+@dataclasses.dataclass
+class PhaseView:
+    acceptq_len: int          # connections waiting in the accept queue
+    ready: int                # descriptors the last getevents returned (excluding the listener)
+    open_conns: int
+    closed_last_work_phase: int
+    accept_limit: float
+
+
+class AcceptPolicy:
+    name = "accept-limit"
+    budget_s: float = INF     # CPU seconds an accept-phase may use
+
+    def __init__(self, accept_limit: float):
+        self.accept_limit = accept_limit
+
+    def quota(self, view: PhaseView) -> float:
+        """Maximum connections to accept in this accept-phase (>= 1, may be inf)."""
+        return self.accept_limit
+
+    def work_phase_done(self, closed: int, items: int) -> None:
+        """Feedback after each work-phase."""
+
+
+class AcceptLimit(AcceptPolicy):
+    name = "accept-limit"
+
+
+class AdaptiveClosed(AcceptPolicy):
+    name = "adaptive-closed"
+
+    def __init__(self, accept_limit: float, floor: int = 1):
+        super().__init__(accept_limit)
+        self.floor = floor
+
+    def quota(self, view: PhaseView) -> float:
+        # Saturated = the accept queue was not drained last time: it holds a
+        # backlog.  Then admit what the last work-phase retired.
+        if view.acceptq_len > 1 and view.ready > 0:
+            return max(self.floor, view.closed_last_work_phase)
+        return self.accept_limit
+
+
+class QueueAware(AcceptPolicy):
+    name = "queue-aware"
+
+    def quota(self, view: PhaseView) -> float:
+        if view.ready <= view.acceptq_len:
+            return self.accept_limit
+        share = view.acceptq_len * view.acceptq_len / max(1, view.ready)
+        return max(1, min(self.accept_limit, math.ceil(share)))
+
+
+class TimeBudget(AcceptPolicy):
+    name = "time-budget"
+
+    def __init__(self, accept_limit: float, budget_us: float):
+        super().__init__(accept_limit)
+        self.budget_s = budget_us * 1e-6
+
+
+def make_policy(server: dict) -> AcceptPolicy:
+    lim = server["accept_limit"]
+    lim = INF if lim == "inf" else int(lim)
+    kind = server["policy"]
+    if kind == "accept-limit":
+        return AcceptLimit(lim)
+    if kind == "adaptive-closed":
+        return AdaptiveClosed(lim)
+    if kind == "queue-aware":
+        return QueueAware(lim)
+    if kind == "time-budget":
+        return TimeBudget(lim, server["phase_budget_us"])
+    raise ValueError(kind)

@@ -1,0 +1,100 @@
+"""simulate(): one scenario point -> one RunRecord.
+
+Like desmod, one environment owns the resolved config, the seeded RNG and
+the duration.  The record embeds the resolved config and is produced even
+when the run fails (``status = "failed"`` and the error), so a sweep never
+loses a point silently.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import socket
+import subprocess
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+import simpy
+
+from . import metrics
+from .costs import load_costs
+from .host import Host
+from .record import RunRecord
+from .scenario import Scenario, ScenarioError
+from .servers import make_server
+
+
+class Meter:
+    """Takes the counter snapshots at the end of warm-up and at the stop time."""
+
+    def __init__(self, host, t_warm, t_stop):
+        self.host = host
+        self.t_warm = t_warm
+        self.t_stop = t_stop
+        self.server = None
+        self.warm = None
+
+    def tick(self, t):
+        if self.warm is None and t >= self.t_warm:
+            self.warm = metrics.snapshot(t, self.host, self.server)
+
+
+_GIT_REV = None
+
+
+def git_rev() -> str:
+    global _GIT_REV
+    if _GIT_REV is None:
+        try:
+            _GIT_REV = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                                      capture_output=True, text=True, timeout=5).stdout.strip()
+        except Exception:
+            _GIT_REV = ""
+    return _GIT_REV
+
+
+def _identity(sc: Scenario) -> dict:
+    srv, wl = sc["server"], sc["workload"]
+    return dict(source="sim", scenario=sc.name, point=sc.point_label(), server=srv["kind"],
+                mux=srv["mux"] if srv["kind"] == "userver" else "",
+                accept_limit=str(srv["accept_limit"]), policy=srv["policy"], workload=wl["kind"],
+                target_rate=float(wl["rate"]), seed=float(sc["scenario"]["seed"]),
+                kernel_profile=sc["kernel"]["profile"], cost_profile=sc["costs"]["profile"],
+                git_rev=git_rev(), host=socket.gethostname(),
+                started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                config=sc.to_json())
+
+
+def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = False):
+    """Run one point.  Returns a RunRecord (and the Host if ``return_host``)."""
+    if sc.axes:
+        raise ScenarioError(sc.axes[0][0], "is a sweep axis; use `simaccept sweep` / simaccept.sweep()")
+    rec = RunRecord(**_identity(sc))
+    wall0 = time.perf_counter()
+    host = None
+    try:
+        rng = np.random.default_rng(sc.seed_sequence())
+        costs = load_costs(sc["costs"]["profile"], {k: v for k, v in sc["costs"].items() if k != "profile"})
+        warm = sc["scenario"]["warmup"]
+        t_stop = warm + sc["scenario"]["duration"]
+        env = simpy.Environment()
+        host = Host(sc, rng, costs, t_stop)
+        meter = Meter(host, warm, t_stop)
+        server = make_server(env, host, sc, costs, meter)
+        meter.server = server
+        env.run(until=server.proc)
+        if meter.warm is None:
+            meter.tick(warm)
+        end = metrics.snapshot(max(env.now, t_stop), host, server)
+        for k, v in metrics.compute(sc, host, server, meter.warm, end).items():
+            setattr(rec, k, v)
+    except Exception as e:  # noqa: BLE001 - the record carries the failure
+        if raise_errors or isinstance(e, (ScenarioError, NotImplementedError)):
+            raise
+        rec.status = "failed"
+        rec.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"
+    rec.wall_s = time.perf_counter() - wall0
+    return (rec, host) if return_host else rec

@@ -1,0 +1,177 @@
+"""Sweeps: the grid of a scenario's list values, run point by point.
+
+* The grid is the product of the axes (simaccept.scenario).  Every point has
+  its own seed, derived with ``numpy.random.SeedSequence`` from the base seed
+  and the point's coordinates, so a result does not depend on how the sweep
+  is split or on which worker ran it.
+* Finished points are cached by content hash under ``OUT/points/`` (one JSON
+  file per point, written atomically), so an interrupted sweep resumes and
+  recomputes nothing it had finished.
+* Points run on a local process pool (``jobs``) or on a Dask cluster
+  (``dask="local"`` or a scheduler address).
+* ``OUT/results.csv`` (one row per point, the record columns, written
+  atomically) and the thesis-style plots are produced at the end.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .record import COLUMNS, RunRecord
+from .scenario import Scenario
+
+
+def atomic_write(path: Path, data: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def records_to_csv(records: Iterable[RunRecord]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
+    w.writeheader()
+    for r in records:
+        row = r.to_dict()
+        w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+def read_csv(path) -> list[RunRecord]:
+    with open(path, newline="") as f:
+        return [RunRecord.from_dict(row) for row in csv.DictReader(f)]
+
+
+def _run_point(values_json: str, point_key, coords, source: str) -> dict:
+    from .sim import simulate
+    sc = Scenario(json.loads(values_json), source, tuple(point_key), tuple(tuple(c) for c in coords))
+    return simulate(sc).to_dict()
+
+
+def _load_cached(path: Path) -> RunRecord | None:
+    try:
+        d = json.loads(path.read_text())
+        return RunRecord(**d)
+    except (OSError, ValueError, TypeError):
+        return None     # missing or torn: recompute
+
+
+def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: str | None = None,
+              progress: bool = False, plots: bool = True,
+              on_point: Callable[[RunRecord], None] | None = None) -> list[RunRecord]:
+    """Run every point; return records in grid order."""
+    points = sc.points()
+    out = Path(out) if out is not None else None
+    cache_dir = out / "points" if out is not None else None
+    results: dict[int, RunRecord] = {}
+    todo = []
+    for i, p in enumerate(points):
+        if cache_dir is not None:
+            cached = _load_cached(cache_dir / f"{p.content_hash()}.json")
+            if cached is not None and cached.status == "ok":
+                results[i] = cached
+                continue
+        todo.append(i)
+
+    bar = _Progress(len(points), len(results), enabled=progress)
+
+    def finish(i: int, d: dict) -> None:
+        rec = RunRecord(**d)
+        results[i] = rec
+        if cache_dir is not None and rec.status == "ok":
+            atomic_write(cache_dir / f"{points[i].content_hash()}.json", json.dumps(d))
+        if on_point:
+            on_point(rec)
+        bar.step()
+
+    args = [(points[i].to_json(), points[i].point_key, points[i].coords, points[i].source) for i in todo]
+    if dask:
+        _run_dask(dask, todo, args, finish)
+    elif jobs <= 1 or len(todo) <= 1:
+        for i, a in zip(todo, args):
+            finish(i, _run_point(*a))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            futs = {ex.submit(_run_point, *a): i for i, a in zip(todo, args)}
+            for f in as_completed(futs):
+                finish(futs[f], f.result())
+    bar.close()
+    records = [results[i] for i in range(len(points))]
+    if out is not None:
+        atomic_write(out / "results.csv", records_to_csv(records))
+        if plots:
+            try:
+                from .plots import thesis_plots
+                thesis_plots(records, out)
+            except ImportError as e:
+                print(f"plots skipped: {e} (pip install matplotlib)", file=sys.stderr)
+    return records
+
+
+def _run_dask(address: str, todo, args, finish) -> None:
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed as d_as_completed
+    except ImportError as e:  # pragma: no cover - depends on the extra
+        raise RuntimeError("--dask needs dask.distributed (pip install 'simaccept[dask]')") from e
+    cluster = None
+    if address == "local":
+        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
+        client = Client(cluster)
+    else:
+        client = Client(address)
+    try:
+        futs = {client.submit(_run_point, *a, pure=False): i for i, a in zip(todo, args)}
+        for f in d_as_completed(list(futs)):
+            finish(futs[f], f.result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+class _Progress:
+    def __init__(self, total, done, enabled):
+        self.total, self.done, self.enabled = total, done, enabled
+        self.bar = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, initial=done, unit="point", file=sys.stderr)
+            except ImportError:
+                self._print()
+
+    def _print(self):
+        print(f"\r{self.done}/{self.total} points", end="", file=sys.stderr, flush=True)
+
+    def step(self):
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.enabled:
+            self._print()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled:
+            print(file=sys.stderr)

@@ -1,0 +1,155 @@
+"""Whole-model properties: invariants over random scenarios, determinism, an analytic oracle."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from scipy import stats as sps
+
+from simaccept import load_scenario, simulate
+from simaccept.costs import COST_NAMES
+from simaccept.host import O_ABANDONED, O_COMPLETED, O_INFLIGHT, O_TIMEDOUT
+
+VOLATILE = {"wall_s", "started_at"}
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return repr(v)
+
+
+def scen(**kw):
+    return load_scenario(text="", overrides=[f"{k.replace('__', '.')}={toml_value(v)}" for k, v in kw.items()])
+
+
+small = st.fixed_dictionaries({
+    "scenario__duration": st.sampled_from([1.0, 2.0]),
+    "scenario__warmup": st.sampled_from([0.0, 0.5]),
+    "scenario__seed": st.integers(0, 10_000),
+    "kernel__profile": st.sampled_from(["linux-2.4", "linux-6"]),
+    "kernel__backlog": st.integers(1, 64),
+    "kernel__syncookies": st.booleans(),
+    "kernel__max_syn_backlog": st.sampled_from([-1, 16, 64]),
+    "server__mux": st.sampled_from(["select", "poll", "epoll"]),
+    "server__accept_limit": st.sampled_from([1, 2, 10, "inf"]),
+    "server__max_conns": st.sampled_from([1, 8, 15000]),
+    "workload__kind": st.sampled_from(["one-packet", "specweb99"]),
+    "workload__rate": st.sampled_from([500.0, 5000.0, 30000.0]),
+    "workload__arrivals": st.sampled_from(["deterministic", "poisson"]),
+    "client__timeout": st.sampled_from([0.3, 1.0, 5.0]),
+    "network__delay_ms": st.sampled_from([0.0, 0.1, 5.0]),
+})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small)
+def test_invariants_on_random_scenarios(kw):
+    sc = scen(**kw)
+    rec, host = simulate(sc, raise_errors=True, return_host=True)
+    assert rec.status == "ok"
+    out = np.asarray(host.outcome)
+    t0 = np.asarray(host.t0)
+    t_est = np.asarray(host.t_est)
+    t_done = np.asarray(host.t_done)
+    replies = np.asarray(host.replies)
+    nreq = np.asarray(host.nreq)
+    t_stop = kw["scenario__warmup"] + kw["scenario__duration"]
+    # every attempted connection ends in exactly one outcome
+    assert set(np.unique(out)) <= {O_INFLIGHT, O_COMPLETED, O_TIMEDOUT, O_ABANDONED}
+    started = t0 < t_stop - 1e-9
+    # completed: every request answered, before the deadline
+    comp = out == O_COMPLETED
+    assert np.all(replies[comp] == nreq[comp])
+    assert np.all(t_done[comp] >= t0[comp])
+    # timed out: it had its SYN-ACK; abandoned: it never did in time
+    to = out == O_TIMEDOUT
+    assert np.all((t_est[to] >= 0) & (t_est[to] <= t_done[to]))
+    ab = out == O_ABANDONED
+    assert np.all((t_est[ab] < 0) | (t_est[ab] > t_done[ab]))
+    # in flight only if its deadline had not passed when the run stopped
+    timeout = kw["client__timeout"]
+    infl = (out == O_INFLIGHT) & started
+    dl = np.maximum(t0 + timeout, np.asarray(host.dl))
+    assert np.all(dl[infl] >= t_stop - 0.05)
+    # queue caps
+    ls = host.lsock
+    cap = ls.synq_max + (1 if ls.profile.synq_full_gt else 0)
+    if not ls.syncookies:
+        cap = min(cap, ls.max_syn_backlog - (ls.max_syn_backlog >> 2) + 1) if ls.max_syn_backlog < cap else cap
+    assert ls.synq_peak <= max(cap, 1)
+    assert ls.acceptq_peak <= ls.backlog + 1
+    assert ls.synq_len >= 0 and ls.young >= 0 and ls.young <= ls.synq_len
+    # server never holds more than max_conns, never replies more than it accepted
+    assert host.n_open <= kw["server__max_conns"]
+    assert int(replies.sum()) <= int(nreq[np.asarray(host.t_acc) >= 0].sum())
+
+
+@settings(max_examples=6, deadline=None)
+@given(small)
+def test_same_seed_same_record(kw):
+    a = simulate(scen(**kw), raise_errors=True).to_dict()
+    b = simulate(scen(**kw), raise_errors=True).to_dict()
+    for k in VOLATILE:
+        a.pop(k), b.pop(k)
+    assert a == b
+
+
+def mm1k(lam, mu, K):
+    rho = lam / mu
+    n = np.arange(K + 1)
+    p = rho ** n
+    p /= p.sum()
+    L = float((n * p).sum())
+    pk = float(p[-1])
+    W = L / (lam * (1 - pk))
+    return pk, W
+
+
+def mm1k_scenario(lam, mean_service_us, backlog, duration, seed=7):
+    ov = [f"costs.{n}=0" for n in COST_NAMES if n != "user_per_request"]
+    ov += [f"costs.user_per_request={mean_service_us}", "server.service_dist=exponential",
+           "server.accept_limit=1", "server.max_conns=1", "kernel.profile=linux-6",
+           f"kernel.backlog={backlog}", "kernel.syncookies=false", "network.delay_ms=0",
+           "network.bandwidth_mbps=1e12", "workload.arrivals=poisson", f"workload.rate={lam}",
+           "client.timeout=1e9", "client.syn_rto=1e9", f"scenario.duration={duration}",
+           "scenario.warmup=1", f"scenario.seed={seed}", "scenario.batches=20"]
+    return load_scenario(text="", overrides=ov)
+
+
+def batch_ci99(values):
+    v = np.asarray(values)
+    return sps.t.ppf(0.995, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+
+
+@pytest.mark.parametrize("rho,backlog", [(0.9, 8), (1.2, 4)])
+def test_mm1k_oracle(rho, backlog):
+    """accept-limit 1, max_conns 1, zero kernel costs, exponential service, no
+    timeouts or retransmissions, Poisson arrivals: the accept queue (backlog+1)
+    plus the connection in service is an M/M/1/K queue with K = backlog + 2."""
+    mu = 10_000.0
+    lam = rho * mu
+    K = backlog + 2
+    duration = 20.0
+    sc = mm1k_scenario(lam, 1e6 / mu, backlog, duration)
+    rec, host = simulate(sc, raise_errors=True, return_host=True)
+    pk, W = mm1k(lam, mu, K)
+    t0 = np.asarray(host.t0)
+    blocked = np.asarray(host.t_est) < 0
+    tw, te = 1.0, 1.0 + duration
+    B = 20
+    edges = np.linspace(tw, te, B + 1)
+    # blocking probability by arrival batch
+    m = (t0 >= tw) & (t0 < te)
+    idx = np.searchsorted(edges, t0[m], side="right") - 1
+    pb = np.bincount(idx, weights=blocked[m], minlength=B) / np.bincount(idx, minlength=B)
+    # sojourn by completion batch
+    rt, rv = np.asarray(host.resp_t), np.asarray(host.resp_v)
+    mm = (rt >= tw) & (rt < te)
+    j = np.searchsorted(edges, rt[mm], side="right") - 1
+    wb = np.bincount(j, weights=rv[mm], minlength=B) / np.bincount(j, minlength=B)
+    assert abs(pb.mean() - pk) <= batch_ci99(pb), (pb.mean(), pk, batch_ci99(pb))
+    assert abs(wb.mean() - W) <= batch_ci99(wb), (wb.mean(), W, batch_ci99(wb))
+    assert rec.drops_acceptq_full > 0 and rec.drops_drop_request == 0

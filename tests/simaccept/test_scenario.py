@@ -1,0 +1,92 @@
+"""Scenario files: every key checked before anything runs."""
+import math
+
+import pytest
+
+from simaccept.scenario import SCHEMA, ScenarioError, load_scenario
+
+ROWS = [
+    # (toml text, overrides, key named in the error, fragment of the reason)
+    ("[workload]\nrate = -5", [], "workload.rate", "> 0"),
+    ("[workload]\nrate = 0", [], "workload.rate", "> 0"),
+    ("[workload]\nrate = nan", [], "workload.rate", "finite"),
+    ("[workload]\nrate = inf", [], "workload.rate", "finite"),
+    ("[workload]\nrate = \"fast\"", [], "workload.rate", "number"),
+    ("[workload]\nrate = true", [], "workload.rate", "number"),
+    ("[workload]\nrate = []", [], "workload.rate", "empty list"),
+    ("[workload]\nrate = [1, 1]", [], "workload.rate", "duplicate"),
+    ("[workload]\nrat = 5", [], "workload.rat", "unknown key"),
+    ("[wrkload]\nrate = 5", [], "wrkload", "unknown section"),
+    ("[server]\naccept_limit = 0", [], "server.accept_limit", ">= 1"),
+    ("[server]\naccept_limit = 2.5", [], "server.accept_limit", "integer"),
+    ("[server]\naccept_limit = \"many\"", [], "server.accept_limit", "inf"),
+    ("[server]\nmux = \"kqueue\"", [], "server.mux", "one of"),
+    ("[kernel]\nprofile = \"linux-3\"", [], "kernel.profile", "one of"),
+    ("[kernel]\nbacklog = 1.5", [], "kernel.backlog", "integer"),
+    ("[kernel]\nsyncookies = 1", [], "kernel.syncookies", "true or false"),
+    ("[scenario]\nname = [\"a\", \"b\"]", [], "scenario.name", "sweep axis"),
+    ("[costs]\nprofile = \"nope\"", [], "costs.profile", "no cost profile"),
+    ("[costs]\nselect_bse = 1.0", [], "costs.select_bse", "unknown key"),
+    ("[costs]\nselect_base = -1.0", [], "costs.select_base", ">= 0"),
+    ("[workload]\nrate = { a = 1 }", [], "workload.rate", "not a table"),
+    ("scenario = 3", [], "scenario", "table"),
+    ("", ["workload.rate=-1"], "workload.rate", "> 0"),
+    ("", ["nosuch"], "nosuch", "section.key=value"),
+    ("", ["workload=3"], "workload", "section.key"),
+    ("", ["server.accept_limit=abc"], "server.accept_limit", "inf"),
+]
+
+
+@pytest.mark.parametrize("text,overrides,key,reason", ROWS)
+def test_bad_input_is_refused_naming_the_key(text, overrides, key, reason):
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text=text, overrides=overrides)
+    assert ei.value.key == key
+    assert reason in str(ei.value)
+
+
+def test_not_toml_and_not_utf8():
+    with pytest.raises(ScenarioError, match="not valid TOML"):
+        load_scenario(text="[scenario\n")
+    with pytest.raises(ScenarioError, match="not UTF-8"):
+        load_scenario(text=b"[scenario]\nname = \"\xff\"\n")
+
+
+def test_defaults_fill_every_key():
+    sc = load_scenario(text="")
+    for section, keys in SCHEMA.items():
+        assert set(keys) <= set(sc[section])
+
+
+def test_overrides_are_typed_toml():
+    sc = load_scenario(text="", overrides=["workload.rate=[100, 200]", "server.accept_limit=inf",
+                                           "kernel.syncookies=true", "server.mux=poll"])
+    assert sc["workload"]["rate"] == [100.0, 200.0]
+    assert sc["server"]["accept_limit"] == "inf"
+    assert sc["kernel"]["syncookies"] is True
+    assert sc["server"]["mux"] == "poll"
+
+
+def test_grid_is_product_and_seeds_follow_coordinates():
+    sc = load_scenario(text="[workload]\nrate=[100,200,300]\n[server]\naccept_limit=[1,\"inf\"]")
+    pts = sc.points()
+    assert len(pts) == 6
+    assert len({p.point_key for p in pts}) == 6
+    # adding a rate does not change the other points' seeds
+    sc2 = load_scenario(text="[workload]\nrate=[100,200,300,400]\n[server]\naccept_limit=[1,\"inf\"]")
+    keys2 = {p.point_label(): p.point_key for p in sc2.points()}
+    for p in pts:
+        assert keys2[p.point_label()] == p.point_key
+
+
+def test_shipped_thesis_scenarios_load():
+    for name in ("userver-onepacket", "userver-specweb"):
+        sc = load_scenario(f"scenarios/thesis/{name}.toml")
+        assert sc["kernel"]["backlog"] == 128
+        assert sc["kernel"]["profile"] == "linux-2.4"
+        assert sc["kernel"]["syncookies"] is False
+        assert sc["kernel"]["max_syn_backlog"] == 1024
+        assert sc["network"]["nics"] == 2
+        assert [p.get("server.accept_limit") for p in sc.points()][:1] == [1]
+        assert math.isclose(min(sc["workload"]["rate"]), 10000)
+        assert math.isclose(max(sc["workload"]["rate"]), 30000)
