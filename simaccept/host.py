@@ -127,28 +127,20 @@ class Host:
         self.heap: list = []
         self.seq = 0
         self.kernel_cost_total = 0.0
+        self.nt = INF
+        self.nsrc = -1
+        self._recompute_next()
 
     # ------------------------------------------------------------------ events
     def _push(self, t, kind, c):
         self.seq += 1
         heapq.heappush(self.heap, (t, self.seq, kind, c))
+        if t < self.nt:
+            self.nt = t
+            self.nsrc = 3
 
-    def next_time(self) -> float:
-        d = self.delay
-        ai, di, n = self.ai, self.di, self.n
-        t = self.t0[ai] + d if ai < n else INF
-        if di < n:
-            td = self.t0[di] + self.timeout
-            if td < t:
-                t = td
-        if self.ackq and self.ackq[0][0] < t:
-            t = self.ackq[0][0]
-        if self.heap and self.heap[0][0] < t:
-            t = self.heap[0][0]
-        return t
-
-    def _step(self, limit: float) -> tuple[float, float]:
-        """Process the earliest event if it is before ``limit``: (time, kernel cost), or (INF, 0)."""
+    def _recompute_next(self) -> None:
+        """Cache the earliest pending event time (and which source holds it)."""
         d = self.delay
         ai, di, n = self.ai, self.di, self.n
         t0 = self.t0
@@ -156,31 +148,60 @@ class Host:
         if ai < n:
             best, src = t0[ai] + d, 0
         if di < n:
-            td = t0[di] + self.timeout
-            if td < best:
-                best, src = td, 1
+            # A finished connection's deadline would be ignored: skip it here.
+            out = self.outcome
+            while di < n and out[di] != O_INFLIGHT:
+                di += 1
+            self.di = di
+            if di < n:
+                td = t0[di] + self.timeout
+                if td < best:
+                    best, src = td, 1
         ackq = self.ackq
         if ackq and ackq[0][0] < best:
             best, src = ackq[0][0], 2
         heap = self.heap
         if heap and heap[0][0] < best:
             best, src = heap[0][0], 3
-        if best >= limit:
-            return INF, 0.0
+        self.nt = best
+        self.nsrc = src
+
+    def next_time(self) -> float:
+        return self.nt
+
+    def _process_next(self) -> float:
+        """Process the earliest event (time ``self.nt``); return its kernel cost.
+
+        The cache (nt, nsrc) is kept exact: recomputed after every event and
+        lowered by every push with a strict ``<``, so ties go to the sources in
+        the fixed order arrivals, deadlines, handshake ACKs, heap.
+        """
+        best = self.nt
+        src = self.nsrc
         if src == 0:
+            ai = self.ai
             self.ai = ai + 1
             cost = self._syn(best, ai)
         elif src == 1:
+            di = self.di
             self.di = di + 1
             cost = self._deadline(best, di, first=True)
         elif src == 2:
-            _, c = ackq.popleft()
+            _, c = self.ackq.popleft()
             cost = self._ack(best, c, True, False, True)
         else:
-            _, _, kind, c = heapq.heappop(heap)
+            _, _, kind, c = heapq.heappop(self.heap)
             cost = self._dispatch(best, kind, c)
+        self._recompute_next()
         self.kernel_cost_total += cost
-        return best, cost
+        return cost
+
+    def _step(self, limit: float) -> tuple[float, float]:
+        """Process the earliest event if it is before ``limit``: (time, kernel cost), or (INF, 0)."""
+        t = self.nt
+        if t >= limit:
+            return INF, 0.0
+        return t, self._process_next()
 
     def _dispatch(self, t, kind, c):
         if kind == E_SYN:
@@ -218,6 +239,9 @@ class Host:
             self.t_est[c] = t + d
             self.t_req[c] = t + d          # the request follows the ACK at once
             self.ackq.append((t + 2 * d, c))
+            if t + 2 * d < self.nt:
+                self.nt = t + 2 * d
+                self.nsrc = 2
             return cs.k_syn
         # dropped: the client retransmits while its deadline allows
         k = self.syn_k[c]
@@ -359,20 +383,32 @@ class Host:
         Kernel work queued before ``t0`` runs first; kernel work arriving
         during the operation preempts it and stretches it.
         """
+        st = self.cpu.server_time
+        st[category] = st.get(category, 0.0) + cost
+        return self.run_charged(t0, cost)
+
+    def run2(self, t0: float, cost_a: float, cat_a: str, cost_b: float, cat_b: str) -> float:
+        """Two back-to-back operations (e.g. accept + setsockopt) as one preemptible run."""
+        st = self.cpu.server_time
+        st[cat_a] = st.get(cat_a, 0.0) + cost_a
+        st[cat_b] = st.get(cat_b, 0.0) + cost_b
+        return self.run_charged(t0, cost_a + cost_b)
+
+    def run_charged(self, t0: float, cost: float) -> float:
+        """:meth:`run` without the accounting (the caller charged the categories)."""
         cpu = self.cpu
         t = t0 if t0 > cpu.kbusy else cpu.kbusy
         end = t + cost
-        st = cpu.server_time
-        st[category] = st.get(category, 0.0) + cost
+        if self.nt >= end:          # nothing arrives during the operation
+            return end
         kt = 0.0
-        step = self._step
-        while True:
-            te, kc = step(end)
-            if te == INF:
-                break
+        process = self._process_next
+        t_stop = self.t_stop
+        while self.nt < end:
+            kc = process()
             end += kc
             kt += kc
-            if end > self.t_stop:
+            if end > t_stop:
                 break
         if kt:
             k = cpu.kernel_time

@@ -79,19 +79,18 @@ DEFAULTS: dict[str, float] = {
 COST_NAMES: tuple[str, ...] = tuple(DEFAULTS)
 
 
-@dataclasses.dataclass(frozen=True)
 class CostModel:
-    """Resolved costs in *seconds* (profile + overrides), plus the profile name."""
+    """Resolved costs (profile + overrides).  ``costs.read`` etc. are *seconds*;
+    ``costs.us`` keeps the microsecond values.  Attributes are plain, set once,
+    because the simulator reads them millions of times."""
 
-    profile: str
-    us: Mapping[str, float]
+    __slots__ = ("profile", "us") + COST_NAMES
 
-    def __getattr__(self, name: str) -> float:
-        # Attribute access in seconds: costs.read, costs.k_syn ...
-        try:
-            return self.us[name] * 1e-6
-        except KeyError:
-            raise AttributeError(name) from None
+    def __init__(self, profile: str, us: Mapping[str, float]):
+        self.profile = profile
+        self.us = dict(us)
+        for k in COST_NAMES:
+            setattr(self, k, self.us[k] * 1e-6)
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.us)

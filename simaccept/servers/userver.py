@@ -16,8 +16,9 @@ Each iteration has three phases:
    reply (writev for one packet; CORK + write + sendfile + UNCORK for files,
    in chunks of the send buffer), read EOF and close.
 
-One SimPy timeout per phase; every system call inside a phase is a
-:meth:`Host.run` that kernel work preempts.
+One SimPy timeout per loop iteration (the phases of one process need no
+events of their own); every system call inside is a :meth:`Host.run` that
+kernel work preempts.
 """
 from __future__ import annotations
 
@@ -101,7 +102,6 @@ class UServer:
             t = h.run(t, self.getevents_cost(n_interest, n_ready), mux)
             st["getevents_calls"] += 1
             st["fds_returned"] += n_ready
-            yield env.timeout(t - env.now)
             # ---------------------------------------------------------------- accept-phase
             if listen_ready:
                 view = PhaseView(len(ls.acceptq), len(snapshot), h.n_open, closed_last,
@@ -117,8 +117,7 @@ class UServer:
                         t = h.run(t, c.accept_eagain, "accept")
                         st["accepts_eagain"] += 1
                         break
-                    t = h.run(t, c.accept, "accept")
-                    t = h.run(t, c.setsockopt, "setsockopt")
+                    t = h.run2(t, c.accept, "accept", c.setsockopt, "setsockopt")
                     if epoll:
                         t = h.run(t, c.epoll_ctl, "epoll")
                     n += 1
@@ -126,7 +125,6 @@ class UServer:
                         break
                 st["accept_phases"] += 1
                 st["accepts"] += n
-                yield env.timeout(t - env.now)
             # ---------------------------------------------------------------- work-phase
             closed = 0
             sst = h.sst
@@ -135,20 +133,17 @@ class UServer:
                 if s == S_READ:
                     r = h.read(conn)
                     if r == 1:
-                        t = h.run(t, c.read, "read")
-                        t = h.run(t, self.service_time(), "user")
+                        t = h.run2(t, c.read, "read", self.service_time(), "user")
                         if epoll:
                             t = h.run(t, c.epoll_ctl, "epoll")
                     elif r == 0:
-                        t = h.run(t, c.read_eof, "read")
-                        t = h.run(t, c.close, "close")
+                        t = h.run2(t, c.read_eof, "read", c.close, "close")
                         h.close(conn)
                         closed += 1
                     else:
                         t = h.run(t, c.read_eof, "read")       # EAGAIN costs like a short read
                 elif s == S_WRITE:
                     t = self._write(t, conn)
-                    st["replies_written"] += 0
                 st["work_items"] += 1
             st["work_phases"] += 1
             st["closed"] += closed

@@ -1,0 +1,98 @@
+"""Short bounded loads on the test bed for every server kind and mux, through the runner:
+replies arrive, statistics are sane, records are complete.  Plus the fd-leak check."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from realsys import kernel
+from realsys.docroot import make_docroot
+from realsys.runner import read_rows, run_scenario
+from realsys.testbed import TestBed
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = str(REPO / "scenarios" / "realsys" / "smoke.toml")
+pytestmark = pytest.mark.root
+
+CASES = [("userver", "select"), ("userver", "poll"), ("userver", "epoll"), ("knot", "select"),
+         ("nginx", "epoll")]
+
+
+@pytest.mark.parametrize("kind,mux", CASES, ids=[f"{k}-{m}" for k, m in CASES])
+def test_short_load(cbuild, tmp_path, kind, mux):
+    if kind == "nginx" and shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx not installed (realsys/install-deps.sh)")
+    over = [f"server.kind={kind}", f"server.mux={mux}", "workload.rate=400", "server.threads=16"]
+    recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=(kind == "userver" and mux == "select"))
+    assert len(recs) == 1
+    r = recs[0]
+    assert r.source == "real" and r.server == kind and r.status == "ok"
+    assert abs(r.replies_per_s - 400) <= 8, r.replies_per_s        # all replies, no overload
+    assert abs(r.conn_attempts_per_s - 400) <= 4                    # generator on target (1 %)
+    assert r.client_timeouts == 0 and r.qdrops_per_s == 0
+    assert r.resp_ms_p50 < 50
+    assert r.git_rev and r.host and r.started_at and r.config
+    pts = list((tmp_path / "points").glob("*.json"))
+    extra = json.loads(pts[0].read_text())
+    assert extra["sysctls"]["net.ipv4.tcp_syncookies"] == "0"
+    assert extra["drops"]["total"] == 0
+    if kind == "nginx":
+        assert math.isnan(r.c_avg) and math.isnan(r.select_calls_per_s)
+    else:
+        st = extra["server_stats"]
+        assert st["replies"] >= 0.9 * 400 * 1.0 and st["accepts"] >= 0.9 * 400
+        assert r.c_avg >= 1.0 and r.accept_rate > 300
+        assert r.cpu_share_accept > 0 and r.cpu_share_writev > 0
+    if kind == "userver":
+        assert r.select_calls_per_s > 400 and r.fds_per_select >= 1.0
+        share = {"select": r.cpu_share_select, "poll": r.cpu_share_poll, "epoll": r.cpu_share_epoll}[mux]
+        assert share > 0
+    rows = read_rows(tmp_path / "results.csv")
+    assert len(rows) == 1 and rows[0]["source"] == "real"
+    if kind == "userver" and mux == "select":
+        assert extra["bpftrace"] is None or "drop_reasons" in extra["bpftrace"]
+
+
+def _fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.parametrize("kind", ["userver", "knot"])
+def test_no_fd_leak_after_overload(cbuild, tmp_path, kind):
+    root = make_docroot(tmp_path / "root", 1024)
+    os.chmod(tmp_path, 0o755)
+    with TestBed() as tb:
+        argv = [str(cbuild / kind), "--port", "80", "--docroot", str(root), "--spin-us", "300",
+                "--accept-limit", "inf"]
+        argv += ["--mux", "select"] if kind == "userver" else ["--threads", "32", "--idle-timeout", "2"]
+        srv = tb.spawn(tb.server_ns, argv, cpu=0, stderr=subprocess.DEVNULL)
+        tb.wait_listening(80, srv)
+        time.sleep(0.2)
+        base = _fds(srv.pid)
+        c0 = kernel.read_counters(lambda n: tb.netfile(tb.server_ns, n))
+        gens = [tb.spawn(tb.client_ns[i], [str(cbuild / "loadgen"), "--server", tb.server_ips[i], "--port", "80",
+                                           "--bind", ",".join(tb.client_addrs(i, 4)), "--rate", "3000",
+                                           "--duration", "1.5", "--timeout", "0.5",
+                                           "--out", str(tmp_path / f"g{i}.json")], cpu=1) for i in range(2)]
+        peak = base
+        for g in gens:
+            while g.poll() is None:
+                peak = max(peak, _fds(srv.pid))
+                time.sleep(0.05)
+        res = [json.loads((tmp_path / f"g{i}.json").read_text()) for i in range(2)]
+        c1 = kernel.read_counters(lambda n: tb.netfile(tb.server_ns, n))
+        # overloaded: ~6000 conn/s against a ~2,500/s server
+        assert sum(r["timeouts"] for r in res) > 0 or c1["TcpExt.ListenDrops"] > c0["TcpExt.ListenDrops"]
+        assert peak > base + 10
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and _fds(srv.pid) > base:
+            time.sleep(0.2)
+        assert _fds(srv.pid) == base, (base, _fds(srv.pid))
+        assert srv.poll() is None        # still serving

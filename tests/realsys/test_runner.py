@@ -1,0 +1,66 @@
+"""Runner: atomic append + resume, scenario errors exit 2 naming the key."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from realsys import cli
+from realsys.runner import append_record, read_rows, run_scenario
+from simaccept.record import COLUMNS, RunRecord
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = str(REPO / "scenarios" / "realsys" / "smoke.toml")
+
+
+@pytest.mark.parametrize("override,key", [
+    ("kernel.profile=linux-2.4", "kernel.profile"),
+    ("server.kind=tux", "server.kind"),
+    ("server.bogus=1", "server.bogus"),
+    ("workload.rate=-5", "workload.rate"),
+    ("realsys.cpu_server=4095", "realsys.cpu_server"),
+])
+def test_bad_scenario_exit_2(override, key, capsys, tmp_path):
+    rc = cli.main(["run", SMOKE, "--set", override, "--out", str(tmp_path)])
+    assert rc == 2
+    assert key in capsys.readouterr().err
+
+
+def test_nginx_accept_limit_refused(capsys, tmp_path):
+    rc = cli.main(["run", SMOKE, "--set", "server.kind=nginx", "--set", "server.accept_limit=10",
+                   "--out", str(tmp_path)])
+    assert rc == 2 and "server.accept_limit" in capsys.readouterr().err
+
+
+def test_append_is_complete_rows(tmp_path):
+    p = tmp_path / "results.csv"
+    for i in range(3):
+        append_record(p, RunRecord(source="real", point=f"p{i}", replies_per_s=float(i)))
+    with open(p, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["point"] for r in rows] == ["p0", "p1", "p2"]
+    assert list(rows[0]) == list(COLUMNS)
+    assert rows[0]["target_rate"] == ""          # NaN -> empty
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+@pytest.mark.root
+def test_resume_skips_finished_points(cbuild, tmp_path):
+    over = ["workload.rate=[300,400]", "scenario.duration=0.5", "scenario.warmup=0.1"]
+    first = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
+    assert len(first) == 2
+    again = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
+    assert again == []                               # nothing left to do
+    rows = read_rows(tmp_path / "results.csv")
+    assert len(rows) == 2
+    # drop one finished row, as if the sweep had been interrupted after the first point
+    keep = rows[:1]
+    with open(tmp_path / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(COLUMNS))
+        w.writeheader()
+        w.writerows(keep)
+    third = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
+    assert [r.point for r in third] == [rows[1]["point"]]
+    assert len(read_rows(tmp_path / "results.csv")) == 2
+    assert (tmp_path / "throughput.png").exists()

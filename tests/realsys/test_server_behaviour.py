@@ -1,0 +1,207 @@
+"""Request handling of userver (each mux) and knot on loopback, sanitizer builds:
+keep-alive, pipelining, sendfile, HEAD, 400 + close on malformed or oversized requests,
+403/404 for paths outside the root, and the statistics JSON on SIGTERM.  No root needed."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from realsys.docroot import make_docroot, specweb_size
+
+KINDS = [("userver", "select"), ("userver", "poll"), ("userver", "epoll"), ("knot", "")]
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture(params=KINDS, ids=[f"{k}-{m}" if m else k for k, m in KINDS])
+def server(request, cbuild, tmp_path):
+    kind, mux = request.param
+    root = make_docroot(tmp_path / "root", 1024)
+    (root / "escape").symlink_to("/etc/passwd")
+    port = free_port()
+    stats = tmp_path / "stats.json"
+    argv = [str(cbuild / f"{kind}-asan"), "--addr", "127.0.0.1", "--port", str(port), "--docroot", str(root),
+            "--stats", str(stats), "--accept-limit", "inf"]
+    if kind == "userver":
+        argv += ["--mux", mux, "--max-conns", "2000"]
+    else:
+        argv += ["--threads", "8", "--idle-timeout", "2"]
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
+    p = subprocess.Popen(argv, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield {"port": port, "root": root, "proc": p, "stats": stats, "kind": kind}
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+    try:
+        _, err = p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    assert b"AddressSanitizer" not in err and b"runtime error" not in err, err.decode(errors="replace")
+
+
+def exchange(port: int, data: bytes, timeout: float = 5.0) -> bytes:
+    """Send data, read until the server closes (or timeout)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    out = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except socket.timeout:
+        pass
+    s.close()
+    return out
+
+
+_pending: dict[int, bytes] = {}
+
+
+def read_reply(s: socket.socket) -> tuple[int, dict, bytes]:
+    """One reply; bytes of a following (pipelined) reply are kept for the next call."""
+    buf = _pending.pop(s.fileno(), b"")
+    while b"\r\n\r\n" not in buf:
+        b = s.recv(65536)
+        assert b, f"closed before a reply head: {buf!r}"
+        buf += b
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    hdrs = {k.lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:])}
+    n = int(hdrs.get("content-length", 0))
+    while len(rest) < n:
+        b = s.recv(65536)
+        assert b
+        rest += b
+    if len(rest) > n:
+        _pending[s.fileno()] = rest[n:]
+    return status, hdrs, rest[:n]
+
+
+def status_of(raw: bytes) -> int:
+    return int(raw.split(b" ", 2)[1])
+
+
+def test_http10_and_keepalive_and_pipelining(server):
+    port, root = server["port"], server["root"]
+    raw = exchange(port, b"GET /index.html HTTP/1.0\r\n\r\n")
+    assert status_of(raw) == 200
+    assert raw.endswith((root / "index.html").read_bytes())
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_reply(s)[0] == 200
+    s.sendall(b"GET /specweb/class0_1 HTTP/1.1\r\n\r\nGET /specweb/class2_3 HTTP/1.1\r\n\r\n")
+    st1, _, b1 = read_reply(s)
+    st2, _, b2 = read_reply(s)
+    assert (st1, len(b1)) == (200, specweb_size(0, 1))
+    assert (st2, len(b2)) == (200, specweb_size(2, 3))       # sendfile path
+    s.sendall(b"HEAD /specweb/class3_8 HTTP/1.1\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    assert buf.startswith(b"HTTP/1.1 200") and f"Content-Length: {specweb_size(3, 8)}".encode() in buf
+    assert buf.endswith(b"\r\n\r\n")
+    s.close()
+
+
+def test_big_file_complete(server):
+    s = socket.create_connection(("127.0.0.1", server["port"]), timeout=5)
+    s.sendall(b"GET /specweb/class3_8 HTTP/1.1\r\nConnection: close\r\n\r\n")
+    st, h, body = read_reply(s)
+    assert st == 200 and len(body) == specweb_size(3, 8) == int(h["content-length"])
+    assert h["connection"] == "close"
+    s.close()
+
+
+@pytest.mark.parametrize("req,want", [
+    (b"GARBAGE\x00\x01\r\n\r\n", 400),
+    (b"GET / HTTP/3.0\r\n\r\n", 400),
+    (b"GET /" + b"a" * 10000 + b" HTTP/1.1\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nX: " + b"b" * 10000 + b"\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", 400),
+    (b"POST / HTTP/1.1\r\n\r\n", 501),
+    (b"GET /../../etc/passwd HTTP/1.1\r\n\r\n", 403),
+    (b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\n\r\n", 403),
+    (b"GET //etc/passwd HTTP/1.1\r\n\r\n", 403),
+    (b"GET /escape HTTP/1.1\r\n\r\n", 404),          # symlink to /etc/passwd: never served
+    (b"GET /nope.html HTTP/1.1\r\n\r\n", 404),
+    (b"GET http://x/etc/passwd HTTP/1.1\r\n\r\n", 400),
+])
+def test_bad_requests_get_error_and_close(server, req, want):
+    raw = exchange(server["port"], req)
+    assert raw, "no reply"
+    assert status_of(raw) == want, raw[:200]
+    assert b"root:" not in raw
+    assert b"Connection: close" in raw       # and exchange() returned: the server closed
+    # the server keeps serving
+    assert status_of(exchange(server["port"], b"GET / HTTP/1.0\r\n\r\n")) == 200
+
+
+def test_stats_json_on_sigterm(server):
+    for _ in range(5):
+        exchange(server["port"], b"GET /index.html HTTP/1.0\r\n\r\n")
+    p = server["proc"]
+    p.send_signal(signal.SIGUSR2)
+    snap = Path(str(server["stats"]) + ".snap")
+    deadline = time.monotonic() + 5
+    while not snap.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert json.loads(snap.read_text())["replies"] >= 5
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=15)
+    st = json.loads(server["stats"].read_text())
+    for k in ("accept_phases", "c_avg", "accepts", "accepts_eagain", "getevents_calls", "fds_returned",
+              "work_items_per_phase", "syscalls", "open_conns", "replies"):
+        assert k in st
+    assert st["replies"] >= 5 and st["accepts"] >= 5 and st["status_2xx"] >= 5
+    assert st["syscalls"]["accept"]["calls"] >= st["accepts"]
+    assert st["syscalls"]["writev"]["calls"] >= 5 and st["syscalls"]["writev"]["s"] > 0
+    if server["kind"] == "userver":
+        assert st["getevents_calls"] > 0 and st["accept_phases"] > 0 and st["c_avg"] >= 1.0
+    assert st["open_conns"]["samples"]
+
+
+def test_select_refuses_fds_beyond_its_set(cbuild, tmp_path):
+    """select backend: fds >= maxfds are refused cleanly (closed), the server goes on."""
+    root = make_docroot(tmp_path / "r", 512)
+    port = free_port()
+    p = subprocess.Popen([str(cbuild / "userver-asan"), "--addr", "127.0.0.1", "--port", str(port),
+                          "--docroot", str(root), "--mux", "select", "--max-conns", "1",
+                          "--stats", str(tmp_path / "s.json")], stderr=subprocess.PIPE,
+                         env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    try:
+        time.sleep(0.5)
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(80)]
+        time.sleep(0.3)
+        for s in held:
+            s.close()
+        time.sleep(0.3)
+        assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=10)
+    st = json.loads((tmp_path / "s.json").read_text())
+    assert st["conns_refused_fd"] > 0
+    assert b"AddressSanitizer" not in err and b"runtime error" not in err
