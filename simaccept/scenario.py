@@ -176,6 +176,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "settle_s": _nonneg(2.0, "Pause between points (fresh client addresses avoid TIME_WAIT waits)."),
         "httperf": Key("bool", False, "Use httperf instead of our load generator."),
         "docroot_files": Key("int", 36, "Files created in the document root.", lo=1, hi=100000),
+        "cpu_quota": Key("float", 1.0, "Share of cpu_server the server process may use (CFS quota; "
+                         "1 = no limit); kernel softirq work is not limited.", lo=0.0, hi=1.0, lo_open=True),
     },
 }
 

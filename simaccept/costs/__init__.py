@@ -72,8 +72,15 @@ DEFAULTS: dict[str, float] = {
     "k_timewait": 0.0,
     # threaded servers -------------------------------------------------------------
     "thread_switch": 1.0,
-    "sched_per_blocked": 0.01,
-    "tux_per_item": 2.0,
+    "sched_base": 3.0,
+    "sched_per_blocked": 0.05,
+    "sched_per_ready": 0.5,
+    # TUX: in-kernel, no system-call crossings, zero-copy -------------------------
+    "tux_accept": 2.0,
+    "tux_request": 4.0,
+    "tux_per_kb": 1.0,
+    "tux_close": 2.0,
+    "tux_phase": 0.5,
 }
 
 COST_NAMES: tuple[str, ...] = tuple(DEFAULTS)

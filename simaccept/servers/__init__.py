@@ -9,4 +9,10 @@ def make_server(env, host, sc, costs, meter):
     if kind == "userver":
         from .userver import UServer
         return UServer(env, host, sc, costs, policy, meter)
+    if kind == "tux":
+        from .tux import TUX
+        return TUX(env, host, sc, costs, policy, meter)
+    if kind == "knot":
+        from .knot import Knot
+        return Knot(env, host, sc, costs, policy, meter)
     raise NotImplementedError(f"server.kind = {kind!r} is not simulated yet")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from ..host import S_READ, S_WRITE
-from .policies import PhaseView
+from .policies import AcceptPolicy, PhaseView
 
 INF = math.inf
 
@@ -70,85 +70,129 @@ class UServer:
     def loop(self):
         env, h, c, st = self.env, self.host, self.costs, self.stats
         meter = self.meter
-        t_stop = meter.t_stop
+        t_stop, t_warm = meter.t_stop, meter.t_warm
         mux = self.mux
         epoll = mux == "epoll"
+        if mux == "select":
+            g_base, g_fd, g_ready = c.select_base, c.select_per_fd, c.select_per_ready
+        elif mux == "poll":
+            g_base, g_fd, g_ready = c.poll_base, c.poll_per_fd, c.poll_per_ready
+        else:
+            g_base, g_fd, g_ready = c.epoll_base, 0.0, c.epoll_per_ready
         ls = h.lsock
+        acceptq = ls.acceptq
+        ready = h.ready
+        sst = h.sst
+        policy = self.policy
+        plain_limit = type(policy).quota is AcceptPolicy.quota and policy.budget_s == INF
+        max_conns = self.max_conns
+        idle = self.idle_conns + 1
+        run, run2 = h.run, h.run2
+        c_accept, c_sso, c_ctl = c.accept, c.setsockopt, c.epoll_ctl
+        c_read, c_eof, c_close, c_eagain = c.read, c.read_eof, c.close, c.accept_eagain
+        # counters live in locals and are flushed into self.stats at snapshots
+        n_get = n_fds = n_aph = n_acc = n_eagain = n_wph = n_items = n_closed = 0
+        open_int = 0.0
+        t_last = self.t_last
         closed_last = 0
+
+        def flush():
+            st["getevents_calls"] += n_get
+            st["fds_returned"] += n_fds
+            st["accept_phases"] += n_aph
+            st["accepts"] += n_acc
+            st["accepts_eagain"] += n_eagain
+            st["work_phases"] += n_wph
+            st["work_items"] += n_items
+            st["closed"] += n_closed
+            st["open_integral"] += open_int
+
         while True:
             t = env.now
-            meter.tick(t)
-            if t >= t_stop:
-                return
+            if t >= t_stop or (meter.warm is None and t >= t_warm):
+                flush()
+                n_get = n_fds = n_aph = n_acc = n_eagain = n_wph = n_items = n_closed = 0
+                open_int = 0.0
+                meter.tick(t)
+                if t >= t_stop:
+                    return
             # ---------------------------------------------------------------- getevents
             # At max_conns the listener leaves the interest set (else select
             # would report it readable forever and the loop would spin).
-            listening = h.n_open < self.max_conns
-            if not h.ready and not (listening and ls.acceptq):
+            listening = h.n_open < max_conns
+            if not ready and not (listening and acceptq):
                 t_w = h.wait_ready(t, t_stop, listening)
                 if t_w > t:
                     yield env.timeout(t_w - t)
                     t = t_w
-                    meter.tick(t)
-                if t >= t_stop:
-                    return
-            snapshot = list(h.ready)
-            listen_ready = bool(ls.acceptq) and h.n_open < self.max_conns
+                    if t >= t_stop or (meter.warm is None and t >= t_warm):
+                        flush()
+                        n_get = n_fds = n_aph = n_acc = n_eagain = n_wph = n_items = n_closed = 0
+                        open_int = 0.0
+                        meter.tick(t)
+                        if t >= t_stop:
+                            return
+                listening = h.n_open < max_conns
+            snapshot = list(ready)
+            listen_ready = listening and bool(acceptq)
             n_ready = len(snapshot) + (1 if listen_ready else 0)
-            n_interest = h.n_open + 1 + self.idle_conns
+            n_open = h.n_open
             # time-average of open connections, sampled at each getevents
-            st["open_integral"] += h.n_open * (t - self.t_last)
-            self.t_last = t
-            t = h.run(t, self.getevents_cost(n_interest, n_ready), mux)
-            st["getevents_calls"] += 1
-            st["fds_returned"] += n_ready
+            open_int += n_open * (t - t_last)
+            t_last = t
+            t = run(t, g_base + g_fd * (n_open + idle) + g_ready * n_ready, mux)
+            n_get += 1
+            n_fds += n_ready
             # ---------------------------------------------------------------- accept-phase
             if listen_ready:
-                view = PhaseView(len(ls.acceptq), len(snapshot), h.n_open, closed_last,
-                                 self.policy.accept_limit)
-                quota = self.policy.quota(view)
-                budget = self.policy.budget_s
+                if plain_limit:
+                    quota = policy.accept_limit
+                    budget = INF
+                else:
+                    quota = policy.quota(PhaseView(len(acceptq), len(snapshot), h.n_open, closed_last,
+                                                   policy.accept_limit))
+                    budget = policy.budget_s
                 t_phase = t
                 n = 0
-                per_accept = c.accept + c.setsockopt + (c.epoll_ctl if epoll else 0.0)
-                while n < quota and h.n_open < self.max_conns:
+                while n < quota and h.n_open < max_conns:
                     conn = h.accept(t)
                     if conn is None:
-                        t = h.run(t, c.accept_eagain, "accept")
-                        st["accepts_eagain"] += 1
+                        t = run(t, c_eagain, "accept")
+                        n_eagain += 1
                         break
-                    t = h.run2(t, c.accept, "accept", c.setsockopt, "setsockopt")
+                    t = run2(t, c_accept, "accept", c_sso, "setsockopt")
                     if epoll:
-                        t = h.run(t, c.epoll_ctl, "epoll")
+                        t = run(t, c_ctl, "epoll")
                     n += 1
                     if t - t_phase >= budget:
                         break
-                st["accept_phases"] += 1
-                st["accepts"] += n
+                n_aph += 1
+                n_acc += n
             # ---------------------------------------------------------------- work-phase
             closed = 0
-            sst = h.sst
             for conn in snapshot:
                 s = sst[conn]
                 if s == S_READ:
                     r = h.read(conn)
                     if r == 1:
-                        t = h.run2(t, c.read, "read", self.service_time(), "user")
+                        t = run2(t, c_read, "read", self.service_time(), "user")
                         if epoll:
-                            t = h.run(t, c.epoll_ctl, "epoll")
+                            t = run(t, c_ctl, "epoll")
                     elif r == 0:
-                        t = h.run2(t, c.read_eof, "read", c.close, "close")
+                        t = run2(t, c_eof, "read", c_close, "close")
                         h.close(conn)
                         closed += 1
                     else:
-                        t = h.run(t, c.read_eof, "read")       # EAGAIN costs like a short read
+                        t = run(t, c_eof, "read")       # EAGAIN costs like a short read
                 elif s == S_WRITE:
                     t = self._write(t, conn)
-                st["work_items"] += 1
-            st["work_phases"] += 1
-            st["closed"] += closed
+            n_items += len(snapshot)
+            n_wph += 1
+            n_closed += closed
             closed_last = closed
-            self.policy.work_phase_done(closed, len(snapshot))
+            if not plain_limit:
+                policy.work_phase_done(closed, len(snapshot))
+            self.t_last = t_last
             if t > env.now:
                 yield env.timeout(t - env.now)
 

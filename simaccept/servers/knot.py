@@ -1,0 +1,183 @@
+"""Knot-C: a fixed pool of cooperatively scheduled threads (Capriccio), thesis 3.1.2.
+
+Each of ``server.threads`` threads loops:
+
+1. **accept-phase**: accept up to the accept-limit without blocking; if none
+   could be accepted, block on the listening socket;
+2. **work-phase**: serve every accepted connection to completion, one after
+   the other: read the request (block on the socket if it is not there), write
+   the reply with write() (Knot cannot use sendfile: the copy costs
+   ``sendfile_per_kb``), keep reading the keep-alive connection until the
+   client closes it, close it, next connection.
+
+Capriccio runs threads round-robin.  When no thread is runnable its scheduler
+polls every descriptor a thread is blocked on: the poll costs ``sched_base``
+plus ``sched_per_blocked`` per blocked thread *and* per open connection, plus
+``sched_per_ready`` per ready descriptor, and each resumed thread costs a
+``thread_switch``.  That is why very high concurrency hurts (thesis 4.2.3:
+Accept-50 ran ~25,000 active connections, Accept-100 44,000-48,000).
+
+One SimPy process plays the scheduler; threads are plain records, so a
+thousand threads cost no SimPy processes.
+"""
+from __future__ import annotations
+
+import collections
+import math
+
+from ..host import S_READ, S_WRITE
+from .policies import PhaseView
+
+INF = math.inf
+
+T_ACCEPT, T_SERVE = 0, 1
+
+
+class Knot:
+    def __init__(self, env, host, sc, costs, policy, meter):
+        self.env = env
+        self.host = host
+        self.costs = costs
+        self.policy = policy
+        self.meter = meter
+        self.max_conns = sc["server"]["max_conns"]
+        self.n_threads = sc["server"]["threads"]
+        self.stats = dict(getevents_calls=0, fds_returned=0, accept_phases=0, accepts=0,
+                          accepts_eagain=0, work_phases=0, work_items=0, open_integral=0.0,
+                          closed=0, thread_switches=0)
+        self.t_last = 0.0
+        # per-thread state
+        self.state = [T_ACCEPT] * self.n_threads
+        self.conns = [collections.deque() for _ in range(self.n_threads)]
+        self.proc = env.process(self.loop())
+
+    def loop(self):
+        env, h, c, st = self.env, self.host, self.costs, self.stats
+        meter = self.meter
+        t_stop = meter.t_stop
+        ls = h.lsock
+        ready = h.ready
+        runq = collections.deque(range(self.n_threads))
+        blocked_accept: collections.deque[int] = collections.deque()
+        blocked_on: dict[int, int] = {}          # conn -> thread blocked on it
+        closed_last = 0
+        while True:
+            t = env.now
+            meter.tick(t)
+            if t >= t_stop:
+                return
+            if not runq:
+                # ---------------------------------------------- scheduler poll
+                listening = bool(blocked_accept) and h.n_open < self.max_conns
+                woken = [conn for conn in ready if conn in blocked_on]
+                if not woken and not (listening and ls.acceptq):
+                    t_w = h.wait_ready(t, t_stop, listening)
+                    if t_w > t:
+                        yield env.timeout(t_w - t)
+                        t = t_w
+                        meter.tick(t)
+                    if t >= t_stop:
+                        return
+                    woken = [conn for conn in ready if conn in blocked_on]
+                n_blocked = len(blocked_on) + len(blocked_accept)
+                n_ready = len(woken) + (1 if (listening and ls.acceptq) else 0)
+                st["open_integral"] += h.n_open * (t - self.t_last)
+                self.t_last = t
+                cost = c.sched_base + c.sched_per_blocked * (n_blocked + h.n_open) + c.sched_per_ready * n_ready
+                t = h.run(t, cost, "poll")
+                st["getevents_calls"] += 1
+                st["fds_returned"] += n_ready
+                for conn in woken:
+                    runq.append(blocked_on.pop(conn))
+                if listening and ls.acceptq:
+                    # wake as many accepting threads as there are connections
+                    for _ in range(min(len(ls.acceptq), len(blocked_accept))):
+                        runq.append(blocked_accept.popleft())
+                if t > env.now:
+                    yield env.timeout(t - env.now)
+                continue
+            # ------------------------------------------------------ run a thread
+            th = runq.popleft()
+            t = h.run(t, c.thread_switch, "user")
+            st["thread_switches"] += 1
+            while True:
+                if self.state[th] == T_ACCEPT:
+                    view = PhaseView(len(ls.acceptq), len(ready), h.n_open, closed_last,
+                                     self.policy.accept_limit)
+                    quota = self.policy.quota(view)
+                    q = self.conns[th]
+                    n = 0
+                    while n < quota and h.n_open < self.max_conns:
+                        conn = h.accept(t)
+                        if conn is None:
+                            t = h.run(t, c.accept_eagain, "accept")
+                            st["accepts_eagain"] += 1
+                            break
+                        t = h.run2(t, c.accept, "accept", c.setsockopt, "setsockopt")
+                        q.append(conn)
+                        n += 1
+                    st["accept_phases"] += 1
+                    st["accepts"] += n
+                    if n == 0:
+                        blocked_accept.append(th)
+                        break
+                    self.state[th] = T_SERVE
+                    st["work_phases"] += 1
+                    closed_last = 0
+                # serve the accepted connections to completion, in order
+                q = self.conns[th]
+                blocked = False
+                while q:
+                    conn = q[0]
+                    s = h.sst[conn]
+                    if s == S_READ:
+                        r = h.read(conn)
+                        st["work_items"] += 1
+                        if r == 1:
+                            t = h.run2(t, c.read, "read", c.user_per_request, "user")
+                            t = self._write(t, conn)
+                            if h.sst[conn] == S_WRITE:       # reply not all written
+                                blocked_on[conn] = th
+                                blocked = True
+                                break
+                        elif r == 0:
+                            t = h.run2(t, c.read_eof, "read", c.close, "close")
+                            h.close(conn)
+                            q.popleft()
+                            st["closed"] += 1
+                            closed_last += 1
+                        else:
+                            t = h.run(t, c.read_eof, "read")       # EAGAIN: block
+                            blocked_on[conn] = th
+                            blocked = True
+                            break
+                    elif s == S_WRITE:
+                        if conn not in ready:
+                            blocked_on[conn] = th
+                            blocked = True
+                            break
+                        st["work_items"] += 1
+                        t = self._write(t, conn)
+                        if h.sst[conn] == S_WRITE:
+                            blocked_on[conn] = th
+                            blocked = True
+                            break
+                    else:                                      # closed under us
+                        q.popleft()
+                if blocked:
+                    break
+                self.state[th] = T_ACCEPT                      # loop back to accept
+                self.policy.work_phase_done(closed_last, 0)
+                if t >= t_stop:
+                    break
+            if t > env.now:
+                yield env.timeout(t - env.now)
+
+    def _write(self, t, conn):
+        """write() the reply (copying) until done or the send buffer is full."""
+        h, c = self.host, self.costs
+        chunk = min(h.rem[conn], h.sndbuf)
+        t = h.run(t, c.write + c.sendfile_per_kb * (chunk / 1024.0), "write")
+        h.write(t, conn, chunk)
+        segs = -(-chunk // h.mss)
+        return h.run_kernel(t, c.k_tx_per_segment * segs)

@@ -1,0 +1,137 @@
+"""TUX: the in-kernel web server's loop, thesis fig. 3.2.
+
+TUX has no getevents-phase and makes no system-call crossings: it reads the
+listening socket's accept queue and its own ``work_pending`` queue directly.
+Each iteration is
+
+1. **accept-phase**: accept up to the accept-limit (Accept-Inf drains the
+   queue, including connections that complete while it drains);
+2. **work-phase**: process ``work_pending`` until it is empty.  The queue
+   keeps growing while it is drained: a reply that completes lets the client
+   close, a closed connection becomes a new item, a request that arrives on an
+   accepted connection becomes a new item.  With Accept-Inf a long
+   accept-phase is followed by an even longer work-phase, during which nothing
+   is accepted and the kernel's queues overflow (thesis 4.1.2, tables 4.4,
+   4.5, 4.10).
+
+Costs (simaccept.costs): ``tux_accept``, ``tux_request`` (read, parse and send
+a reply in the kernel, zero-copy), ``tux_per_kb`` for file bytes,
+``tux_close``, and ``tux_phase`` per phase switch.  The kernel's packet work is
+the same as for a user-level server.
+
+The host's ready set plays the role of work_pending: an accepted connection
+with its request in, or with the client's FIN in, is a work item.
+"""
+from __future__ import annotations
+
+import math
+
+from ..host import S_READ, S_WRITE
+from .policies import PhaseView
+
+INF = math.inf
+
+
+class TUX:
+    def __init__(self, env, host, sc, costs, policy, meter):
+        self.env = env
+        self.host = host
+        self.costs = costs
+        self.policy = policy
+        self.meter = meter
+        self.max_conns = sc["server"]["max_conns"]
+        self.stats = dict(getevents_calls=0, fds_returned=0, accept_phases=0, accepts=0,
+                          accepts_eagain=0, work_phases=0, work_items=0, open_integral=0.0,
+                          closed=0)
+        self.t_last = 0.0
+        self.proc = env.process(self.loop())
+
+    def loop(self):
+        env, h, c, st = self.env, self.host, self.costs, self.stats
+        meter = self.meter
+        t_stop = meter.t_stop
+        ls = h.lsock
+        ready = h.ready
+        closed_last = 0
+        while True:
+            t = env.now
+            meter.tick(t)
+            if t >= t_stop:
+                return
+            listening = h.n_open < self.max_conns
+            if not ready and not (listening and ls.acceptq):
+                t_w = h.wait_ready(t, t_stop, listening)
+                if t_w > t:
+                    yield env.timeout(t_w - t)
+                    t = t_w
+                    meter.tick(t)
+                if t >= t_stop:
+                    return
+            st["open_integral"] += h.n_open * (t - self.t_last)
+            self.t_last = t
+            # ---------------------------------------------------------- accept-phase
+            if ls.acceptq and listening:
+                view = PhaseView(len(ls.acceptq), len(ready), h.n_open, closed_last,
+                                 self.policy.accept_limit)
+                quota = self.policy.quota(view)
+                budget = self.policy.budget_s
+                t_phase = t
+                n = 0
+                t = h.run(t, c.tux_phase, "user")
+                while n < quota and h.n_open < self.max_conns:
+                    conn = h.accept(t)
+                    if conn is None:
+                        break             # in-kernel: no EAGAIN system call to pay
+                    t = h.run(t, c.tux_accept, "accept")
+                    n += 1
+                    if t - t_phase >= budget:
+                        break
+                st["accept_phases"] += 1
+                st["accepts"] += n
+            # ---------------------------------------------------------- work-phase
+            # Drain work_pending, including items that arrive while draining.
+            closed = 0
+            items = 0
+            t = h.run(t, c.tux_phase, "user")
+            sst = h.sst
+            while ready:
+                conn = next(iter(ready))
+                s = sst[conn]
+                if s == S_READ:
+                    r = h.read(conn)
+                    if r == 1:
+                        t = self._reply(t, conn)
+                    elif r == 0:
+                        t = h.run(t, c.tux_close, "close")
+                        h.close(conn)
+                        closed += 1
+                    else:
+                        ready.pop(conn, None)
+                elif s == S_WRITE:
+                    t = self._send(t, conn)
+                else:
+                    ready.pop(conn, None)
+                items += 1
+                if t >= t_stop:
+                    break
+            st["work_phases"] += 1
+            st["work_items"] += items
+            st["closed"] += closed
+            closed_last = closed
+            self.policy.work_phase_done(closed, items)
+            if t > env.now:
+                yield env.timeout(t - env.now)
+
+    def _reply(self, t, conn):
+        """Parse the request and start the reply (in-kernel, zero-copy)."""
+        h, c = self.host, self.costs
+        t = h.run(t, c.tux_request, "user")
+        return self._send(t, conn)
+
+    def _send(self, t, conn):
+        h, c = self.host, self.costs
+        chunk = min(h.rem[conn], h.sndbuf)
+        t = h.run(t, c.tux_per_kb * (chunk / 1024.0), "sendfile")
+        h.write(t, conn, chunk)
+        segs = -(-chunk // h.mss)
+        return h.run_kernel(t, c.k_tx_per_segment * segs)
