@@ -139,8 +139,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "kind": Key("choice", "userver", "Architecture model.", choices=("userver", "tux", "knot", "nginx")),
         "mux": Key("choice", "select", "getevents mechanism (userver).", choices=("select", "poll", "epoll")),
         "accept_limit": Key("limit", "inf", "Max consecutive accepts per accept-phase."),
-        "policy": Key("choice", "accept-limit", "Accept policy (see simaccept.servers.policies).",
-                      choices=("accept-limit", "adaptive-closed", "queue-aware", "time-budget")),
+        "policy": Key("str", "accept-limit", "Accept policy: a name in simaccept.servers.policies.REGISTRY."),
         "max_conns": Key("int", 15000, "Open-connection cap (thesis: 15,000).", lo=1, hi=1 << 22),
         "threads": Key("int", 1000, "Threads (knot).", lo=1, hi=1 << 20),
         "sndbuf": Key("int", 65536, "Socket send buffer bytes (big replies are written in chunks).", lo=1024, hi=1 << 30),
@@ -313,6 +312,11 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
                 hint = " (per-cost overrides must be names from simaccept.costs.COST_NAMES)"
             raise ScenarioError(f"{section}.{bad}", f"unknown key{hint}")
         values[section] = out
+    from .servers.policies import REGISTRY
+    pol = values["server"]["policy"]
+    for p in (pol if isinstance(pol, list) else [pol]):
+        if p not in REGISTRY:
+            raise ScenarioError("server.policy", f"unknown policy {_fmt(p)} (have: {', '.join(REGISTRY)})")
     # A profile name is a file; check it exists now rather than mid-sweep.
     from .costs import available_profiles
     profiles = values["costs"]["profile"]

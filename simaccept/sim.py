@@ -27,6 +27,9 @@ from .scenario import Scenario, ScenarioError
 from .servers import make_server
 
 
+SIMULATED_SERVERS = ("userver", "tux", "knot")
+
+
 class Meter:
     """Takes the counter snapshots at the end of warm-up and at the stop time."""
 
@@ -72,6 +75,9 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     """Run one point.  Returns a RunRecord (and the Host if ``return_host``)."""
     if sc.axes:
         raise ScenarioError(sc.axes[0][0], "is a sweep axis; use `simaccept sweep` / simaccept.sweep()")
+    if sc["server"]["kind"] not in SIMULATED_SERVERS:
+        raise ScenarioError("server.kind", f"{sc['server']['kind']!r} runs only in realsys; the simulator "
+                            f"models {', '.join(SIMULATED_SERVERS)}")
     rec = RunRecord(**_identity(sc))
     wall0 = time.perf_counter()
     host = None

@@ -81,6 +81,13 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
               on_point: Callable[[RunRecord], None] | None = None) -> list[RunRecord]:
     """Run every point; return records in grid order."""
     points = sc.points()
+    from .sim import SIMULATED_SERVERS
+    kinds = sc["server"]["kind"]
+    for k in (kinds if isinstance(kinds, list) else [kinds]):
+        if k not in SIMULATED_SERVERS:
+            from .scenario import ScenarioError
+            raise ScenarioError("server.kind", f"{k!r} runs only in realsys; the simulator models "
+                                f"{', '.join(SIMULATED_SERVERS)}")
     out = Path(out) if out is not None else None
     cache_dir = out / "points" if out is not None else None
     results: dict[int, RunRecord] = {}

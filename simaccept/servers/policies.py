@@ -86,16 +86,19 @@ class TimeBudget(AcceptPolicy):
         self.budget_s = budget_us * 1e-6
 
 
+#: Policy name -> class.  Register your own here; ``server.policy`` accepts any key.
+REGISTRY: dict[str, type[AcceptPolicy]] = {
+    "accept-limit": AcceptLimit,
+    "adaptive-closed": AdaptiveClosed,
+    "queue-aware": QueueAware,
+    "time-budget": TimeBudget,
+}
+
+
 def make_policy(server: dict) -> AcceptPolicy:
     lim = server["accept_limit"]
     lim = INF if lim == "inf" else int(lim)
-    kind = server["policy"]
-    if kind == "accept-limit":
-        return AcceptLimit(lim)
-    if kind == "adaptive-closed":
-        return AdaptiveClosed(lim)
-    if kind == "queue-aware":
-        return QueueAware(lim)
-    if kind == "time-budget":
-        return TimeBudget(lim, server["phase_budget_us"])
-    raise ValueError(kind)
+    cls = REGISTRY[server["policy"]]
+    if cls is TimeBudget or issubclass(cls, TimeBudget):
+        return cls(lim, server["phase_budget_us"])
+    return cls(lim)
