@@ -29,6 +29,8 @@ from .clients import arrival_times
 from .costs import CostModel
 from .cpu import CPU
 from .kernel import PROFILES, Drop, ListenSocket, SynVerdict
+
+_QUEUED, _DROPPED = SynVerdict.QUEUED, SynVerdict.DROPPED
 from .network import make_nics
 from .workloads import make_workload
 
@@ -60,6 +62,7 @@ class Host:
         cl = sc["client"]
         self.syn_rto = prof.syn_rto if cl["syn_rto"] < 0 else cl["syn_rto"]
         self.syn_retries = prof.syn_retries
+        self._syn_off = [0.0] + [prof.syn_send_offset(k, self.syn_rto) for k in range(1, prof.syn_retries + 1)]
         self.data_rto = cl["data_rto"]
         self.timeout = cl["timeout"]
         net = sc["network"]
@@ -232,9 +235,10 @@ class Host:
         self.syn_k[c] += 1
         v = self.lsock.on_syn()
         cs = self.costs
-        if v == SynVerdict.QUEUED or v == SynVerdict.COOKIE:
-            self.kst[c] = K_SYNQ if v == SynVerdict.QUEUED else K_COOKIE
-            self.young[c] = v == SynVerdict.QUEUED
+        if v is not _DROPPED:
+            queued = v is _QUEUED
+            self.kst[c] = K_SYNQ if queued else K_COOKIE
+            self.young[c] = queued
             d = self.delay
             self.t_est[c] = t + d
             self.t_req[c] = t + d          # the request follows the ACK at once
@@ -246,7 +250,7 @@ class Host:
         # dropped: the client retransmits while its deadline allows
         k = self.syn_k[c]
         if k <= self.syn_retries:
-            t_send = self.t0[c] + self.profile.syn_send_offset(k, self.syn_rto)
+            t_send = self.t0[c] + self._syn_off[k]
             if t_send < self.t0[c] + self.timeout:
                 self._push(t_send + self.delay, E_SYN, c)
         return cs.k_syn_drop
@@ -383,24 +387,37 @@ class Host:
         Kernel work queued before ``t0`` runs first; kernel work arriving
         during the operation preempts it and stretches it.
         """
-        st = self.cpu.server_time
+        cpu = self.cpu
+        st = cpu.server_time
         st[category] = st.get(category, 0.0) + cost
-        return self.run_charged(t0, cost)
+        kb = cpu.kbusy
+        end = (t0 if t0 > kb else kb) + cost
+        if self.nt >= end:          # nothing arrives during the operation
+            return end
+        return self._stretch(end)
 
     def run2(self, t0: float, cost_a: float, cat_a: str, cost_b: float, cat_b: str) -> float:
         """Two back-to-back operations (e.g. accept + setsockopt) as one preemptible run."""
-        st = self.cpu.server_time
+        cpu = self.cpu
+        st = cpu.server_time
         st[cat_a] = st.get(cat_a, 0.0) + cost_a
         st[cat_b] = st.get(cat_b, 0.0) + cost_b
-        return self.run_charged(t0, cost_a + cost_b)
+        kb = cpu.kbusy
+        end = (t0 if t0 > kb else kb) + (cost_a + cost_b)
+        if self.nt >= end:
+            return end
+        return self._stretch(end)
 
     def run_charged(self, t0: float, cost: float) -> float:
         """:meth:`run` without the accounting (the caller charged the categories)."""
-        cpu = self.cpu
-        t = t0 if t0 > cpu.kbusy else cpu.kbusy
-        end = t + cost
-        if self.nt >= end:          # nothing arrives during the operation
+        kb = self.cpu.kbusy
+        end = (t0 if t0 > kb else kb) + cost
+        if self.nt >= end:
             return end
+        return self._stretch(end)
+
+    def _stretch(self, end: float) -> float:
+        """Process the host events that arrive before ``end``, each pushing it later."""
         kt = 0.0
         process = self._process_next
         t_stop = self.t_stop
@@ -411,7 +428,7 @@ class Host:
             if end > t_stop:
                 break
         if kt:
-            k = cpu.kernel_time
+            k = self.cpu.kernel_time
             k["kernel_net"] = k.get("kernel_net", 0.0) + kt
         return end
 

@@ -53,6 +53,11 @@ class SynVerdict(enum.IntEnum):
     DROPPED = 2       # see ListenSocket.last_drop
 
 
+# module-level aliases: attribute lookups on the enums cost per SYN
+_QUEUED, _COOKIE, _DROPPED = SynVerdict.QUEUED, SynVerdict.COOKIE, SynVerdict.DROPPED
+_SYNQ_FULL, _ACCEPTQ_FULL, _DROP_REQUEST = Drop.SYNQ_FULL, Drop.ACCEPTQ_FULL, Drop.DROP_REQUEST
+
+
 @dataclasses.dataclass(frozen=True)
 class KernelProfile:
     """Sizes, timers and rule variants of one kernel."""
@@ -105,7 +110,7 @@ class ListenSocket:
 
     __slots__ = ("profile", "backlog", "syncookies", "max_syn_backlog", "synq_max",
                  "synq_len", "young", "acceptq", "drops", "cookies", "last_drop",
-                 "synq_peak", "acceptq_peak")
+                 "synq_peak", "acceptq_peak", "_synq_gt", "_young_rule")
 
     def __init__(self, profile: KernelProfile, backlog: int, syncookies: bool | None = None,
                  somaxconn: int | None = None, max_syn_backlog: int | None = None):
@@ -124,6 +129,8 @@ class ListenSocket:
         self.last_drop: Drop | None = None
         self.synq_peak = 0
         self.acceptq_peak = 0
+        self._synq_gt = profile.synq_full_gt
+        self._young_rule = profile.acceptq_young_rule
 
     # -- predicates -----------------------------------------------------------
     def acceptq_full(self) -> bool:
@@ -143,26 +150,35 @@ class ListenSocket:
     def on_syn(self) -> SynVerdict:
         """A SYN arrives.  QUEUED: a request was added (caller tracks it).
         COOKIE: answered statelessly.  DROPPED: ``last_drop`` says why."""
+        # The predicates above, inlined: this runs for every SYN.
+        n = self.synq_len
         want_cookie = False
-        if self.synq_full():
+        if (n > self.synq_max) if self._synq_gt else (n >= self.synq_max):
             if self.syncookies:
                 want_cookie = True
             else:
-                return self._drop(Drop.SYNQ_FULL)
-        if self.acceptq_full() and (not self.profile.acceptq_young_rule or self.young > 1):
-            return self._drop(Drop.ACCEPTQ_FULL)
+                self.drops[_SYNQ_FULL] += 1
+                self.last_drop = _SYNQ_FULL
+                return _DROPPED
+        if len(self.acceptq) > self.backlog and (not self._young_rule or self.young > 1):
+            self.drops[_ACCEPTQ_FULL] += 1
+            self.last_drop = _ACCEPTQ_FULL
+            return _DROPPED
         if want_cookie:
             self.cookies += 1
-            self.drops[Drop.SYNQ_FULL] += 1     # thesis counts a cookie as a SynQFull drop
-            self.last_drop = Drop.SYNQ_FULL
-            return SynVerdict.COOKIE
-        if not self.syncookies and self.three_quarters_full():
-            return self._drop(Drop.DROP_REQUEST)
-        self.synq_len += 1
+            self.drops[_SYNQ_FULL] += 1     # thesis counts a cookie as a SynQFull drop
+            self.last_drop = _SYNQ_FULL
+            return _COOKIE
+        m = self.max_syn_backlog
+        if not self.syncookies and m - n < (m >> 2):
+            self.drops[_DROP_REQUEST] += 1
+            self.last_drop = _DROP_REQUEST
+            return _DROPPED
+        self.synq_len = n + 1
         self.young += 1
-        if self.synq_len > self.synq_peak:
-            self.synq_peak = self.synq_len
-        return SynVerdict.QUEUED
+        if n + 1 > self.synq_peak:
+            self.synq_peak = n + 1
+        return _QUEUED
 
     def on_ack(self, cid: int, from_synq: bool, young: bool) -> bool:
         """An ACK-bearing segment completes a handshake (request or cookie).
