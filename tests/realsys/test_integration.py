@@ -51,7 +51,7 @@ def test_short_load(cbuild, tmp_path, kind, mux):
         assert r.c_avg >= 1.0 and r.accept_rate > 300
         assert r.cpu_share_accept > 0 and r.cpu_share_writev > 0
     if kind == "userver":
-        assert r.select_calls_per_s > 400 and r.fds_per_select >= 1.0
+        assert r.select_calls_per_s > 400 and r.fds_per_select > 0.9   # idle timeouts return 0 fds
         share = {"select": r.cpu_share_select, "poll": r.cpu_share_poll, "epoll": r.cpu_share_epoll}[mux]
         assert share > 0
     rows = read_rows(tmp_path / "results.csv")

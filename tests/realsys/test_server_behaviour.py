@@ -205,3 +205,37 @@ def test_select_refuses_fds_beyond_its_set(cbuild, tmp_path):
     st = json.loads((tmp_path / "s.json").read_text())
     assert st["conns_refused_fd"] > 0
     assert b"AddressSanitizer" not in err and b"runtime error" not in err
+
+
+@pytest.mark.parametrize("workload", ["one-packet", "specweb"])
+@pytest.mark.parametrize("arrivals", ["deterministic", "poisson"])
+def test_loadgen_on_loopback(cbuild, tmp_path, workload, arrivals):
+    """Sanitizer build of the generator against userver on 127.0.0.1 (bounded: 0.6 s)."""
+    root = make_docroot(tmp_path / "r", 1024)
+    port = free_port()
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+    srv = subprocess.Popen([str(cbuild / "userver"), "--addr", "127.0.0.1", "--port", str(port),
+                            "--docroot", str(root), "--mux", "epoll"], stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        out = tmp_path / "g.json"
+        p = subprocess.run([str(cbuild / "loadgen-asan"), "--server", "127.0.0.1", "--port", str(port),
+                            "--rate", "300", "--duration", "0.5", "--warmup", "0.1", "--timeout", "2",
+                            "--arrivals", arrivals, "--workload", workload, "--seed", "3", "--out", str(out)],
+                           capture_output=True, env=env, timeout=30)
+        assert p.returncode == 0, p.stderr.decode()
+        assert b"AddressSanitizer" not in p.stderr and b"runtime error" not in p.stderr
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(timeout=10)
+    g = json.loads(out.read_text())
+    assert g["timeouts"] == 0 and g["resets"] == 0 and g["status"]["4xx"] == 0
+    assert g["conns_done"] == g["established"] > 0
+    if arrivals == "deterministic":
+        assert g["attempts"] in (149, 150, 151)
+    if workload == "specweb":
+        assert g["requests"] > 3 * g["established"]       # sessions: mean 7.3 requests
+        assert g["replies_ok"] == g["requests"]
+    else:
+        assert g["replies_ok"] == g["requests"] == g["established"]
+    assert g["resp_ms"]["count"] == g["replies"] and g["connect_ms"]["count"] == g["established"]

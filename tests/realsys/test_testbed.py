@@ -108,3 +108,46 @@ def test_rps_steers_server_receive_to_its_cpu(cbuild, tmp_path):
     # every packet the server namespace received was processed on CPU 0 (plus a little else)
     assert pk[0] >= 0.95 * rx, (pk, rx)
     assert pk[0] <= 1.5 * rx + 2000, (pk, rx)
+
+
+def test_cpu_quota_cgroup_created_and_removed():
+    pid = os.getpid()
+    with TestBed() as tb:
+        p = tb.spawn(tb.server_ns, ["sleep", "30"], cpu=0)
+        cg = tb.cpu_limit([p.pid], 0.25)
+        from pathlib import Path
+        cgp = Path(cg)
+        assert str(p.pid) in (cgp / "cgroup.procs").read_text().split()
+        if (cgp / "cpu.cfs_quota_us").exists():
+            period = int((cgp / "cpu.cfs_period_us").read_text())
+            assert int((cgp / "cpu.cfs_quota_us").read_text()) == int(0.25 * period)
+        else:
+            q, period = (cgp / "cpu.max").read_text().split()
+            assert int(q) == int(0.25 * int(period))
+    assert not cgp.exists()
+    assert _ours(pid) == []
+
+
+def test_killed_run_is_cleaned_on_next_start(tmp_path):
+    """SIGKILL leaves the bed behind; the next start (clean_stale) removes it and its processes."""
+    script = tmp_path / "bed.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(testbed.__file__.rsplit('/realsys/', 1)[0])!r})
+        from realsys.testbed import TestBed
+        with TestBed() as tb:
+            p = tb.spawn(tb.client_ns[0], ["sleep", "60"], cpu=1)
+            print(p.pid, flush=True)
+            time.sleep(60)
+    """))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    sleeper = int(p.stdout.readline())
+    p.kill()
+    p.wait(timeout=10)
+    left = _ours(p.pid)
+    assert left, "SIGKILL cannot run teardown: the namespaces must still be there"
+    removed = testbed.clean_stale()
+    assert set(left) <= set(removed)
+    assert _ours(p.pid) == []
+    time.sleep(0.2)
+    assert not os.path.exists(f"/proc/{sleeper}") or "Z" in open(f"/proc/{sleeper}/stat").read().split()[2]

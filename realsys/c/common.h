@@ -1,0 +1,124 @@
+/* common.h - what userver and knot share: syscall timing and statistics, the
+ * in-memory file set, building and sending replies, the statistics JSON. */
+#ifndef REALSYS_COMMON_H
+#define REALSYS_COMMON_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "http.h"
+
+/* Syscall classes timed with clock_gettime(CLOCK_MONOTONIC) around each call
+ * (vDSO, ~20-40 ns per reading: the timing itself adds roughly 2 readings per call). */
+enum sc_id {
+    SC_SELECT, SC_POLL, SC_EPOLL_WAIT, SC_ACCEPT, SC_READ, SC_WRITE, SC_WRITEV,
+    SC_SENDFILE, SC_CLOSE, SC_SETSOCKOPT, SC_EPOLL_CTL, SC_N
+};
+extern const char *const sc_names[SC_N];
+
+struct stats {
+    uint64_t sc_calls[SC_N], sc_ns[SC_N];
+    uint64_t accept_phases;   /* accept-phases that called accept at least once */
+    uint64_t accepts, accepts_eagain, accept_errors;
+    uint64_t getevents_calls, fds_returned;
+    uint64_t work_phases, work_items;
+    uint64_t requests, replies, status_2xx, status_4xx, status_5xx, bytes_sent;
+    uint64_t conns_closed, conns_reset, conns_refused_fd;
+    uint64_t spin_ns;
+};
+
+/* The calling thread's statistics (userver: one; knot: one per thread). */
+extern __thread struct stats *ST;
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Time one system call into ST. Usage: n = TIMED(SC_READ, read(fd, b, n)); */
+#define TIMED(id, call) ({                                   \
+        uint64_t t0_ = now_ns();                             \
+        __typeof__(call) r_ = (call);                        \
+        ST->sc_ns[(id)] += now_ns() - t0_;                   \
+        ST->sc_calls[(id)]++;                                \
+        r_; })
+
+void stats_add(struct stats *into, const struct stats *s);
+
+/* ---- document root: all regular files loaded once at start-up ---------------- */
+#define SMALL_FILE_MAX 16384  /* files up to this size are kept in memory and sent with writev */
+
+struct file {
+    char *path;               /* relative to the root, no leading '/' */
+    int fd;                   /* kept open for sendfile */
+    off_t size;
+    char *data;               /* contents when size <= SMALL_FILE_MAX, else NULL */
+};
+
+/* Load every regular file under root (symlinks are skipped, so nothing outside
+ * the root is ever reachable). Returns the number of files or -1 with errno. */
+int docroot_load(const char *root);
+const struct file *docroot_find(const char *relpath);
+
+/* ---- replies ------------------------------------------------------------------ */
+struct reply {
+    int status;
+    int keepalive;            /* connection stays open afterwards */
+    int head_only;
+    const struct file *f;     /* NULL for error replies */
+    char hdr[256];
+    size_t hdr_len;
+    size_t sent;              /* bytes of header + body already sent */
+    int corked;
+};
+
+/* Turn the request head at buf[0..len) into a reply.
+ * Returns: > 0 COMPLETE: bytes consumed (the request head), *rp filled;
+ *          HTTP_PARTIAL: need more bytes (rp untouched);
+ *          0: an error reply (400/403/404/501) is in *rp with keepalive = 0 (consume nothing,
+ *             close after sending). */
+int reply_prepare(struct reply *rp, const char *buf, size_t len, unsigned spin_us);
+
+/* Send as much of *rp as the socket takes.
+ * Returns: 1 COMPLETE (all sent, TCP_CORK released); 0 would block (call again when
+ *          writable); -1 error (errno set; close the connection). */
+int reply_send(int fd, struct reply *rp);
+
+/* Before closing after an error reply: FIN, then discard queued input (bounded). */
+void error_close_drain(int fd);
+
+/* ---- process helpers ----------------------------------------------------------- */
+extern volatile sig_atomic_t g_stop, g_reset, g_snap;
+void install_signals(void);
+int raise_nofile(int want);
+int make_listener(const char *addr, int port, int backlog, int nonblock);
+void spin_for_us(unsigned us);
+/* Calibrate the spin loop (iterations per microsecond of CPU); returns the rate. */
+double spin_calibrate(void);
+
+/* Open-connection samples: (seconds since start, open count). */
+struct samples {
+    double *t;
+    int *n;
+    size_t len, cap;
+};
+void samples_add(struct samples *s, double t, int n);
+
+/* Write the statistics JSON (temp file + rename when path != NULL, else stdout).
+ * extra: already formatted `"key": value, ` text inserted first (server identity). */
+int stats_write_json(const char *path, const char *extra, const struct stats *s,
+                     double wall_s, const struct samples *sm);
+/* SIGUSR2: a snapshot of the statistics goes to "<stats>.snap" and the server goes on. */
+int stats_snapshot(const char *path, const char *extra, const struct stats *s, double wall_s,
+                   const struct samples *sm);
+
+#endif

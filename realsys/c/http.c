@@ -1,0 +1,287 @@
+/* http.c - see http.h for the contract of each function. */
+#include "http.h"
+
+#include <string.h>
+
+static int is_tchar(unsigned char c)
+{
+    /* RFC 9110 token characters */
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+        return 1;
+    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int ci_eq(const char *a, size_t alen, const char *lit)
+{
+    size_t n = strlen(lit);
+    if (alen != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = a[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != lit[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Does the comma-separated header value contain the token lit (case-insensitive)? */
+static int has_token(const char *v, size_t vlen, const char *lit)
+{
+    size_t i = 0;
+    while (i < vlen) {
+        while (i < vlen && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t s = i;
+        while (i < vlen && v[i] != ',')
+            i++;
+        size_t e = i;
+        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+            e--;
+        if (e > s && ci_eq(v + s, e - s, lit))
+            return 1;
+    }
+    return 0;
+}
+
+/* Find the end of the line starting at p (exclusive of CRLF / LF).
+ * Returns: >= 0 COMPLETE: offset of the line terminator, *eol_len set to 1 or 2;
+ *          HTTP_PARTIAL: no terminator yet; HTTP_ERROR: NUL, bare CR or other control byte. */
+static long line_end(const char *buf, size_t len, size_t p, int *eol_len)
+{
+    for (size_t i = p; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == '\n') {
+            *eol_len = 1;
+            return (long)i;
+        }
+        if (c == '\r') {
+            if (i + 1 == len)
+                return HTTP_PARTIAL;
+            if (buf[i + 1] != '\n')
+                return HTTP_ERROR;
+            *eol_len = 2;
+            return (long)i;
+        }
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return HTTP_ERROR;
+    }
+    return HTTP_PARTIAL;
+}
+
+int http_parse_request(const char *buf, size_t len, struct http_req *req)
+{
+    size_t scan = len > HTTP_MAX_HEAD ? HTTP_MAX_HEAD : len;
+    size_t p = 0;
+    int eol;
+
+    memset(req, 0, sizeof *req);
+    /* Tolerate (RFC 9112 2.2) empty lines before the request line. */
+    while (p < scan && (buf[p] == '\r' || buf[p] == '\n')) {
+        if (buf[p] == '\r' && p + 1 < scan && buf[p + 1] != '\n')
+            return HTTP_ERROR;
+        p++;
+    }
+    /* Request line: method SP target SP HTTP/1.x */
+    long le = line_end(buf, scan, p, &eol);
+    if (le == HTTP_ERROR)
+        return HTTP_ERROR;
+    /* Validate the partial request line as far as it goes, so garbage fails early. */
+    size_t lend = le == HTTP_PARTIAL ? scan : (size_t)le;
+    size_t i = p;
+    while (i < lend && is_tchar((unsigned char)buf[i]))
+        i++;
+    if (i < lend && (buf[i] != ' ' || i == p))
+        return HTTP_ERROR;
+    if (i - p > 16)
+        return HTTP_ERROR; /* no method we know is that long */
+    if (i == lend) {
+        if (le == HTTP_PARTIAL)
+            return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
+        return HTTP_ERROR;
+    }
+    size_t mlen = i - p;
+    if (mlen == 3 && memcmp(buf + p, "GET", 3) == 0)
+        req->method = HTTP_GET;
+    else if (mlen == 4 && memcmp(buf + p, "HEAD", 4) == 0)
+        req->method = HTTP_HEAD;
+    else
+        req->method = HTTP_OTHER;
+    i++; /* SP */
+    size_t t0 = i;
+    while (i < lend && buf[i] != ' ') {
+        if ((unsigned char)buf[i] <= 0x20 || (unsigned char)buf[i] >= 0x7f)
+            return HTTP_ERROR;
+        i++;
+    }
+    if (i == lend) {
+        if (le == HTTP_PARTIAL)
+            return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
+        return HTTP_ERROR; /* HTTP/0.9 "GET /" is not served */
+    }
+    if (i == t0)
+        return HTTP_ERROR;
+    req->target = buf + t0;
+    req->target_len = i - t0;
+    i++;
+    /* version: compare against "HTTP/1.x" as far as we have it */
+    static const char ver[] = "HTTP/1.";
+    size_t v0 = i;
+    for (size_t k = 0; k < 7 && i < lend; k++, i++)
+        if (buf[i] != ver[k])
+            return HTTP_ERROR;
+    if (le == HTTP_PARTIAL) {
+        if (i < lend && !(buf[i] == '0' || buf[i] == '1'))
+            return HTTP_ERROR;
+        if (i + 1 < lend && !(i + 2 == lend && buf[i + 1] == '\r'))
+            return HTTP_ERROR; /* junk after the version (a final CR awaits its LF) */
+        return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
+    }
+    if (lend - v0 != 8 || !(buf[v0 + 7] == '0' || buf[v0 + 7] == '1'))
+        return HTTP_ERROR;
+    req->minor = buf[v0 + 7] - '0';
+    req->keepalive = req->minor == 1;
+    if (req->target[0] != '/')
+        return HTTP_ERROR; /* absolute-form, asterisk-form, authority-form: refused */
+    p = (size_t)le + (size_t)eol;
+
+    /* Header fields until the empty line. */
+    for (;;) {
+        le = line_end(buf, scan, p, &eol);
+        if (le == HTTP_ERROR)
+            return HTTP_ERROR;
+        lend = le == HTTP_PARTIAL ? scan : (size_t)le;
+        if (le != HTTP_PARTIAL && lend == p)
+            return (int)(p + (size_t)eol); /* COMPLETE */
+        if (le == HTTP_PARTIAL && lend > p && buf[lend - 1] == '\r')
+            lend--; /* a CR at the very end awaits its LF */
+        if (le == HTTP_PARTIAL && lend == p)
+            return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
+        /* field-name ":" OWS value OWS */
+        i = p;
+        if (i < lend && (buf[i] == ' ' || buf[i] == '\t'))
+            return HTTP_ERROR; /* obsolete line folding: refused */
+        while (i < lend && is_tchar((unsigned char)buf[i]))
+            i++;
+        if (i < lend && (buf[i] != ':' || i == p))
+            return HTTP_ERROR;
+        if (le == HTTP_PARTIAL)
+            return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
+        if (i == lend)
+            return HTTP_ERROR; /* no colon */
+        const char *name = buf + p;
+        size_t nlen = i - p;
+        i++;
+        while (i < lend && (buf[i] == ' ' || buf[i] == '\t'))
+            i++;
+        const char *val = buf + i;
+        size_t vlen = lend - i;
+        while (vlen > 0 && (val[vlen - 1] == ' ' || val[vlen - 1] == '\t'))
+            vlen--;
+        if (++req->nheaders > HTTP_MAX_HEADERS)
+            return HTTP_ERROR;
+        if (ci_eq(name, nlen, "connection")) {
+            if (has_token(val, vlen, "close"))
+                req->keepalive = 0;
+            else if (has_token(val, vlen, "keep-alive"))
+                req->keepalive = 1;
+        } else if (ci_eq(name, nlen, "content-length")) {
+            size_t n = 0;
+            if (vlen == 0 || vlen > 12)
+                return HTTP_ERROR;
+            for (size_t k = 0; k < vlen; k++) {
+                if (val[k] < '0' || val[k] > '9')
+                    return HTTP_ERROR;
+                n = n * 10 + (size_t)(val[k] - '0');
+            }
+            req->content_length = n;
+            if (n != 0)
+                return HTTP_ERROR; /* a body on GET/HEAD: refused */
+        } else if (ci_eq(name, nlen, "transfer-encoding")) {
+            return HTTP_ERROR;
+        }
+        p = (size_t)le + (size_t)eol;
+    }
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int http_target_to_path(const char *target, size_t len, char *out, size_t outsz)
+{
+    if (len == 0 || target[0] != '/')
+        return HTTP_ERROR;
+    size_t o = 0;
+    /* decode into out, stop at '?' or '#' */
+    for (size_t i = 0; i < len; i++) {
+        char c = target[i];
+        if (c == '?' || c == '#')
+            break;
+        if (c == '%') {
+            if (i + 2 >= len)
+                return HTTP_ERROR;
+            int h = hexval(target[i + 1]), l = hexval(target[i + 2]);
+            if (h < 0 || l < 0)
+                return HTTP_ERROR;
+            c = (char)(h * 16 + l);
+            i += 2;
+        }
+        if ((unsigned char)c < 0x20 || (unsigned char)c == 0x7f)
+            return HTTP_ERROR; /* includes decoded NUL */
+        if (c == '\\')
+            return HTTP_FORBIDDEN; /* no Windows-style separators */
+        if (o + 1 >= outsz || o >= HTTP_MAX_PATH)
+            return HTTP_ERROR;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    /* Check segments on the decoded path: "/a/../b", "/%2e%2e/x", "/./x", "//x". */
+    size_t s = 1;
+    if (o > 1 && out[1] == '/')
+        return HTTP_FORBIDDEN;
+    while (s <= o) {
+        size_t e = s;
+        while (e < o && out[e] != '/')
+            e++;
+        size_t sl = e - s;
+        if ((sl == 2 && out[s] == '.' && out[s + 1] == '.') || (sl == 1 && out[s] == '.'))
+            return HTTP_FORBIDDEN;
+        if (sl == 0 && e < o)
+            return HTTP_FORBIDDEN; /* empty segment "a//b" */
+        s = e + 1;
+    }
+    /* Strip the leading '/', add index.html for directory targets. */
+    memmove(out, out + 1, o); /* includes the NUL */
+    o--;
+    if (o == 0 || out[o - 1] == '/') {
+        static const char idx[] = "index.html";
+        if (o + sizeof idx > outsz)
+            return HTTP_ERROR;
+        memcpy(out + o, idx, sizeof idx);
+        o += sizeof idx - 1;
+    }
+    return (int)o;
+}
+
+const char *http_reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+    }
+}

@@ -1,0 +1,57 @@
+/* http.h - a tiny HTTP/1.x request-head parser for the realsys servers.
+ *
+ * Style follows picohttpparser: the caller owns the buffer, the parser never
+ * allocates, and every function states its return contract in one comment:
+ * a positive count means COMPLETE, HTTP_PARTIAL means "feed me more bytes",
+ * HTTP_ERROR means the bytes can never become a valid request (answer 400
+ * and close).  The parser is re-run from the start of the buffer on each new
+ * read; requests are small (<= HTTP_MAX_HEAD) so that is cheap and stateless.
+ */
+#ifndef REALSYS_HTTP_H
+#define REALSYS_HTTP_H
+
+#include <stddef.h>
+
+#define HTTP_PARTIAL (-2)
+#define HTTP_ERROR (-1)
+#define HTTP_TOO_BIG (-3)     /* head exceeds HTTP_MAX_HEAD: also answered 400 */
+#define HTTP_FORBIDDEN (-4)   /* path escapes the document root: 403 */
+#define HTTP_MAX_HEAD 8192
+#define HTTP_MAX_HEADERS 64
+#define HTTP_MAX_PATH 1024
+
+enum http_method { HTTP_GET = 1, HTTP_HEAD = 2, HTTP_OTHER = 3 };
+
+struct http_req {
+    int method;               /* enum http_method; HTTP_OTHER = valid token we do not serve (501) */
+    int minor;                /* 0 or 1 (HTTP/1.0, HTTP/1.1) */
+    int keepalive;            /* 1 if the connection stays open after the reply */
+    const char *target;       /* request-target as sent (points into the caller's buffer) */
+    size_t target_len;
+    size_t content_length;    /* a request body is refused: non-zero makes the parse an error */
+    int nheaders;
+};
+
+/* Parse one request head from buf[0..len).
+ * Returns: > 0  COMPLETE: the number of bytes of the head (up to and including the blank line);
+ *          HTTP_PARTIAL: every byte so far is valid but the blank line has not arrived;
+ *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
+ *          HTTP_ERROR: malformed (bad method token, NUL or control byte, bad version,
+ *                      bad header line, a body, or an absolute-form target).
+ * On COMPLETE *req is filled; otherwise its contents are unspecified. */
+int http_parse_request(const char *buf, size_t len, struct http_req *req);
+
+/* Turn a request-target into a path relative to the document root.
+ * Percent-decodes, drops the query string, maps "/" and ".../" to index.html.
+ * Returns: >= 0 COMPLETE: length of the NUL-terminated relative path written to out;
+ *          HTTP_ERROR: not origin-form ("/..."), bad %-escape, NUL or control byte, too long;
+ *          HTTP_FORBIDDEN: a ".." segment (also when percent-encoded) or a "." segment
+ *                          or a leading '/' left after decoding ("//etc/passwd").
+ * A path accepted here is then opened with openat2(RESOLVE_BENEATH), so even a symlink
+ * inside the root cannot lead outside it. */
+int http_target_to_path(const char *target, size_t len, char *out, size_t outsz);
+
+/* Reason phrase for a status code ("OK", "Bad Request", ...). Never NULL. */
+const char *http_reason(int status);
+
+#endif

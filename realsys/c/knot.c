@@ -1,0 +1,235 @@
+/* knot - a thread-per-connection HTTP server in Knot-C's shape (Pariag 2004, 3.1.2):
+ * a fixed pool of --threads pthreads pre-created at start; each thread loops
+ *
+ *   accept-phase  accept up to --accept-limit connections without blocking
+ *                 (non-blocking listener; if none is pending, sleep in poll on it)
+ *   work-phase    serve each accepted connection to completion, one after another,
+ *                 with blocking I/O (all its keep-alive requests, until it closes)
+ *
+ * Accept-limit 1 is unmodified Knot-C.  Capriccio's user-level scheduler is replaced
+ * by the kernel's: the poll() that Capriccio ran on blocked threads' fds shows up here
+ * as kernel scheduling, so getevents statistics stay 0.  Statistics are kept per
+ * thread (no sharing in the fast path) and summed at exit. */
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int lfd, nthreads = 64, idle_timeout_s = 10;
+static long accept_limit = 1;
+static unsigned spin_us;
+static struct stats *tstats;
+static atomic_int nopen;
+static atomic_uint reset_gen;
+
+static void serve(int fd)
+{
+    char buf[HTTP_MAX_HEAD + 1];
+    size_t len = 0;
+    struct reply rp;
+    /* Blocking socket; an idle keep-alive connection is dropped after idle_timeout_s. */
+    struct timeval tv = { idle_timeout_s, 0 };
+    TIMED(SC_SETSOCKOPT, setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+    int reset = 0;
+    for (;;) {
+        int r = reply_prepare(&rp, buf, len, spin_us);
+        if (r == HTTP_PARTIAL) {
+            ssize_t n = TIMED(SC_READ, read(fd, buf + len, sizeof buf - len));
+            if (n <= 0) {
+                reset = n < 0 && errno != EAGAIN;
+                break;
+            }
+            len += (size_t)n;
+            continue;
+        }
+        if (r > 0) {
+            memmove(buf, buf + r, len - (size_t)r);
+            len -= (size_t)r;
+        }
+        int s = reply_send(fd, &rp);
+        if (s < 0) {
+            reset = 1;
+            break;
+        }
+        if (!rp.keepalive) {
+            if (rp.status >= 400)
+                error_close_drain(fd);
+            break;
+        }
+    }
+    TIMED(SC_CLOSE, close(fd));
+    ST->conns_closed++;
+    if (reset)
+        ST->conns_reset++;
+    atomic_fetch_sub(&nopen, 1);
+}
+
+static void *worker(void *arg)
+{
+    ST = arg;
+    unsigned gen = atomic_load(&reset_gen);
+    size_t cap = accept_limit > 0 && accept_limit < 4096 ? (size_t)accept_limit : 4096;
+    int *acc = malloc(cap * sizeof *acc);
+    if (!acc)
+        return NULL;
+    while (!g_stop) {
+        unsigned g = atomic_load(&reset_gen);
+        if (g != gen) {
+            gen = g;
+            memset(ST, 0, sizeof *ST);
+        }
+        size_t n = 0;
+        while (n < cap) {
+            int fd = TIMED(SC_ACCEPT, accept4(lfd, NULL, NULL, SOCK_CLOEXEC));
+            if (fd < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    ST->accepts_eagain++;
+                else
+                    ST->accept_errors++;
+                break;
+            }
+            ST->accepts++;
+            atomic_fetch_add(&nopen, 1);
+            acc[n++] = fd;
+        }
+        if (n == 0) {
+            struct pollfd p = { lfd, POLLIN, 0 };
+            TIMED(SC_POLL, poll(&p, 1, 100));
+            continue;
+        }
+        ST->accept_phases++;
+        ST->work_phases++;
+        ST->work_items += n;
+        for (size_t i = 0; i < n; i++)
+            serve(acc[i]);
+    }
+    free(acc);
+    return NULL;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: knot [--addr A] [--port P] [--backlog N] [--threads T] [--accept-limit N|inf]\n"
+                    "            [--spin-us U] [--docroot DIR] [--stats FILE] [--sample-ms MS] [--idle-timeout S]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *addr = "0.0.0.0", *docroot = ".", *stats_path = NULL;
+    int port = 8080, backlog = 128, sample_ms = 100;
+    static const struct option lo[] = {
+        {"addr", 1, 0, 'a'}, {"port", 1, 0, 'p'}, {"backlog", 1, 0, 'b'}, {"threads", 1, 0, 't'},
+        {"accept-limit", 1, 0, 'l'}, {"spin-us", 1, 0, 's'}, {"docroot", 1, 0, 'd'},
+        {"stats", 1, 0, 'o'}, {"sample-ms", 1, 0, 'S'}, {"idle-timeout", 1, 0, 'i'},
+        {"mux", 1, 0, 'm'}, {0, 0, 0, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (o) {
+        case 'a': addr = optarg; break;
+        case 'p': port = atoi(optarg); break;
+        case 'b': backlog = atoi(optarg); break;
+        case 't': nthreads = atoi(optarg); break;
+        case 'l':
+            if (strcmp(optarg, "inf") == 0)
+                accept_limit = -1;
+            else if ((accept_limit = atol(optarg)) < 1)
+                usage();
+            break;
+        case 's': spin_us = (unsigned)atoi(optarg); break;
+        case 'd': docroot = optarg; break;
+        case 'o': stats_path = optarg; break;
+        case 'S': sample_ms = atoi(optarg); break;
+        case 'i': idle_timeout_s = atoi(optarg); break;
+        case 'm': break; /* accepted and ignored: knot has no getevents-phase */
+        default: usage();
+        }
+    }
+    if (nthreads < 1 || nthreads > 100000 || sample_ms < 1 || idle_timeout_s < 1)
+        usage();
+    static struct stats main_stats;
+    ST = &main_stats;
+    install_signals();
+    raise_nofile(nthreads * (accept_limit > 0 && accept_limit < 64 ? (int)accept_limit : 64) + 256);
+    if (spin_us)
+        fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());
+    if (docroot_load(docroot) < 0) {
+        perror("knot: docroot");
+        return 1;
+    }
+    lfd = make_listener(addr, port, backlog, 1);
+    if (lfd < 0) {
+        perror("knot: listen");
+        return 1;
+    }
+    /* Workers must not take the process-directed SIGTERM: block it in them. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    tstats = calloc((size_t)nthreads, sizeof *tstats);
+    pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 128 * 1024);
+    int started = 0;
+    for (int i = 0; i < nthreads; i++) {
+        if (pthread_create(&tid[i], &at, worker, &tstats[i]) != 0)
+            break;
+        started++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    fprintf(stderr, "knot: %d threads accept-limit %ld on %s:%d backlog %d\n", started, accept_limit,
+            addr, port, backlog);
+    struct samples sm = {0};
+    uint64_t t_start = now_ns();
+    char lim[32];
+    if (accept_limit < 0)
+        snprintf(lim, sizeof lim, "inf");
+    else
+        snprintf(lim, sizeof lim, "%ld", accept_limit);
+    char extra[320];
+    while (!g_stop) {
+        if (g_snap) {
+            g_snap = 0;
+            struct stats total = {0};
+            for (int i = 0; i < started; i++)
+                stats_add(&total, &tstats[i]);
+            snprintf(extra, sizeof extra,
+                     "\"server\": \"knot\", \"mux\": \"\", \"accept_limit\": \"%s\", \"threads\": %d, "
+                     "\"spin_us\": %u, \"open_conns_now\": %d,\n", lim, started, spin_us, atomic_load(&nopen));
+            stats_snapshot(stats_path, extra, &total, (double)(now_ns() - t_start) / 1e9, &sm);
+        }
+        if (g_reset) {
+            g_reset = 0;
+            atomic_fetch_add(&reset_gen, 1);
+            sm.len = 0;
+            t_start = now_ns();
+        }
+        samples_add(&sm, (double)(now_ns() - t_start) / 1e9, atomic_load(&nopen));
+        struct timespec ts = { sample_ms / 1000, (long)(sample_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    double wall = (double)(now_ns() - t_start) / 1e9;
+    /* Threads in blocking reads notice g_stop only after their idle timeout: do not join;
+     * sum what they have counted so far (word-sized loads, good enough for statistics). */
+    struct stats total = {0};
+    for (int i = 0; i < started; i++)
+        stats_add(&total, &tstats[i]);
+    snprintf(extra, sizeof extra,
+             "\"server\": \"knot\", \"mux\": \"\", \"accept_limit\": \"%s\", \"threads\": %d, "
+             "\"spin_us\": %u, \"open_conns_now\": %d,\n",
+             lim, started, spin_us, atomic_load(&nopen));
+    int rc = stats_write_json(stats_path, extra, &total, wall, &sm);
+    _exit(rc < 0 ? 1 : 0);
+}

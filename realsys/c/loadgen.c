@@ -1,0 +1,630 @@
+/* loadgen - open-loop HTTP load generator (httperf-like), epoll, no FD_SETSIZE limit.
+ *
+ * Connections start at scheduled instants whatever the server does: deterministic
+ * (httperf --rate) or Poisson inter-arrivals.  A one-shot absolute timerfd wakes the
+ * loop at the next arrival; arrivals that are due are all launched (catch-up), and the
+ * lag between schedule and launch is recorded so one can see whether the generator
+ * kept up.  Each connection has a timeout like httperf's --timeout: measured from its
+ * first SYN (and from each later request of a keep-alive session) to the full reply;
+ * on expiry the socket is closed.
+ *
+ * Workloads: one-packet (one request per new HTTP/1.1 connection, the client closes
+ * after the reply) and specweb (SPECweb99-like: 4 classes x 9 files, class mix
+ * 35/50/14/1 %, Zipf within a class; 30 % of connections carry 1 request, 70 % a
+ * uniform 5..15, mean 7.3, on one keep-alive connection).  Files are
+ * /specweb/class<c>_<i> with size (i+1)*1024*10^c/10 bytes (realsys/docroot.py).
+ *
+ * Output: JSON (see write_json) with counts and log-bucket histograms (4 per octave, us). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- histogram: bucket b holds values in [2^(b/4), 2^((b+1)/4)) microseconds ------- */
+#define NB 128
+struct hist {
+    uint64_t b[NB], n;
+    double sum, max;
+};
+
+static void hist_add(struct hist *h, double us)
+{
+    int b = us < 1.0 ? 0 : (int)(4.0 * log2(us)) + 1;
+    if (b >= NB)
+        b = NB - 1;
+    h->b[b]++;
+    h->n++;
+    h->sum += us;
+    if (us > h->max)
+        h->max = us;
+}
+
+static double bucket_hi(int b)
+{
+    return b == 0 ? 1.0 : pow(2.0, b / 4.0);
+}
+
+static double hist_q(const struct hist *h, double q)
+{
+    if (!h->n)
+        return NAN;
+    uint64_t want = (uint64_t)ceil(q * (double)h->n), acc = 0;
+    for (int b = 0; b < NB; b++) {
+        acc += h->b[b];
+        if (acc >= want && h->b[b]) {
+            double lo = b == 0 ? 0.0 : pow(2.0, (b - 1) / 4.0), hi = bucket_hi(b);
+            return b == 0 ? 0.5 : sqrt(lo * hi); /* geometric middle of the bucket */
+        }
+    }
+    return h->max;
+}
+
+/* JSON has no NaN: "not measured" is null. */
+static const char *num(char *buf, size_t n, double v)
+{
+    if (isnan(v) || isinf(v))
+        snprintf(buf, n, "null");
+    else
+        snprintf(buf, n, "%.6g", v);
+    return buf;
+}
+
+static void hist_json(FILE *o, const char *name, const struct hist *h, double scale)
+{
+    char a[32], b[32], c[32];
+    fprintf(o, " \"%s\": {\"count\": %llu, \"mean\": %s, \"p50\": %s, \"p99\": %s, \"max\": %.6g, "
+               "\"unit\": \"%s\", \"buckets_us\": [",
+            name, (unsigned long long)h->n, num(a, sizeof a, h->n ? h->sum / (double)h->n / scale : NAN),
+            num(b, sizeof b, hist_q(h, 0.5) / scale), num(c, sizeof c, hist_q(h, 0.99) / scale), h->max / scale,
+            scale == 1.0 ? "us" : "ms");
+    int k = 0;
+    for (int b = 0; b < NB; b++)
+        if (h->b[b])
+            fprintf(o, "%s[%d, %.3f, %llu]", k++ ? ", " : "", b, bucket_hi(b), (unsigned long long)h->b[b]);
+    fprintf(o, "]}");
+}
+
+/* ---- random numbers: xorshift64* ------------------------------------------------- */
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rng_next(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+static double rng_unit(void) /* (0,1) */
+{
+    return ((double)(rng_next() >> 11) + 0.5) / 9007199254740992.0;
+}
+
+/* ---- configuration ------------------------------------------------------------------ */
+static struct sockaddr_in server;
+static struct in_addr binds[256];
+static int nbinds, bind_rr;
+static double rate = 100, duration = 1, timeout_s = 10;
+static int poisson, specweb, http10, max_conns = 60000;
+static const char *uri = "/index.html", *out_path, *host_hdr = "server";
+static double zipf_alpha = 1.0;
+static double class_cdf[4], file_cdf[9];
+
+/* ---- connections -------------------------------------------------------------------- */
+enum { C_CONNECTING = 1, C_SENDING, C_READING };
+
+struct lconn {
+    int fd, state, reqs_left;
+    int hdr_done, status, server_closes, have_cl;
+    uint64_t t_start, t_req, deadline;
+    size_t hlen, body_left;
+    struct lconn *prev, *next; /* timeout list, ordered by deadline */
+    struct lstats *st;
+    char req[256];
+    size_t req_len, req_off;
+    char hbuf[4096];
+};
+
+static struct lconn *head, *tail;
+static int nactive, epfd;
+
+struct lstats {
+    uint64_t attempts, established, requests, replies, replies_ok, st2, st3, st4, st5;
+    uint64_t timeouts, timeouts_connect, timeouts_reply, resets, refused, local_errors, other_errors;
+    uint64_t conns_done, bytes, replies_in_window, attempts_in_window;
+    uint64_t first_launch, last_launch;
+    uint64_t mid_launches;      /* launches whose actual time is in the middle 80 % of the window */
+    struct hist connect, resp, lag;
+};
+/* S: connections launched in the measured window; W: during --warmup (discarded). */
+static struct lstats S, W;
+static uint64_t t0, t_meas, t_end, t_mid0, t_mid1;
+static double warmup;
+
+static void list_del(struct lconn *c)
+{
+    if (c->prev) c->prev->next = c->next; else head = c->next;
+    if (c->next) c->next->prev = c->prev; else tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void list_push(struct lconn *c, uint64_t deadline)
+{
+    c->deadline = deadline;
+    c->prev = tail;
+    c->next = NULL;
+    if (tail) tail->next = c; else head = c;
+    tail = c;
+}
+
+static void conn_end(struct lconn *c)
+{
+    list_del(c);
+    close(c->fd);
+    nactive--;
+    free(c);
+}
+
+static void pick_request(struct lconn *c)
+{
+    const char *path = uri;
+    char sp[64];
+    if (specweb) {
+        double u = rng_unit();
+        int cl = 0;
+        while (cl < 3 && u > class_cdf[cl]) cl++;
+        u = rng_unit();
+        int f = 0;
+        while (f < 8 && u > file_cdf[f]) f++;
+        snprintf(sp, sizeof sp, "/specweb/class%d_%d", cl, f);
+        path = sp;
+    }
+    c->req_len = (size_t)snprintf(c->req, sizeof c->req, "GET %s HTTP/1.%d\r\nHost: %s\r\n%s\r\n", path,
+                                  http10 ? 0 : 1, host_hdr,
+                                  (http10 && c->reqs_left > 1) ? "Connection: keep-alive\r\n" : "");
+    c->req_off = 0;
+    c->hlen = 0;
+    c->hdr_done = 0;
+    c->status = 0;
+    c->have_cl = 0;
+    c->body_left = 0;
+    c->server_closes = http10 && c->reqs_left <= 1;
+}
+
+static void launch(uint64_t sched)
+{
+    uint64_t now = now_ns();
+    struct lstats *st = sched >= t_meas ? &S : &W;
+    st->attempts++;
+    if (!st->first_launch) st->first_launch = now;
+    st->last_launch = now;
+    if (now >= t_mid0 && now < t_mid1)
+        st->mid_launches++;
+    hist_add(&st->lag, (double)(now - sched) / 1e3);
+    if (nactive >= max_conns) {
+        st->local_errors++;
+        return;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        st->local_errors++;
+        return;
+    }
+    if (nbinds) {
+        int one = 1;
+        /* Defer the port choice to connect(): the 4-tuple, not the address alone, must be unique. */
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+        struct sockaddr_in b = { .sin_family = AF_INET, .sin_addr = binds[bind_rr++ % nbinds] };
+        if (bind(fd, (struct sockaddr *)&b, sizeof b) < 0) {
+            close(fd);
+            st->local_errors++;
+            return;
+        }
+    }
+    int r = connect(fd, (struct sockaddr *)&server, sizeof server);
+    if (r < 0 && errno != EINPROGRESS) {
+        if (errno == ECONNREFUSED) st->refused++; else st->local_errors++;
+        close(fd);
+        return;
+    }
+    struct lconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        st->local_errors++;
+        return;
+    }
+    c->fd = fd;
+    c->st = st;
+    c->state = C_CONNECTING;
+    c->t_start = now;
+    c->t_req = now;
+    c->reqs_left = 1;
+    if (specweb && rng_unit() >= 0.3)
+        c->reqs_left = 5 + (int)(rng_next() % 11);
+    nactive++;
+    list_push(c, now + (uint64_t)(timeout_s * 1e9));
+    struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
+    epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void fail(struct lconn *c, int err)
+{
+    if (err == ECONNREFUSED) c->st->refused++;
+    else if (err == ECONNRESET || err == EPIPE) c->st->resets++;
+    else c->st->other_errors++;
+    conn_end(c);
+}
+
+static void send_request(struct lconn *c)
+{
+    ssize_t w = write(c->fd, c->req + c->req_off, c->req_len - c->req_off);
+    if (w < 0) {
+        if (errno == EAGAIN) return;
+        fail(c, errno);
+        return;
+    }
+    c->req_off += (size_t)w;
+    if (c->req_off < c->req_len) {
+        c->state = C_SENDING;
+        struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
+        epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        return;
+    }
+    c->st->requests++;
+    if (c->state != C_READING) {
+        c->state = C_READING;
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+        epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    }
+}
+
+static void reply_done(struct lconn *c)
+{
+    uint64_t now = now_ns();
+    c->st->replies++;
+    if (now <= t_end && now >= t_meas) c->st->replies_in_window++;
+    if (c->status >= 200 && c->status < 300) { c->st->replies_ok++; c->st->st2++; }
+    else if (c->status < 400) c->st->st3++;
+    else if (c->status < 500) c->st->st4++;
+    else c->st->st5++;
+    hist_add(&c->st->resp, (double)(now - c->t_req) / 1e3);
+    if (--c->reqs_left <= 0 || c->status >= 400) {
+        c->st->conns_done++;
+        conn_end(c);
+        return;
+    }
+    c->t_req = now;
+    list_del(c);
+    list_push(c, now + (uint64_t)(timeout_s * 1e9));
+    pick_request(c);
+    send_request(c);
+}
+
+/* Case-insensitive search of lit in p[0..n) (p is not NUL-terminated). */
+static int ci_contains(const char *p, size_t n, const char *lit)
+{
+    size_t m = strlen(lit);
+    for (size_t i = 0; i + m <= n; i++)
+        if (strncasecmp(p + i, lit, m) == 0)
+            return 1;
+    return 0;
+}
+
+/* Parse the reply head in c->hbuf once complete; returns header length or 0 if incomplete. */
+static size_t parse_head(struct lconn *c)
+{
+    char *e = memmem(c->hbuf, c->hlen, "\r\n\r\n", 4);
+    if (!e) return 0;
+    size_t hl = (size_t)(e - c->hbuf) + 4;
+    c->status = 0;
+    if (c->hlen >= 12 && memcmp(c->hbuf, "HTTP/1.", 7) == 0)
+        c->status = atoi(c->hbuf + 9);
+    for (char *p = c->hbuf; p < c->hbuf + hl; ) {
+        char *nl = memchr(p, '\n', (size_t)(c->hbuf + hl - p));
+        if (!nl) break;
+        if ((size_t)(nl - p) > 15 && strncasecmp(p, "content-length:", 15) == 0) {
+            c->body_left = strtoull(p + 15, NULL, 10);
+            c->have_cl = 1;
+        } else if ((size_t)(nl - p) > 11 && strncasecmp(p, "connection:", 11) == 0 &&
+                   ci_contains(p + 11, (size_t)(nl - p) - 11, "close")) {
+            c->server_closes = 1;
+        }
+        p = nl + 1;
+    }
+    return hl;
+}
+
+static void on_readable(struct lconn *c)
+{
+    static char scratch[65536];
+    for (;;) {
+        char *dst;
+        size_t room;
+        if (!c->hdr_done) {
+            dst = c->hbuf + c->hlen;
+            room = sizeof c->hbuf - c->hlen;
+        } else {
+            dst = scratch;
+            room = sizeof scratch;
+        }
+        ssize_t n = read(c->fd, dst, room);
+        if (n < 0) {
+            if (errno == EAGAIN) return;
+            fail(c, errno);
+            return;
+        }
+        if (n == 0) {
+            if (c->hdr_done && !c->have_cl) { /* body delimited by close */
+                c->reqs_left = 1;
+                reply_done(c);
+            } else {
+                fail(c, ECONNRESET); /* closed before a complete reply */
+            }
+            return;
+        }
+        c->st->bytes += (uint64_t)n;
+        if (!c->hdr_done) {
+            c->hlen += (size_t)n;
+            size_t hl = parse_head(c);
+            if (!hl) {
+                if (c->hlen == sizeof c->hbuf) { fail(c, EPROTO); return; }
+                continue;
+            }
+            c->hdr_done = 1;
+            size_t extra = c->hlen - hl;
+            if (c->have_cl) {
+                if (extra >= c->body_left) {
+                    /* no pipelining: anything beyond the body is a protocol error we ignore */
+                    c->body_left = 0;
+                    reply_done(c);
+                    return;
+                }
+                c->body_left -= extra;
+            }
+        } else if (c->have_cl) {
+            if ((size_t)n >= c->body_left) {
+                c->body_left = 0;
+                reply_done(c);
+                return;
+            }
+            c->body_left -= (size_t)n;
+        }
+    }
+}
+
+static void on_event(struct lconn *c, uint32_t evm)
+{
+    if (c->state == C_CONNECTING) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err) {
+            fail(c, err);
+            return;
+        }
+        c->st->established++;
+        uint64_t now = now_ns();
+        hist_add(&c->st->connect, (double)(now - c->t_start) / 1e3);
+        pick_request(c);
+        send_request(c);
+        return;
+    }
+    if (c->state == C_SENDING) {
+        send_request(c);
+        return;
+    }
+    if (evm & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        on_readable(c);
+}
+
+static void expire(uint64_t now)
+{
+    while (head && head->deadline <= now) {
+        struct lconn *c = head;
+        c->st->timeouts++;
+        if (c->state == C_CONNECTING) c->st->timeouts_connect++; else c->st->timeouts_reply++;
+        conn_end(c);
+    }
+}
+
+static volatile sig_atomic_t stop_now;
+static void on_sig(int s) { (void)s; stop_now = 1; }
+
+static void write_json(FILE *o, double window)
+{
+    double achieved = S.last_launch > S.first_launch && S.attempts > 1
+                          ? (double)(S.attempts - 1) / ((double)(S.last_launch - S.first_launch) / 1e9) : NAN;
+    fprintf(o, "{\"target_rate\": %.3f, \"duration_s\": %.3f, \"warmup_s\": %.3f, \"window_s\": %.6f, \"arrivals\": \"%s\", "
+               "\"workload\": \"%s\", \"timeout_s\": %.3f,\n",
+            rate, duration, warmup, window, poisson ? "poisson" : "deterministic", specweb ? "specweb" : "one-packet",
+            timeout_s);
+    char ab[32], mb[32];
+    double mid = t_mid1 > t_mid0 ? (double)S.mid_launches / ((double)(t_mid1 - t_mid0) / 1e9) : NAN;
+    fprintf(o, " \"achieved_rate_mid\": %s,\n", num(mb, sizeof mb, mid));
+    fprintf(o, " \"attempts\": %llu, \"achieved_rate\": %s, \"established\": %llu, \"requests\": %llu, "
+               "\"replies\": %llu, \"replies_ok\": %llu, \"replies_in_window\": %llu,\n",
+            (unsigned long long)S.attempts, num(ab, sizeof ab, achieved), (unsigned long long)S.established,
+            (unsigned long long)S.requests, (unsigned long long)S.replies, (unsigned long long)S.replies_ok,
+            (unsigned long long)S.replies_in_window);
+    fprintf(o, " \"status\": {\"2xx\": %llu, \"3xx\": %llu, \"4xx\": %llu, \"5xx\": %llu},\n",
+            (unsigned long long)S.st2, (unsigned long long)S.st3, (unsigned long long)S.st4,
+            (unsigned long long)S.st5);
+    fprintf(o, " \"timeouts\": %llu, \"timeouts_connect\": %llu, \"timeouts_reply\": %llu, \"resets\": %llu, "
+               "\"refused\": %llu, \"local_errors\": %llu, \"other_errors\": %llu, \"conns_done\": %llu, "
+               "\"bytes\": %llu,\n",
+            (unsigned long long)S.timeouts, (unsigned long long)S.timeouts_connect,
+            (unsigned long long)S.timeouts_reply, (unsigned long long)S.resets, (unsigned long long)S.refused,
+            (unsigned long long)S.local_errors, (unsigned long long)S.other_errors,
+            (unsigned long long)S.conns_done, (unsigned long long)S.bytes);
+    hist_json(o, "connect_ms", &S.connect, 1000.0);
+    fprintf(o, ",\n");
+    hist_json(o, "resp_ms", &S.resp, 1000.0);
+    fprintf(o, ",\n");
+    hist_json(o, "launch_lag_us", &S.lag, 1.0);
+    fprintf(o, "}\n");
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: loadgen --server IP [--port P] [--bind IP[,IP...]] --rate CONN_PER_S --duration S\n"
+            "               [--timeout S] [--arrivals deterministic|poisson] [--seed N]\n"
+            "               [--workload one-packet|specweb] [--uri PATH] [--http10] [--zipf A]\n"
+            "               [--max-conns N] [--warmup S] [--out FILE]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    int port = 80;
+    uint64_t seed = 1;
+    const char *srv = NULL;
+    static const struct option lo[] = {
+        {"server", 1, 0, 'S'}, {"port", 1, 0, 'p'}, {"bind", 1, 0, 'b'}, {"rate", 1, 0, 'r'},
+        {"duration", 1, 0, 'd'}, {"timeout", 1, 0, 't'}, {"arrivals", 1, 0, 'a'}, {"seed", 1, 0, 's'},
+        {"workload", 1, 0, 'w'}, {"uri", 1, 0, 'u'}, {"http10", 0, 0, 'H'}, {"max-conns", 1, 0, 'm'},
+        {"out", 1, 0, 'o'}, {"zipf", 1, 0, 'z'}, {"warmup", 1, 0, 'W'}, {0, 0, 0, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (o) {
+        case 'S': srv = optarg; break;
+        case 'p': port = atoi(optarg); break;
+        case 'b': {
+            char *s = strdup(optarg), *save = NULL;
+            for (char *t = strtok_r(s, ",", &save); t && nbinds < 256; t = strtok_r(NULL, ",", &save))
+                if (inet_pton(AF_INET, t, &binds[nbinds++]) != 1) usage();
+            free(s);
+            break;
+        }
+        case 'r': rate = atof(optarg); break;
+        case 'd': duration = atof(optarg); break;
+        case 't': timeout_s = atof(optarg); break;
+        case 'a':
+            if (strcmp(optarg, "poisson") == 0) poisson = 1;
+            else if (strcmp(optarg, "deterministic") == 0) poisson = 0;
+            else usage();
+            break;
+        case 's': seed = strtoull(optarg, NULL, 10); break;
+        case 'w':
+            if (strcmp(optarg, "specweb") == 0 || strcmp(optarg, "specweb99") == 0) specweb = 1;
+            else if (strcmp(optarg, "one-packet") == 0) specweb = 0;
+            else usage();
+            break;
+        case 'u': uri = optarg; break;
+        case 'H': http10 = 1; break;
+        case 'm': max_conns = atoi(optarg); break;
+        case 'o': out_path = optarg; break;
+        case 'z': zipf_alpha = atof(optarg); break;
+        case 'W': warmup = atof(optarg); break;
+        default: usage();
+        }
+    }
+    /* Bounded by construction: duration and timeout are capped. */
+    if (!srv || !(rate > 0) || rate > 1e6 || !(duration > 0) || duration > 3600 || !(timeout_s > 0) ||
+        timeout_s > 600 || max_conns < 1 || warmup < 0 || warmup > 600)
+        usage();
+    server.sin_family = AF_INET;
+    server.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, srv, &server.sin_addr) != 1) usage();
+    host_hdr = srv;
+    rng_state ^= seed * 0x9E3779B97F4A7C15ull;
+    if (!rng_state) rng_state = 1;
+    for (int i = 0; i < 10; i++) rng_next();
+    static const double cls[4] = {0.35, 0.50, 0.14, 0.01};
+    double acc = 0;
+    for (int i = 0; i < 4; i++) class_cdf[i] = (acc += cls[i]);
+    double zs = 0;
+    for (int i = 0; i < 9; i++) zs += 1.0 / pow(i + 1, zipf_alpha);
+    acc = 0;
+    for (int i = 0; i < 9; i++) file_cdf[i] = (acc += 1.0 / pow(i + 1, zipf_alpha) / zs);
+
+    struct rlimit rl = { (rlim_t)max_conns + 64, (rlim_t)max_conns + 64 };
+    setrlimit(RLIMIT_NOFILE, &rl);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGTERM, on_sig);
+    signal(SIGINT, on_sig);
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    struct epoll_event tev = { .events = EPOLLIN, .data.ptr = NULL };
+    epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &tev);
+
+    t0 = now_ns() + 1000000; /* first arrival 1 ms from now */
+    t_meas = t0 + (uint64_t)(warmup * 1e9);
+    t_end = t_meas + (uint64_t)(duration * 1e9);
+    t_mid0 = t_meas + (t_end - t_meas) / 10;
+    t_mid1 = t_end - (t_end - t_meas) / 10;
+    uint64_t hard_end = t_end + (uint64_t)((timeout_s + 1.0) * 1e9);
+    uint64_t t_next = t0;
+    double gap_ns = 1e9 / rate;
+    int launching = 1;
+    struct epoll_event evs[1024];
+    while (!stop_now) {
+        uint64_t now = now_ns();
+        while (launching && t_next <= now) {
+            launch(t_next);
+            double g = poisson ? -log(rng_unit()) * gap_ns : gap_ns;
+            t_next += (uint64_t)(g < 1 ? 1 : g);
+            if (t_next >= t_end) launching = 0;
+        }
+        now = now_ns();
+        expire(now);
+        if (!launching && (nactive == 0 || now >= hard_end)) break;
+        uint64_t wake = hard_end;
+        if (launching && t_next < wake) wake = t_next;
+        if (head && head->deadline < wake) wake = head->deadline;
+        struct itimerspec its = {{0, 0}, {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)}};
+        timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
+        int n = epoll_wait(epfd, evs, 1024, 1000);
+        for (int i = 0; i < n; i++) {
+            if (!evs[i].data.ptr) {
+                uint64_t x;
+                if (read(tfd, &x, sizeof x) < 0) { /* spurious: nothing to do */ }
+                continue;
+            }
+            on_event(evs[i].data.ptr, evs[i].events);
+        }
+    }
+    /* whatever is still open at the hard end counts as timed out */
+    while (head) {
+        head->st->timeouts++;
+        if (head->state == C_CONNECTING) head->st->timeouts_connect++; else head->st->timeouts_reply++;
+        conn_end(head);
+    }
+    double window = (double)(t_end - t_meas) / 1e9;
+    FILE *out = stdout;
+    char tmp[4096];
+    if (out_path) {
+        snprintf(tmp, sizeof tmp, "%s.tmp", out_path);
+        out = fopen(tmp, "w");
+        if (!out) { perror("loadgen: out"); return 1; }
+    }
+    write_json(out, window);
+    if (out_path) {
+        fclose(out);
+        if (rename(tmp, out_path) < 0) { perror("loadgen: rename"); return 1; }
+    }
+    return 0;
+}

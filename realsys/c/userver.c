@@ -1,0 +1,302 @@
+/* userver - a single-process event-driven HTTP server in the μserver's shape
+ * (Pariag 2004, fig. 3.1):
+ *
+ *   loop:  getevents-phase  select | poll | epoll_wait over all interested fds
+ *          accept-phase     if the listener was reported readable: accept up to
+ *                           --accept-limit connections (or until EAGAIN for "inf")
+ *          work-phase       for each fd getevents returned (never the ones just
+ *                           accepted): read a request, or write a reply
+ *
+ * A request is read in one work-phase and the reply written in a later one, when
+ * getevents reports the socket writable.  Statistics JSON on SIGTERM/SIGINT;
+ * SIGUSR1 zeroes the statistics (end of warm-up). */
+#include "common.h"
+#include "ev.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum { S_READING = 1, S_WRITING = 2 };
+
+struct conn {
+    int fd, state, mask;
+    size_t rlen;
+    struct reply rp;
+    char rbuf[HTTP_MAX_HEAD + 1];
+};
+
+static struct conn **conns;
+static struct conn *freelist_head[1];
+static int nopen;
+static const struct ev_backend *ev;
+static void *evs;
+static unsigned spin_us;
+static struct stats stats_main;
+
+static struct conn *conn_new(void)
+{
+    struct conn *c = freelist_head[0];
+    if (c) {
+        freelist_head[0] = *(struct conn **)c;
+        return c;
+    }
+    return malloc(sizeof(struct conn));
+}
+
+static void conn_free(struct conn *c)
+{
+    *(struct conn **)c = freelist_head[0];
+    freelist_head[0] = c;
+}
+
+static void set_mask(struct conn *c, int m)
+{
+    if (c->mask == m)
+        return;
+    ev->set(evs, c->fd, c->mask, m);
+    c->mask = m;
+}
+
+static void conn_close(struct conn *c, int reset)
+{
+    ev->set(evs, c->fd, c->mask, EV_CLOSING);
+    TIMED(SC_CLOSE, close(c->fd));
+    conns[c->fd] = NULL;
+    nopen--;
+    ST->conns_closed++;
+    if (reset)
+        ST->conns_reset++;
+    conn_free(c);
+}
+
+/* Parse what is buffered; on a complete request prepare the reply and switch to
+ * write interest.  Returns 0 if the connection is still open. */
+static int conn_request(struct conn *c)
+{
+    int r = reply_prepare(&c->rp, c->rbuf, c->rlen, spin_us);
+    if (r == HTTP_PARTIAL) {
+        c->state = S_READING;
+        set_mask(c, EV_READ);
+        return 0;
+    }
+    if (r > 0) {
+        memmove(c->rbuf, c->rbuf + r, c->rlen - (size_t)r);
+        c->rlen -= (size_t)r;
+    } else {
+        c->rlen = 0;
+    }
+    c->state = S_WRITING;
+    set_mask(c, EV_WRITE);
+    return 0;
+}
+
+static void do_read(struct conn *c)
+{
+    ssize_t n = TIMED(SC_READ, read(c->fd, c->rbuf + c->rlen, sizeof c->rbuf - c->rlen));
+    if (n == 0) {
+        conn_close(c, 0);
+        return;
+    }
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            conn_close(c, 1);
+        return;
+    }
+    c->rlen += (size_t)n;
+    conn_request(c);
+}
+
+static void do_write(struct conn *c)
+{
+    int r = reply_send(c->fd, &c->rp);
+    if (r == 0)
+        return;
+    if (r < 0 || !c->rp.keepalive) {
+        if (r > 0 && c->rp.status >= 400)
+            error_close_drain(c->fd);
+        conn_close(c, r < 0);
+        return;
+    }
+    if (c->rlen > 0) { /* pipelined request already buffered */
+        conn_request(c);
+        return;
+    }
+    c->state = S_READING;
+    set_mask(c, EV_READ);
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: userver [--addr A] [--port P] [--backlog N] [--mux select|poll|epoll]\n"
+            "               [--accept-limit N|inf] [--spin-us U] [--docroot DIR] [--stats FILE]\n"
+            "               [--max-conns N] [--sample-ms MS]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *addr = "0.0.0.0", *mux = "select", *docroot = ".", *stats_path = NULL;
+    int port = 8080, backlog = 128, max_conns = 15000, sample_ms = 100;
+    long accept_limit = -1; /* -1 = inf */
+    static const struct option lo[] = {
+        {"addr", 1, 0, 'a'}, {"port", 1, 0, 'p'}, {"backlog", 1, 0, 'b'}, {"mux", 1, 0, 'm'},
+        {"accept-limit", 1, 0, 'l'}, {"spin-us", 1, 0, 's'}, {"docroot", 1, 0, 'd'},
+        {"stats", 1, 0, 'o'}, {"max-conns", 1, 0, 'c'}, {"sample-ms", 1, 0, 'S'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (o) {
+        case 'a': addr = optarg; break;
+        case 'p': port = atoi(optarg); break;
+        case 'b': backlog = atoi(optarg); break;
+        case 'm': mux = optarg; break;
+        case 'l':
+            if (strcmp(optarg, "inf") == 0)
+                accept_limit = -1;
+            else if ((accept_limit = atol(optarg)) < 1)
+                usage();
+            break;
+        case 's': spin_us = (unsigned)atoi(optarg); break;
+        case 'd': docroot = optarg; break;
+        case 'o': stats_path = optarg; break;
+        case 'c': max_conns = atoi(optarg); break;
+        case 'S': sample_ms = atoi(optarg); break;
+        default: usage();
+        }
+    }
+    if (strcmp(mux, "select") == 0)
+        ev = &ev_select_backend;
+    else if (strcmp(mux, "poll") == 0)
+        ev = &ev_poll_backend;
+    else if (strcmp(mux, "epoll") == 0)
+        ev = &ev_epoll_backend;
+    else
+        usage();
+    if (max_conns < 1 || sample_ms < 1 || port <= 0 || backlog < 1)
+        usage();
+    ST = &stats_main;
+    install_signals();
+    int maxfds = max_conns + 64;
+    int lim = raise_nofile(maxfds);
+    if (lim < maxfds)
+        maxfds = lim; /* accepted fds >= maxfds are refused and closed */
+    if (spin_us)
+        fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());
+    if (docroot_load(docroot) < 0) {
+        perror("userver: docroot");
+        return 1;
+    }
+    int lfd = make_listener(addr, port, backlog, 1);
+    if (lfd < 0) {
+        perror("userver: listen");
+        return 1;
+    }
+    conns = calloc((size_t)maxfds, sizeof *conns);
+    evs = ev->create(maxfds);
+    struct ev_fired *fired = malloc((size_t)maxfds * sizeof *fired);
+    if (!conns || !evs || !fired) {
+        perror("userver: alloc");
+        return 1;
+    }
+    ev->set(evs, lfd, 0, EV_READ);
+    fprintf(stderr, "userver: %s accept-limit %ld on %s:%d backlog %d maxfds %d\n", ev->name,
+            accept_limit, addr, port, backlog, maxfds);
+
+    struct samples sm = {0};
+    uint64_t t_start = now_ns(), next_sample = t_start;
+    char extra[256];
+    if (accept_limit < 0)
+        snprintf(extra, sizeof extra, "\"server\": \"userver\", \"mux\": \"%s\", \"accept_limit\": \"inf\", "
+                 "\"spin_us\": %u, ", ev->name, spin_us);
+    else
+        snprintf(extra, sizeof extra, "\"server\": \"userver\", \"mux\": \"%s\", \"accept_limit\": \"%ld\", "
+                 "\"spin_us\": %u, ", ev->name, accept_limit, spin_us);
+    while (!g_stop) {
+        if (g_snap) {
+            g_snap = 0;
+            char ex[320];
+            snprintf(ex, sizeof ex, "%s\"open_conns_now\": %d,\n", extra, nopen);
+            stats_snapshot(stats_path, ex, &stats_main, (double)(now_ns() - t_start) / 1e9, &sm);
+        }
+        if (g_reset) {
+            g_reset = 0;
+            memset(&stats_main, 0, sizeof stats_main);
+            sm.len = 0;
+            t_start = now_ns();
+            next_sample = t_start;
+        }
+        /* getevents-phase */
+        int n = ev->wait(evs, fired, maxfds, 100);
+        ST->getevents_calls++;
+        if (n < 0)
+            continue; /* EINTR: signal */
+        ST->fds_returned += (uint64_t)n;
+        uint64_t now = now_ns();
+        if (now >= next_sample) {
+            samples_add(&sm, (double)(now - t_start) / 1e9, nopen);
+            next_sample = now + (uint64_t)sample_ms * 1000000ull;
+        }
+        /* accept-phase */
+        int listen_ready = 0;
+        for (int i = 0; i < n; i++)
+            if (fired[i].fd == lfd) {
+                listen_ready = 1;
+                fired[i].fd = -1;
+                break;
+            }
+        if (listen_ready) {
+            ST->accept_phases++;
+            for (long k = 0; accept_limit < 0 || k < accept_limit; k++) {
+                int fd = TIMED(SC_ACCEPT, accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC));
+                if (fd < 0) {
+                    if (errno == EAGAIN || errno == EWOULDBLOCK)
+                        ST->accepts_eagain++;
+                    else
+                        ST->accept_errors++; /* EMFILE, ECONNABORTED, ... */
+                    break;
+                }
+                ST->accepts++;
+                struct conn *c = fd < maxfds ? conn_new() : NULL;
+                if (!c || ev->set(evs, fd, 0, EV_READ) < 0) {
+                    ST->conns_refused_fd++;
+                    TIMED(SC_CLOSE, close(fd));
+                    if (c)
+                        conn_free(c);
+                    continue;
+                }
+                c->fd = fd;
+                c->state = S_READING;
+                c->mask = EV_READ;
+                c->rlen = 0;
+                conns[fd] = c;
+                nopen++;
+            }
+        }
+        /* work-phase: only the fds getevents returned */
+        ST->work_phases++;
+        for (int i = 0; i < n; i++) {
+            int fd = fired[i].fd;
+            if (fd < 0 || !conns[fd])
+                continue;
+            struct conn *c = conns[fd];
+            ST->work_items++;
+            if (c->state == S_READING && (fired[i].mask & EV_READ))
+                do_read(c);
+            else if (c->state == S_WRITING && (fired[i].mask & EV_WRITE))
+                do_write(c);
+        }
+    }
+    double wall = (double)(now_ns() - t_start) / 1e9;
+    char ex[320];
+    snprintf(ex, sizeof ex, "%s\"open_conns_now\": %d,\n", extra, nopen);
+    if (stats_write_json(stats_path, ex, &stats_main, wall, &sm) < 0) {
+        perror("userver: stats");
+        return 1;
+    }
+    return 0;
+}

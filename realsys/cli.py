@@ -1,0 +1,60 @@
+"""``realsys`` command line.
+
+    realsys run SCENARIO [--set section.key=value ...] [--json] [--out DIR] [--no-bpf]
+    realsys clean          remove test beds left behind by killed runs (owner pid dead)
+
+Exit status: 0 ok, 1 run failure, 2 bad scenario (the message names the key), 130 on Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="realsys", description="measured runs on a network-namespace test bed")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a scenario's sweep and append RunRecords to DIR/results.csv")
+    r.add_argument("scenario")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    r.add_argument("--json", action="store_true", help="print each new record as a JSON line on stdout")
+    r.add_argument("--out", default=None, help="results directory (default realsys/results/<scenario name>)")
+    r.add_argument("--no-bpf", action="store_true", help="counter-only drop split (no bpftrace)")
+    sub.add_parser("clean", help="remove stale sa-<pid>-* namespaces whose owner is dead")
+    a = ap.parse_args(argv)
+
+    from simaccept.scenario import ScenarioError
+    log = (lambda m: print(m, file=sys.stderr, flush=True))
+    if a.cmd == "clean":
+        from .testbed import clean_stale
+        removed = clean_stale(log)
+        log(f"realsys: removed {len(removed)} stale namespace(s)")
+        return 0
+    from .runner import run_scenario
+    from .testbed import TestBedError, TestBedInterrupted
+    try:
+        recs = run_scenario(a.scenario, a.overrides, a.out, log=log, use_bpf=not a.no_bpf)
+    except ScenarioError as e:
+        print(f"realsys: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        log("realsys: interrupted; finished points are kept, rerun to resume")
+        return 130
+    except TestBedInterrupted as e:
+        log("realsys: terminated; finished points are kept, rerun to resume")
+        return int(e.code) if isinstance(e.code, int) else 143
+    except (TestBedError, RuntimeError, OSError) as e:
+        print(f"realsys: {e}", file=sys.stderr)
+        return 1
+    if a.json:
+        for rec in recs:
+            print(rec.to_json())
+    else:
+        for rec in recs:
+            print(f"{rec.point or '-'}\t{rec.replies_per_s:.1f} replies/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Load generators: our C loadgen (argv and merging of its JSON) and httperf 0.9.0.
+
+Stock httperf uses select(), so one process handles fewer than FD_SETSIZE (1024)
+concurrent connections; keep rate * (response time or timeout) per process below
+about 1000 when using it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from . import C_DIR
+
+NB = 128
+SPECWEB_MEAN_REQS = 0.3 * 1 + 0.7 * 10.0     # 30 % one request, 70 % uniform 5..15: 7.3
+
+
+def requests_per_conn(workload: str) -> float:
+    return SPECWEB_MEAN_REQS if workload == "specweb99" else 1.0
+
+
+def loadgen_argv(*, server_ip: str, port: int, binds: list[str], conn_rate: float, duration: float,
+                 warmup: float, timeout: float, arrivals: str, seed: int, workload: str, out: Path,
+                 uri: str = "/index.html") -> list[str]:
+    return [str(C_DIR / "loadgen"), "--server", server_ip, "--port", str(port), "--bind", ",".join(binds),
+            "--rate", f"{conn_rate:.6f}", "--duration", f"{duration:.6f}", "--warmup", f"{warmup:.6f}",
+            "--timeout", f"{timeout:.6f}", "--arrivals", arrivals, "--seed", str(seed),
+            "--workload", "specweb" if workload == "specweb99" else "one-packet", "--uri", uri,
+            "--out", str(out)]
+
+
+def _bucket_mid(b: int) -> float:
+    if b == 0:
+        return 0.5
+    return math.sqrt(2 ** ((b - 1) / 4) * 2 ** (b / 4))
+
+
+def _merge_hist(hs: list[dict]) -> dict:
+    buckets = [0] * NB
+    n, total, mx = 0, 0.0, 0.0
+    for h in hs:
+        c = h.get("count", 0)
+        if not c:
+            continue
+        n += c
+        total += h["mean"] * c
+        mx = max(mx, h.get("max") or 0.0)
+        for b, _hi, cnt in h.get("buckets_us", []):
+            buckets[int(b)] += int(cnt)
+
+    def q(p):
+        if not n:
+            return math.nan
+        want, acc = math.ceil(p * n), 0
+        for b, cnt in enumerate(buckets):
+            acc += cnt
+            if cnt and acc >= want:
+                return _bucket_mid(b)
+        return math.nan
+    scale = 1000.0 if hs and hs[0].get("unit") == "ms" else 1.0
+    return {"count": n, "mean": total / n if n else math.nan, "p50": q(0.5) / scale, "p99": q(0.99) / scale,
+            "max": mx}
+
+
+SUM_KEYS = ("attempts", "established", "requests", "replies", "replies_ok", "replies_in_window", "timeouts",
+            "timeouts_connect", "timeouts_reply", "resets", "refused", "local_errors", "other_errors",
+            "conns_done", "bytes", "achieved_rate", "achieved_rate_mid", "target_rate")
+
+
+def merge(results: list[dict]) -> dict:
+    """Sum counts of several loadgen processes and merge their histograms."""
+    out: dict = {k: sum(r.get(k, 0) or 0 for r in results) for k in SUM_KEYS}
+    out["window_s"] = max((r.get("window_s", 0) for r in results), default=math.nan)
+    for h in ("connect_ms", "resp_ms", "launch_lag_us"):
+        out[h] = _merge_hist([r[h] for r in results if h in r])
+    out["procs"] = len(results)
+    return out
+
+
+# --------------------------------------------------------------------------- httperf
+def httperf_argv(*, server_ip: str, port: int, rate: float, num_conns: int, timeout: float,
+                 uri: str = "/index.html") -> list[str]:
+    return ["httperf", "--hog", "--server", server_ip, "--port", str(port), "--uri", uri,
+            "--rate", f"{rate:.3f}", "--num-conns", str(num_conns), "--num-calls", "1",
+            "--timeout", f"{timeout:.3f}"]
+
+
+def parse_httperf(text: str) -> dict:
+    def grab(pat, cast=float, default=math.nan):
+        m = re.search(pat, text)
+        return cast(m.group(1)) if m else default
+    d = {
+        "connections": grab(r"Total: connections (\d+)", int, 0),
+        "requests": grab(r"Total: connections \d+ requests (\d+)", int, 0),
+        "replies": grab(r"replies (\d+) test-duration", int, 0),
+        "test_duration_s": grab(r"test-duration ([\d.]+) s"),
+        "conn_rate": grab(r"Connection rate: ([\d.]+) conn/s"),
+        "connect_ms": grab(r"Connection time \[ms\]: connect ([\d.]+)"),
+        "response_ms": grab(r"Reply time \[ms\]: response ([\d.]+)"),
+        "reply_rate_avg": grab(r"Reply rate \[replies/s\]: min [\d.]+ avg ([\d.]+)"),
+        "status_2xx": grab(r"Reply status: 1xx=\d+ 2xx=(\d+)", int, 0),
+        "errors": grab(r"Errors: total (\d+)", int, 0),
+        "client_timo": grab(r"client-timo (\d+)", int, 0),
+        "connrefused": grab(r"connrefused (\d+)", int, 0),
+        "connreset": grab(r"connreset (\d+)", int, 0),
+        "fd_unavail": grab(r"fd-unavail (\d+)", int, 0),
+    }
+    return d

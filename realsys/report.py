@@ -1,0 +1,137 @@
+"""Summaries of realsys results directories (what the issue asks to show).
+
+    python -m realsys.report realsys/results/onepacket-select [--drops-rate R]
+
+Prints (and with --json returns) per policy the peak reply rate, the reply rate at each
+rate past saturation and the ratios between policies there, the generator's worst
+offered-vs-target error, and the drop breakdown (thesis table 5.1) at one overloaded rate.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from .runner import read_rows
+
+
+def _series(rows):
+    out: dict[str, dict[float, dict]] = {}
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        lab = f"{r['server']}/{r['mux'] or '-'}/accept-{r['accept_limit']}"
+        if r.get("config") and '"httperf": true' in r["config"]:
+            lab += "/httperf"
+        out.setdefault(lab, {}).setdefault(float(r["target_rate"]), []).append(r)
+    return out
+
+
+def _mean(rows, key):
+    v = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
+    return sum(v) / len(v) if v else math.nan
+
+
+def _sd(rows, key):
+    v = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
+    if len(v) < 2:
+        return math.nan
+    m = sum(v) / len(v)
+    return math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
+
+
+def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
+    d = Path(results_dir)
+    rows = read_rows(d / "results.csv")
+    ser = _series(rows)
+    summary: dict = {"dir": str(d), "policies": {}}
+    peak_all = 0.0
+    for lab, pts in ser.items():
+        rates = sorted(pts)
+        rep = {r: _mean(pts[r], "replies_per_s") for r in rates}
+        sd = {r: _sd(pts[r], "replies_per_s") for r in rates}
+        peak_r = max(rep, key=rep.get)
+        peak_all = max(peak_all, rep[peak_r])
+        worst = max(abs(float(x["conn_attempts_per_s"]) - r) / r for r in rates for x in pts[r]
+                    if x["conn_attempts_per_s"])
+        summary["policies"][lab] = {"peak_replies_per_s": rep[peak_r], "peak_at_rate": peak_r,
+                                    "replies_per_s": rep, "replies_per_s_sd": sd, "runs_per_rate":
+                                    {r: len(pts[r]) for r in rates}, "generator_max_rel_error": worst}
+    # saturation: the lowest rate where some policy replies < 97 % of the target
+    all_rates = sorted({r for pts in ser.values() for r in pts})
+    sat = next((r for r in all_rates if any(r in p and _mean(p[r], "replies_per_s") < 0.97 * r
+                                            for p in ser.values())), None)
+    summary["saturation_rate"] = sat
+    past = [r for r in all_rates if sat is not None and r >= sat]
+    summary["rates_past_saturation"] = past
+    labs = sorted(ser)
+    ratios = {}
+    for i, a in enumerate(labs):
+        for b in labs[i + 1:]:
+            rr = {r: _mean(ser[a][r], "replies_per_s") / _mean(ser[b][r], "replies_per_s")
+                  for r in past if r in ser[a] and r in ser[b] and _mean(ser[b][r], "replies_per_s") > 0}
+            if rr:
+                ratios[f"{a} / {b}"] = rr
+    summary["ratios_past_saturation"] = ratios
+    # drop breakdown at one overloaded rate
+    if past:
+        dr = drops_rate if drops_rate is not None else past[min(len(past) - 1, 2)]
+        table = {}
+        for lab, pts in ser.items():
+            if dr not in pts:
+                continue
+            h = None
+            pj = d / "points"
+            for f in pj.glob("*.json"):
+                x = json.loads(f.read_text())
+                if x.get("point") == pts[dr][0]["point"] and x.get("sysctls") is not None:
+                    h = x
+                    break
+            if h:
+                dd = h["drops"]
+                table[lab] = {k: dd.get(k) for k in ("AcceptQFull", "DropRequest", "ListenOverflow", "SynQFull",
+                                                     "total", "ListenDrops", "ListenOverflows", "source")}
+                table[lab]["duration_s"] = float(pts[dr][0]["duration_s"])
+                ss = h.get("server_stats") or {}
+                table[lab]["select_calls_per_s"] = float(pts[dr][0]["select_calls_per_s"] or math.nan)
+                table[lab]["replies_per_s"] = float(pts[dr][0]["replies_per_s"])
+                table[lab]["work_items_per_phase"] = ss.get("work_items_per_phase")
+                table[lab]["c_avg"] = ss.get("c_avg")
+        summary["drops_at_rate"] = dr
+        summary["drops"] = table
+    return summary
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m realsys.report")
+    ap.add_argument("dirs", nargs="+")
+    ap.add_argument("--drops-rate", type=float, default=None)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    for d in a.dirs:
+        s = summarize(d, a.drops_rate)
+        if a.json:
+            print(json.dumps(s, indent=1, default=str))
+            continue
+        print(f"== {d}")
+        for lab, p in sorted(s["policies"].items()):
+            print(f"  {lab:32s} peak {p['peak_replies_per_s']:8.0f} replies/s at {p['peak_at_rate']:.0f}; "
+                  f"generator max error {100 * p['generator_max_rel_error']:.2f} %")
+            print("      " + ", ".join(f"{r:.0f}: {v:.0f}" + (f"±{p['replies_per_s_sd'][r]:.0f}"
+                                                              if not math.isnan(p['replies_per_s_sd'][r]) else "")
+                                       for r, v in p["replies_per_s"].items()))
+        print(f"  saturation at {s['saturation_rate']}; past it: {s['rates_past_saturation']}")
+        for k, rr in s["ratios_past_saturation"].items():
+            print(f"  {k}: " + ", ".join(f"{r:.0f}: {v:.3f}" for r, v in rr.items()))
+        if s.get("drops"):
+            print(f"  drops at {s['drops_at_rate']:.0f} req/s (counts over the measured window):")
+            for lab, t in sorted(s["drops"].items()):
+                print(f"    {lab:32s} AcceptQFull {t['AcceptQFull']}  DropRequest {t['DropRequest']}  "
+                      f"ListenOverflow {t['ListenOverflow']}  SynQFull {t['SynQFull']}  total {t['total']}  "
+                      f"select/s {t['select_calls_per_s']:.0f}  work/phase {t['work_items_per_phase']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

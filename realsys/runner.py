@@ -1,0 +1,439 @@
+"""Run a scenario's sweep on the test bed and record one RunRecord (source="real") per point.
+
+Per point (timeline, all on CLOCK_MONOTONIC)::
+
+    start server in the server ns on cpu_server, wait until it listens
+    start bpftrace (gated to the measured window by nsecs thresholds)
+    t_lg    start load generators in both client ns on cpu_clients (fresh source addresses)
+    t_meas  = t_lg + warmup: SIGUSR1 to the server (zero its statistics), counters + CPU snapshot
+    t_end   = t_meas + duration: SIGUSR2 (statistics snapshot), counters + CPU snapshot
+    wait for the generators (they drain for at most client.timeout), stop bpftrace and server
+
+Results: ``DIR/results.csv`` (record.COLUMNS; rewritten atomically with one more complete
+row per point; a point whose (point label, resolved config) already has an ok row is
+skipped, so an interrupted sweep resumes), ``DIR/points/<content-hash>.json`` (server
+statistics, generator output, counter deltas, drop split, CPU, softirq and provenance:
+kernel version, sysctls, CPU model, git revision), and ``DIR/throughput.png``.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from simaccept.record import COLUMNS, RunRecord
+from simaccept.scenario import Scenario, ScenarioError, load_scenario
+
+from . import C_DIR, kernel
+from .docroot import make_docroot
+from .loadgen import httperf_argv, loadgen_argv, merge, parse_httperf, requests_per_conn
+from .servers import PORT, ServerConfigError, nginx_version, server_argv
+from .testbed import TestBed, netrx_check
+
+REPO = Path(__file__).resolve().parent.parent
+# Server and generators run at nice -20: on a shared machine other CPU-bound work then
+# gets about 1 % of their CPUs instead of half (softirq work is not affected by nice).
+NICE = -20
+SYSCTL_KEYS = ("net.ipv4.tcp_syncookies", "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog",
+               "net.ipv4.tcp_synack_retries", "net.ipv4.tcp_abort_on_overflow")
+
+
+# --------------------------------------------------------------------------- checks
+def check_real(sc: Scenario) -> None:
+    """Refuse, naming the key, what cannot run for real on this machine."""
+    for pt in sc.points():
+        v = pt.values
+        if v["kernel"]["profile"] != "linux-6":
+            raise ScenarioError("kernel.profile", f"{v['kernel']['profile']!r} cannot run for real: this machine "
+                                f"runs Linux {platform.release()}; use linux-6 here and the simulator for linux-2.4")
+        kind = v["server"]["kind"]
+        if kind == "tux":
+            raise ScenarioError("server.kind", "tux needs its kernel module and cannot run here; simulate it")
+        if kind == "nginx" and v["server"]["accept_limit"] not in (1, "inf"):
+            raise ScenarioError("server.accept_limit", "nginx has only multi_accept off (1) or on (\"inf\"), "
+                                f"got {v['server']['accept_limit']!r}")
+        if kind == "nginx" and v["realsys"]["spin_us"] > 0:
+            raise ScenarioError("realsys.spin_us", "nginx has no per-request spin; use 0 for nginx points")
+        if v["server"]["policy"] != "accept-limit":
+            raise ScenarioError("server.policy", "the real servers implement only accept-limit")
+        if v["workload"]["idle_conns"] != 0:
+            raise ScenarioError("workload.idle_conns", "idle WAN connections are simulated only")
+        if v["realsys"]["httperf"] and v["workload"]["kind"] != "one-packet":
+            raise ScenarioError("realsys.httperf", "httperf is used for the one-packet workload only")
+        ncpu = os.cpu_count() or 1
+        for key in ("cpu_server", "cpu_clients"):
+            if v["realsys"][key] >= ncpu:
+                raise ScenarioError(f"realsys.{key}", f"CPU {v['realsys'][key]} does not exist ({ncpu} CPUs)")
+        if v["client"]["hosts"] > 2:
+            raise ScenarioError("client.hosts", "the test bed has 2 client hosts")
+
+
+def ensure_built(log=print) -> None:
+    need = [C_DIR / b for b in ("userver", "knot", "loadgen")]
+    srcs = list(C_DIR.glob("*.c")) + list(C_DIR.glob("*.h")) + [C_DIR / "Makefile"]
+    newest = max(p.stat().st_mtime for p in srcs)
+    if all(p.exists() and p.stat().st_mtime >= newest for p in need):
+        return
+    log("realsys: building C sources")
+    p = subprocess.run(["make", "-s", "-C", str(C_DIR)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"make -C {C_DIR} failed:\n{p.stderr[-2000:]}")
+
+
+# --------------------------------------------------------------------------- provenance
+def git_rev() -> str:
+    p = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=12"],
+                       capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else "uncommitted"
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def provenance() -> dict:
+    return {"kernel": platform.release(), "kernel_version": platform.version(), "cpu_model": cpu_model(),
+            "ncpu": os.cpu_count(), "git_rev": git_rev(), "host": socket.gethostname(),
+            "python": platform.python_version(), "nginx": nginx_version(),
+            "bpftrace": shutil.which("bpftrace") is not None}
+
+
+# --------------------------------------------------------------------------- results file
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def append_record(path: Path, rec: RunRecord) -> None:
+    """Rewrite path with one more row: temp file + os.replace, so the file on disk always
+    holds complete rows only."""
+    rows = read_rows(path)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: r.get(k, "") for k in COLUMNS})
+    d = rec.to_dict()
+    w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(buf.getvalue())
+    os.replace(tmp, path)
+
+
+def done_keys(rows: list[dict]) -> set[tuple[str, str]]:
+    return {(r.get("point", ""), r.get("config", "")) for r in rows if r.get("status") == "ok"}
+
+
+# --------------------------------------------------------------------------- one point
+def _nan(x) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _sysctls_for(v: dict) -> dict[str, str]:
+    k = v["kernel"]
+    out = {"net.ipv4.tcp_syncookies": "1" if k["syncookies"] else "0", "net.ipv4.tcp_abort_on_overflow": "0",
+           "net.core.somaxconn": str(k["somaxconn"] if k["somaxconn"] != -1 else 4096)}
+    if k["max_syn_backlog"] != -1:
+        out["net.ipv4.tcp_max_syn_backlog"] = str(k["max_syn_backlog"])
+    if k["synack_retries"] != -1:
+        out["net.ipv4.tcp_synack_retries"] = str(k["synack_retries"])
+    return out
+
+
+def _sleep_until(t: float) -> None:
+    while True:
+        d = t - time.monotonic()
+        if d <= 0:
+            return
+        time.sleep(min(d, 0.5))
+
+
+def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, log=print,
+              hook: Callable[[str], None] | None = None) -> tuple[RunRecord, dict]:
+    v = pt.values
+    sv, wl, cl, rs, sc = v["server"], v["workload"], v["client"], v["realsys"], v["scenario"]
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t_wall0 = time.monotonic()
+    h = pt.content_hash()
+    pdir = work / h
+    pdir.mkdir(parents=True, exist_ok=True)
+    docroot = make_docroot(work / f"docroot-{wl['reply_bytes']}", wl["reply_bytes"], rs["docroot_files"])
+    tb.set_sysctls(_sysctls_for(v))
+    sysctls = tb.read_sysctls(SYSCTL_KEYS)
+    stats_path = pdir / "server.json"
+    kind = sv["kind"]
+    argv = server_argv(kind, v, docroot, stats_path, pdir / "nginx")
+    srv_log = open(pdir / "server.log", "w")
+    server = tb.spawn(tb.server_ns, argv, cpu=rs["cpu_server"], nice=NICE, stdout=srv_log,
+                      stderr=subprocess.STDOUT)
+    extra: dict = {"point": pt.point_label(), "hash": h, "sysctls": sysctls, "server_argv": argv}
+    try:
+        tb.wait_listening(PORT, server)
+        time.sleep(0.1)
+        pids = [server.pid]
+        if kind == "nginx":
+            time.sleep(0.2)
+            pids += kernel.children(server.pid)
+        if rs["cpu_quota"] < 1:
+            extra["cpu_cgroup"] = tb.cpu_limit(pids, rs["cpu_quota"])
+        warm, dur, tmo = sc["warmup"], sc["duration"], cl["timeout"]
+        tracer = kernel.DropTracer(enabled=use_bpf)
+        lead = 2.5 if tracer.available else 0.3
+        t_lg = time.monotonic() + lead
+        t_meas, t_end = t_lg + warm, t_lg + warm + dur
+        if tracer.available:
+            tracer.program_window(int(t_meas * 1e9), int(t_end * 1e9))
+        tracer.start()
+        nhosts = min(cl["hosts"], len(tb.client_ns))
+        procs = rs["procs"]
+        conn_rate = wl["rate"] / requests_per_conn(wl["kind"])
+        gens = []
+        seeds = pt.seed_sequence().generate_state(procs)
+        _sleep_until(t_lg)
+        t_lg_real = time.monotonic()
+        for i in range(procs):
+            host = i % nhosts
+            out = pdir / f"gen-{i}.json"
+            if rs["httperf"]:
+                per = conn_rate / procs
+                a = httperf_argv(server_ip=tb.server_ips[host], port=PORT, rate=per,
+                                 num_conns=max(1, int(round(per * (warm + dur)))), timeout=tmo)
+                gens.append((tb.spawn(tb.client_ns[host], a, cpu=rs["cpu_clients"], nice=NICE, stdout=open(out, "w"),
+                                      stderr=subprocess.STDOUT), out))
+            else:
+                a = loadgen_argv(server_ip=tb.server_ips[host], port=PORT, binds=tb.client_addrs(host, 4),
+                                 conn_rate=conn_rate / procs, duration=dur, warmup=warm, timeout=tmo,
+                                 arrivals=wl["arrivals"], seed=int(seeds[i]), workload=wl["kind"], out=out)
+                gens.append((tb.spawn(tb.client_ns[host], a, cpu=rs["cpu_clients"], nice=NICE, stdout=subprocess.DEVNULL,
+                                      stderr=open(pdir / f"gen-{i}.log", "w")), out))
+        if hook:
+            hook("load-started")
+        _sleep_until(t_lg_real + warm)
+        if kind != "nginx":
+            server.send_signal(signal.SIGUSR1)
+        c0 = kernel.read_counters(lambda n: tb.netfile(tb.server_ns, n))
+        cpu = kernel.CpuMeter(pids, rs["cpu_server"])
+        sirq0 = tb.softirq_snapshot()
+        _sleep_until(t_lg_real + warm + dur)
+        if kind != "nginx":
+            server.send_signal(signal.SIGUSR2)
+        c1 = kernel.read_counters(lambda n: tb.netfile(tb.server_ns, n))
+        shares = cpu.shares()
+        sirq1 = tb.softirq_snapshot()
+        t_after = time.monotonic()
+        deadline = t_after + tmo + 15
+        for p, _ in gens:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                tb.stop(p, signal.SIGKILL)
+        t_gens = time.monotonic()
+        bpf = (tracer.stop() or None) if tracer.available else None
+        extra["timing_s"] = {"generators_drain": t_gens - t_after, "bpftrace_stop": time.monotonic() - t_gens}
+        fds_open = len(os.listdir(f"/proc/{server.pid}/fd")) if server.poll() is None else -1
+        snap = None
+        if kind != "nginx":
+            sp = Path(str(stats_path) + ".snap")
+            for _ in range(50):
+                if sp.exists():
+                    break
+                time.sleep(0.02)
+            snap = json.loads(sp.read_text()) if sp.exists() else None
+        tb.stop(server, signal.SIGTERM, timeout=15 if kind == "knot" else 5)
+    finally:
+        if server.poll() is None:
+            tb.stop(server, signal.SIGKILL)
+        srv_log.close()
+    delta = kernel.counter_delta(c0, c1)
+    split = kernel.split_drops(delta, bpf)
+    if bpf is None and tracer.note:
+        split["note"] = f"{split['note']} ({tracer.note})"
+    if rs["httperf"]:
+        gen_res = [parse_httperf(Path(o).read_text()) for _, o in gens]
+        g = _from_httperf(gen_res, conn_rate, warm + dur)
+    else:
+        gen_res = [json.loads(Path(o).read_text()) for _, o in gens]
+        g = merge(gen_res)
+    rec = _record(pt, v, g, snap, delta, split, shares, dur, kind)
+    prov = provenance()
+    rec.git_rev = prov["git_rev"]
+    rec.host = f"{prov['host']}; Linux {prov['kernel']}; {prov['cpu_model']} x{prov['ncpu']}"
+    rec.started_at = started
+    rec.wall_s = time.monotonic() - t_wall0
+    extra.update({"generator": g, "generator_procs": gen_res, "server_stats": snap, "counters_delta":
+                  {k: x for k, x in delta.items() if x}, "drops": split, "bpftrace": bpf,
+                  "bpftrace_note": tracer.note, "cpu": shares,
+                  "softirq": dict(netrx_check(tb, sirq0, sirq1),
+                                  server_ns_ip_in_receives=delta.get("Ip.InReceives", 0)),
+                  "server_fds_after_load": fds_open, "provenance": prov, "httperf": rs["httperf"]})
+    return rec, extra
+
+
+def _from_httperf(res: list[dict], conn_rate: float, total_s: float) -> dict:
+    replies = sum(r["replies"] for r in res)
+    n = sum(r["connections"] for r in res)
+    w = [r["response_ms"] for r in res if not math.isnan(r["response_ms"])]
+    c = [r["connect_ms"] for r in res if not math.isnan(r["connect_ms"])]
+    return {"attempts": n, "replies_ok": sum(r["status_2xx"] for r in res), "replies": replies,
+            "replies_in_window": sum(r["status_2xx"] for r in res), "window_s": total_s,
+            "achieved_rate": sum(r["conn_rate"] for r in res if not math.isnan(r["conn_rate"])),
+            "target_rate": conn_rate, "timeouts": sum(r["client_timo"] for r in res),
+            "resets": sum(r["connreset"] for r in res), "refused": sum(r["connrefused"] for r in res),
+            "resp_ms": {"mean": sum(w) / len(w) if w else math.nan, "p50": math.nan, "p99": math.nan},
+            "connect_ms": {"mean": sum(c) / len(c) if c else math.nan}, "generator": "httperf"}
+
+
+def _record(pt: Scenario, v: dict, g: dict, snap: dict | None, delta: dict, split: dict, shares: dict,
+            dur: float, kind: str) -> RunRecord:
+    sv, wl = v["server"], v["workload"]
+    r = RunRecord(source="real", scenario=v["scenario"]["name"], point=pt.point_label(), server=kind,
+                  mux="" if kind == "knot" else sv["mux"], accept_limit=str(sv["accept_limit"]),
+                  policy=sv["policy"], workload=wl["kind"], target_rate=float(wl["rate"]), duration_s=float(dur),
+                  seed=float(v["scenario"]["seed"]), kernel_profile=v["kernel"]["profile"], cost_profile="",
+                  config=pt.to_json())
+    win = g.get("window_s") or dur
+    r.replies_per_s = g["replies_in_window"] / win
+    # launches per second in the middle 80 % of the window (immune to start/end lag);
+    # achieved_rate (first to last launch) is in the point JSON too
+    r.conn_attempts_per_s = _nan(g.get("achieved_rate_mid") or g.get("achieved_rate"))
+    r.resp_ms_mean = _nan(g["resp_ms"].get("mean"))
+    r.resp_ms_p50 = _nan(g["resp_ms"].get("p50"))
+    r.resp_ms_p99 = _nan(g["resp_ms"].get("p99"))
+    r.connect_ms_mean = _nan(g["connect_ms"].get("mean"))
+    r.client_timeouts = g["timeouts"] / win
+    r.client_resets = g["resets"] / win
+    ld = delta.get("TcpExt.ListenDrops", 0)
+    r.qdrops_per_s = ld / dur
+    r.drops_synq_full = float(split["SynQFull"])
+    r.drops_acceptq_full = float(split["AcceptQFull"])
+    r.drops_drop_request = float(split["DropRequest"])
+    r.drops_listen_overflow = float(split["ListenOverflow"])
+    r.cpu_share_user = shares["server_user"]
+    r.cpu_share_kernel_net = shares["cpu_softirq"]
+    r.cpu_share_idle = shares["cpu_idle"]
+    if snap:
+        w = snap["wall_s"] or dur
+        r.accept_rate = snap["accepts"] / w
+        r.n_accept_phases = float(snap["accept_phases"])
+        r.c_avg = snap["c_avg"] if snap["accept_phases"] else math.nan
+        r.accepts_eagain = float(snap["accepts_eagain"])
+        r.work_items_per_phase = snap["work_items_per_phase"] if snap["work_phases"] else math.nan
+        r.open_conns_mean = snap["open_conns"]["mean"]
+        sc = snap["syscalls"]
+        if kind == "userver":
+            r.select_calls_per_s = snap["getevents_calls"] / w
+            r.fds_per_select = snap["fds_per_getevents"]
+            r.fd_rate = snap["fds_returned"] / w
+        share = {name: sc[name]["s"] / w for name in sc}
+        mux = sv["mux"]
+        if kind == "userver":
+            r.cpu_share_select = share["select"] if mux == "select" else math.nan
+            r.cpu_share_poll = share["poll"] if mux == "poll" else math.nan
+            r.cpu_share_epoll = share["epoll_wait"] + share["epoll_ctl"] if mux == "epoll" else math.nan
+        r.cpu_share_accept = share["accept"]
+        r.cpu_share_read = share["read"]
+        r.cpu_share_write = share["write"]
+        r.cpu_share_writev = share["writev"]
+        r.cpu_share_sendfile = share["sendfile"]
+        r.cpu_share_close = share["close"]
+        r.cpu_share_setsockopt = share["setsockopt"]
+    return r
+
+
+# --------------------------------------------------------------------------- sweep
+def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *, log=print,
+                 use_bpf: bool = True, hook: Callable[[str], None] | None = None) -> list[RunRecord]:
+    sc = load_scenario(path, overrides)
+    check_real(sc)
+    out_dir = Path(out) if out else REPO / "realsys" / "results" / sc.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / "results.csv"
+    (out_dir / "points").mkdir(exist_ok=True)
+    ensure_built(log)
+    pts = sc.points()
+    done = done_keys(read_rows(csv_path))
+    todo = [p for p in pts if (p.point_label(), p.to_json()) not in done]
+    log(f"realsys: {sc.name}: {len(pts)} points, {len(pts) - len(todo)} already in {csv_path}")
+    recs: list[RunRecord] = []
+    if todo:
+        first = todo[0].values["realsys"]
+        work = Path(tempfile.mkdtemp(prefix="realsys-"))
+        os.chmod(work, 0o755)
+        # Keep this process (and bpftrace, which inherits the mask) off the server's CPU.
+        old_aff = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {first["cpu_clients"]})
+        try:
+            with TestBed(cpu_server=first["cpu_server"], cpu_clients=first["cpu_clients"], log=log) as tb:
+                for i, pt in enumerate(todo):
+                    t0 = time.monotonic()
+                    try:
+                        rec, extra = run_point(tb, pt, work, use_bpf=use_bpf, log=log, hook=hook)
+                    except (ScenarioError, ServerConfigError) as e:
+                        raise ScenarioError(getattr(e, "key", "?"), getattr(e, "reason", str(e))) from None
+                    append_record(csv_path, rec)
+                    (out_dir / "points" / f"{pt.content_hash()}.json").write_text(
+                        json.dumps(extra, indent=1, default=str, allow_nan=True))
+                    recs.append(rec)
+                    log(f"[{i + 1}/{len(todo)}] {pt.point_label() or '(single point)'}: "
+                        f"{rec.replies_per_s:.0f} replies/s (offered {rec.conn_attempts_per_s:.0f} conn/s), "
+                        f"drops/s {rec.qdrops_per_s:.0f}, p50 {rec.resp_ms_p50:.2f} ms, "
+                        f"{time.monotonic() - t0:.1f}s")
+                    if i + 1 < len(todo):
+                        time.sleep(pt.values["realsys"]["settle_s"])
+        finally:
+            os.sched_setaffinity(0, old_aff)
+            shutil.rmtree(work, ignore_errors=True)
+    plot(csv_path, out_dir / "throughput.png", log=log)
+    return recs
+
+
+def plot(csv_path: Path, png: Path, log=print) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("realsys: matplotlib not installed: no plot")
+        return False
+    rows = [r for r in read_rows(csv_path) if r.get("status") == "ok" and r.get("replies_per_s")]
+    if not rows:
+        return False
+    series: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        lab = f"{r['server']} {r['mux']} accept-{r['accept_limit']}".replace("  ", " ")
+        series.setdefault(lab, []).append((float(r["target_rate"]), float(r["replies_per_s"])))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for lab, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=lab)
+    ax.set_xlabel("target request rate (requests/s)")
+    ax.set_ylabel("replies/s")
+    ax.set_title(f"{rows[0]['scenario']} (measured)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    log(f"realsys: plot {png}")
+    return True
