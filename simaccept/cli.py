@@ -28,9 +28,16 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True)
     s.add_argument("--no-progress", action="store_true")
     f = sub.add_parser("fit", help="fit cost parameters to records (validation package)")
-    f.add_argument("--records", required=True)
-    f.add_argument("--params", required=True)
-    f.add_argument("--out", required=True)
+    f.add_argument("--records", required=True, help="CSV of RunRecords (e.g. validation/data/thesis.csv)")
+    f.add_argument("--params", required=True, help="comma-separated cost names to fit")
+    f.add_argument("--out", required=True, help="profile TOML to write")
+    f.add_argument("--metrics", default=None, help="comma-separated record columns to match")
+    f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="scenario overrides for every simulated record")
+    f.add_argument("--jobs", type=int, default=1)
+    f.add_argument("--select", default=None, help="only records matching, e.g. server=userver,workload=one-packet")
+    f.add_argument("--base-profile", default="thesis-2004")
+    f.add_argument("--max-nfev", type=int, default=None)
     return p
 
 

@@ -250,8 +250,20 @@ class Scenario:
         return json.dumps(self.values, sort_keys=True)
 
     def content_hash(self) -> str:
-        """Hash of everything that determines the result (for sweep caching)."""
-        return hashlib.sha256((self.to_json() + repr(self.point_key)).encode()).hexdigest()[:20]
+        """Hash of everything that determines the result (for sweep caching):
+        the resolved values, the point's seed key, the *resolved cost values*
+        (editing a profile file must not reuse stale points) and the
+        simulator's version."""
+        from . import __version__
+        from .costs import load_costs
+        costs = self.values["costs"]
+        prof = costs["profile"]
+        resolved = ("" if isinstance(prof, list) else
+                    json.dumps(load_costs(prof, {k: v for k, v in costs.items()
+                                                 if k != "profile" and not isinstance(v, list)}).as_dict(),
+                               sort_keys=True))
+        key = self.to_json() + repr(self.point_key) + resolved + __version__
+        return hashlib.sha256(key.encode()).hexdigest()[:20]
 
     def with_overrides(self, overrides: Iterable[str]) -> "Scenario":
         vals = copy.deepcopy(self.values)

@@ -38,6 +38,7 @@ def atomic_write(path: Path, data: str) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)        # mkstemp creates 0600; results are for sharing
         os.replace(tmp, path)
     except BaseException:
         try:

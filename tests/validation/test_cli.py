@@ -1,0 +1,76 @@
+"""`simaccept fit` exit codes: 0 fitted, 1 the fit failed, 2 bad input (column / parameter named)."""
+import tomllib
+
+import pytest
+
+import simaccept
+from simaccept.cli import main
+from simaccept.sweep import records_to_csv
+
+
+@pytest.fixture(scope="module")
+def sim_csv(tmp_path_factory):
+    """Two short simulated runs past saturation, as `simaccept sweep` writes them."""
+    recs = []
+    for al in (1, 10):
+        sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                     ["workload.rate=24000", f"server.accept_limit={al}", "scenario.warmup=0.5",
+                                      "scenario.duration=1", "scenario.seed=3"])
+        recs.append(simaccept.simulate(sc))
+        assert recs[-1].status == "ok"
+    p = tmp_path_factory.mktemp("fit") / "results.csv"
+    p.write_text(records_to_csv(recs))
+    return p
+
+
+def test_fit_ok_writes_profile(sim_csv, tmp_path, capsys):
+    out = tmp_path / "fitted.toml"
+    rc = main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    doc = tomllib.loads(out.read_text())
+    # The records came from thesis-2004 itself: the fit stays at its value.
+    assert doc["costs"]["select_base"] == pytest.approx(11.0, rel=0.02)
+    assert "Residual norm" in out.read_text() and "Fitted to 2 record(s)" in out.read_text()
+
+
+def test_fit_failure_is_exit_1(sim_csv, tmp_path, capsys):
+    rc = main(["fit", "--records", str(sim_csv), "--params", "thread_switch", "--out", str(tmp_path / "x.toml")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "singular Jacobian" in err and "thread_switch" in err
+    assert not (tmp_path / "x.toml").exists()
+
+
+def test_unknown_param_is_exit_2(sim_csv, tmp_path, capsys):
+    rc = main(["fit", "--records", str(sim_csv), "--params", "select_base,selct_per_fd,bogus",
+               "--out", str(tmp_path / "x.toml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "selct_per_fd" in err and "bogus" in err and "select_base," not in err.split("known")[0]
+
+
+def test_missing_column_is_exit_2(sim_csv, tmp_path, capsys):
+    lines = sim_csv.read_text().splitlines()
+    header = lines[0].split(",")
+    i = header.index("duration_s")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(",".join(c for j, c in enumerate(line.split(",")) if j != i) for line in lines[:1]) + "\n")
+    rc = main(["fit", "--records", str(bad), "--params", "select_base", "--out", str(tmp_path / "x.toml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "duration_s" in err and "missing required column" in err
+
+
+def test_zero_duration_is_exit_2(tmp_path, capsys):
+    bad = tmp_path / "zero.csv"
+    bad.write_text("source,scenario,server,mux,accept_limit,workload,target_rate,duration_s,replies_per_s\n"
+                   "paper,thesis/userver-onepacket,userver,select,1,one-packet,27000,0,9442\n")
+    rc = main(["fit", "--records", str(bad), "--params", "select_base", "--out", str(tmp_path / "x.toml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "duration_s" in err and ":2:" in err
+
+
+def test_unreadable_records_and_bad_out_dir_are_exit_2(sim_csv, tmp_path, capsys):
+    assert main(["fit", "--records", str(tmp_path / "none.csv"), "--params", "select_base",
+                 "--out", str(tmp_path / "x.toml")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["fit", "--records", str(sim_csv), "--params", "select_base",
+                 "--out", str(tmp_path / "no" / "dir" / "x.toml")]) == 2
+    assert "does not exist" in capsys.readouterr().err

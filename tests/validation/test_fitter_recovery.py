@@ -1,0 +1,84 @@
+"""The fitter recovers known costs from records the simulator itself produced.
+
+Records: the thesis μserver one-packet scenario, short runs (warm-up 2 s,
+3 s measured), four (policy, rate) points past saturation, simulated with the
+thesis-2004 costs.  The fit starts 30 % above the true values of two costs with
+a strong effect (select_base: the getevents cost that dominates Accept-1;
+k_syn_drop: the kernel's cost of every dropped SYN, which eats the CPU past
+saturation) and must land within 5 % of them.  Throughput alone identifies
+them (select_base moves Accept-1, k_syn_drop moves every policy past
+saturation); select rates and drop shares are too jagged over 3 s runs.
+"""
+import math
+import time
+
+import pytest
+
+import simaccept
+from simaccept.costs import load_costs
+from validation import CostFitter, FitError
+from validation.records import THESIS_CSV, Measured, scenario_for
+
+TRUE = {"select_base": 11.0, "k_syn_drop": 6.0}
+POINTS = [(1, 20000), (1, 28000), (10, 26000), ("inf", 30000)]
+SHORT = ["scenario.warmup=2", "scenario.duration=3"]
+
+
+def _make_records():
+    recs = []
+    for al, rate in POINTS:
+        limit = '"inf"' if al == "inf" else al
+        sc = simaccept.load_scenario(
+            "scenarios/thesis/userver-onepacket.toml",
+            [f"workload.rate={rate}", f"server.accept_limit={limit}", "scenario.seed=7"] + SHORT
+            + [f"costs.{k}={v}" for k, v in TRUE.items()])
+        rec = simaccept.simulate(sc)
+        assert rec.status == "ok", rec.error
+        recs.append(rec)
+    return recs
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    assert load_costs("thesis-2004").us["select_base"] > 0
+    return _make_records()
+
+
+def test_recovers_known_costs_within_5pct(synthetic, tmp_path):
+    start = {k: 1.3 * v for k, v in TRUE.items()}
+    t0 = time.perf_counter()
+    # Tolerances of 1 %: enough for a 5 % recovery, and fewer simulations.
+    f = CostFitter(params=list(TRUE), overrides=start, n_jobs=2, ftol=1e-2, xtol=1e-2,
+                   metrics=("replies_per_s",))
+    f.fit(synthetic)
+    wall = time.perf_counter() - t0
+    for k, v in TRUE.items():
+        assert f.start_[k] == pytest.approx(1.3 * v)
+        assert abs(f.params_[k] / v - 1) < 0.05, (k, f.params_[k], v, f.summary())
+        assert math.isfinite(f.stderr_[k]) and f.stderr_[k] >= 0
+    assert f.result_.success
+    assert f.residual_norm_ < 0.2 * f.start_residual_norm_
+    # the fitted costs reproduce a record
+    pred = f.predict(scenario_for(synthetic[0]))
+    assert pred.replies_per_s == pytest.approx(synthetic[0].replies_per_s, rel=0.05)
+    # the saved profile carries every cost, the fitted values and a header
+    out = f.save(tmp_path / "fit.toml")
+    text = out.read_text()
+    assert "Residual norm" in text and "select_base" in text.split("[costs]")[0]
+    import tomllib
+    doc = tomllib.loads(text)["costs"]
+    assert doc["select_base"] == pytest.approx(f.params_["select_base"])
+    assert set(doc) == set(load_costs("thesis-2004").us)
+    print(f"recovery fit: {wall:.0f} s, {f.n_sims_} simulations, {f.params_}")
+
+
+def test_singular_jacobian_is_raised(synthetic):
+    # thread_switch is a cost of threaded servers: it moves nothing in the μserver.
+    f = CostFitter(params=["thread_switch"], metrics=("replies_per_s",), n_jobs=2)
+    with pytest.raises(FitError, match="singular Jacobian.*thread_switch"):
+        f.fit(synthetic[:2])
+
+
+def test_predict_without_fit_refused():
+    with pytest.raises(RuntimeError, match="not fitted"):
+        CostFitter(params=["select_base"]).predict(Measured(simaccept.RunRecord()))

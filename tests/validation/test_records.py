@@ -1,0 +1,139 @@
+"""Records files: thesis.csv loads with its extra columns; bad rows are refused with the column named."""
+import csv
+import io
+import math
+
+import pytest
+
+from simaccept.record import COLUMNS
+from validation.records import (REQUIRED, THESIS_CSV, NotSimulable, RecordError, load_records, load_thesis,
+                                record_seed, scenario_for, simulator_supports)
+
+
+def _write(tmp_path, rows, fields=None, name="r.csv"):
+    fields = fields or list(rows[0])
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    p = tmp_path / name
+    p.write_text(buf.getvalue())
+    return p
+
+
+GOOD = dict(source="paper", scenario="thesis/userver-onepacket", server="userver", mux="select",
+            accept_limit="1", workload="one-packet", target_rate="27000", duration_s="120",
+            replies_per_s="9442", cite="table 4.7")
+
+
+def test_thesis_csv_loads_with_extras():
+    ms = load_thesis()
+    assert len(ms) == 29
+    row = next(m for m in ms if m.server == "userver" and m.workload == "one-packet"
+               and m.accept_limit == "inf" and m.target_rate == 27000)
+    assert row.replies_per_s == 15918
+    assert row.extras["total_accepts"] == "2271144" and row.get("total_accepts") == 2271144
+    assert row.get("drops_total") == 3053755
+    assert "table 5.1" in row.extras["cite"]
+    assert set(row.extras) == {"total_accepts", "drops_total", "conn_reqs_per_s", "peak_replies_per_s",
+                               "pct_of_peak", "cite", "note"}
+    assert set(row.extras).isdisjoint(COLUMNS)
+    peak = next(m for m in ms if m.server == "userver" and m.accept_limit == "1" and math.isnan(m.target_rate))
+    assert peak.get("peak_replies_per_s") == 19500
+
+
+def test_scenario_for_thesis_row_fixes_rate_limit_and_seed():
+    ms = load_thesis()
+    m = next(m for m in ms if m.server == "userver" and m.workload == "one-packet"
+             and m.accept_limit == "10" and m.target_rate == 27000)
+    sc = scenario_for(m, overrides=["costs.select_base=12.5", "scenario.duration=5"])
+    assert not sc.axes
+    assert sc["workload"]["rate"] == 27000.0 and sc["server"]["accept_limit"] == 10
+    assert sc["server"]["kind"] == "userver" and sc["server"]["mux"] == "select"
+    assert sc["workload"]["kind"] == "one-packet" and sc["kernel"]["profile"] == "linux-2.4"
+    assert sc["costs"]["select_base"] == 12.5 and sc["scenario"]["duration"] == 5
+    assert sc["scenario"]["seed"] == record_seed(m.record) == record_seed(m.record)
+    sw = next(m for m in ms if m.workload == "specweb99" and m.server == "userver" and m.accept_limit == "inf")
+    assert scenario_for(sw)["workload"]["kind"] == "specweb99"
+    assert scenario_for(sw)["server"]["accept_limit"] == "inf"
+
+
+def test_unsimulable_rows_say_why():
+    ms = load_thesis()
+    demand = next(m for m in ms if not m.server)
+    with pytest.raises(NotSimulable, match="no server"):
+        scenario_for(demand)
+    peak = next(m for m in ms if m.server and math.isnan(m.target_rate))
+    with pytest.raises(NotSimulable, match="no target rate"):
+        scenario_for(peak)
+    assert simulator_supports(demand) == (False, "no server (client-side demand row)")
+    ok, why = simulator_supports(next(m for m in ms if m.server == "userver"))
+    assert ok and why == ""
+
+
+@pytest.mark.parametrize("missing", REQUIRED)
+def test_missing_required_column_refused(tmp_path, missing):
+    row = {k: v for k, v in GOOD.items() if k != missing}
+    p = _write(tmp_path, [row])
+    with pytest.raises(RecordError, match=f"missing required column.*{missing}") as e:
+        load_records(p)
+    assert e.value.column == missing
+
+
+@pytest.mark.parametrize("dur", ["0", "-5", "nan", ""])
+def test_bad_duration_with_a_rate_refused(tmp_path, dur):
+    p = _write(tmp_path, [GOOD, {**GOOD, "duration_s": dur}])
+    with pytest.raises(RecordError, match="duration_s.*positive, finite") as e:
+        load_records(p)
+    assert e.value.column == "duration_s" and e.value.line == 3
+    assert f"{p}:3" in str(e.value)
+
+
+def test_duration_not_needed_without_rates(tmp_path):
+    row = {k: "" for k in GOOD}
+    row.update(source="paper", scenario="x", server="knot", accept_limit="100", workload="one-packet",
+               duration_s="0")
+    assert load_records(_write(tmp_path, [row]))[0].server == "knot"
+
+
+@pytest.mark.parametrize("col,val,msg", [
+    ("server", "apache", "unknown server 'apache'"),
+    ("workload", "specweb2005", "unknown workload"),
+    ("mux", "kqueue", "unknown mux"),
+    ("accept_limit", "0", "accept_limit"),
+    ("source", "guess", "source"),
+    ("replies_per_s", "lots", "not a number"),
+    ("target_rate", "-1", "positive"),
+])
+def test_bad_values_refused(tmp_path, col, val, msg):
+    p = _write(tmp_path, [{**GOOD, col: val}])
+    with pytest.raises(RecordError, match=msg) as e:
+        load_records(p)
+    assert e.value.column == col and e.value.line == 2
+
+
+def test_unreadable_and_empty_files(tmp_path):
+    with pytest.raises(RecordError, match="cannot read"):
+        load_records(tmp_path / "nope.csv")
+    (tmp_path / "e.csv").write_text("")
+    with pytest.raises(RecordError, match="empty"):
+        load_records(tmp_path / "e.csv")
+
+
+def test_results_csv_roundtrip(tmp_path):
+    """A results.csv as simaccept writes it (all COLUMNS, config JSON) loads and maps back to its scenario."""
+    import simaccept
+    from simaccept.sweep import records_to_csv
+    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                 ["workload.rate=5000", "server.accept_limit=10", "scenario.warmup=0.2",
+                                  "scenario.duration=0.3"])
+    rec = simaccept.simulate(sc)
+    p = tmp_path / "results.csv"
+    p.write_text(records_to_csv([rec]))
+    (m,) = load_records(p)
+    assert m.extras == {} and m.source == "sim"
+    again = scenario_for(m)
+    assert again["scenario"]["duration"] == 0.3 and again["workload"]["rate"] == 5000.0
+    assert again["server"]["accept_limit"] == 10
+    assert simaccept.simulate(again).replies_per_s == rec.replies_per_s

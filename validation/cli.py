@@ -1,0 +1,140 @@
+"""Command line of the validation package.
+
+* ``simaccept fit --records FILE.csv --params a,b,c --out PROFILE.toml``
+  (simaccept/cli.py calls :func:`fit_main` with ``args.records``, ``args.params``,
+  ``args.out``; the extra options below are read with defaults when absent);
+* ``python -m validation fit ...``: the same, with every option;
+* ``python -m validation report [--out DIR] [--profile thesis-2004] [--quick]``.
+
+Exit status: 0 success; 1 the fit or a simulation failed; 2 bad input (unreadable
+or malformed records file, unknown parameter or metric, unwritable output),
+refused before anything runs, with the column or parameter named.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from simaccept.scenario import ScenarioError
+
+
+def _err(msg: str) -> None:
+    print(f"error: {msg}", file=sys.stderr)
+
+
+def _select(records, selectors):
+    """Keep records whose column equals the value of every ``column=value`` selector."""
+    from simaccept.record import COLUMNS
+    out = records
+    for s in selectors or ():
+        if "=" not in s:
+            raise ValueError(f"--select {s!r}: must look like column=value")
+        col, val = s.split("=", 1)
+        if col not in COLUMNS:
+            raise ValueError(f"--select: unknown record column {col!r}")
+
+        def match(m, col=col, val=val):
+            v = getattr(m.record, col)
+            if isinstance(v, float):
+                try:
+                    return not math.isnan(v) and v == float(val)
+                except ValueError:
+                    return False
+            return v == val
+        out = [m for m in out if match(m)]
+    return out
+
+
+def fit_main(args) -> int:
+    """``simaccept fit``: fit ``args.params`` to the records in ``args.records``; write ``args.out``."""
+    from .fitter import DEFAULT_METRICS, CostFitter, FitError
+    from .records import RecordError, load_records
+    params = [p.strip() for p in str(args.params).split(",") if p.strip()]
+    metrics = getattr(args, "metrics", None)
+    metrics = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else list(DEFAULT_METRICS)
+    out = Path(args.out)
+    try:
+        fitter = CostFitter(params=params, metrics=metrics,
+                            base_profile=getattr(args, "base_profile", None) or "thesis-2004",
+                            sim_overrides=getattr(args, "set", None) or (),
+                            n_jobs=int(getattr(args, "jobs", 1) or 1),
+                            max_nfev=getattr(args, "max_nfev", None), verbose=int(getattr(args, "verbose", 0) or 0))
+    except (ValueError, KeyError) as e:
+        _err(f"--params/--metrics: {e}")
+        return 2
+    if not out.parent.is_dir():
+        _err(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
+        return 2
+    try:
+        records = _select(load_records(args.records), getattr(args, "select", None))
+    except RecordError as e:
+        _err(str(e))
+        return 2
+    except ValueError as e:
+        _err(str(e))
+        return 2
+    if not records:
+        _err(f"{args.records}: no records (after --select)")
+        return 2
+    try:
+        fitter.fit(records)
+    except ScenarioError as e:
+        _err(str(e))
+        return 2
+    except FitError as e:
+        _err(f"fit failed: {e}")
+        return 1
+    fitter.save(out)
+    print(fitter.header())
+    print(f"wrote {out}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("fit", help="fit cost parameters to a records CSV")
+    f.add_argument("--records", required=True, help="records CSV (thesis.csv or a results.csv)")
+    f.add_argument("--params", required=True, help="comma-separated cost names")
+    f.add_argument("--out", required=True, help="profile TOML to write")
+    f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
+                   "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories")
+    f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
+                   help="fit only records whose column has this value (repeatable)")
+    f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="scenario override for every simulation, e.g. scenario.duration=5")
+    f.add_argument("--base-profile", default="thesis-2004")
+    f.add_argument("--jobs", type=int, default=1)
+    f.add_argument("--max-nfev", type=int, default=None)
+    f.add_argument("--verbose", type=int, default=0)
+    r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
+    r.add_argument("--out", default=None, help="output directory (default docs/validation)")
+    r.add_argument("--profile", default="thesis-2004",
+                   help="cost profile name, or a profile TOML file (its costs are applied as overrides)")
+    r.add_argument("--quick", action="store_true", help="shorter runs (10 s warm-up, 5 s measured), coarser grid")
+    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--cache", default=None, help="sweep cache directory (default out/validation-cache)")
+    r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="scenario override for every simulation")
+    r.add_argument("--real", action="append", default=[], metavar="RESULTS.csv",
+                   help="realsys results to compare (held-out), with --real-profile")
+    r.add_argument("--real-profile", default=None, help="cost profile fitted to this machine")
+    r.add_argument("--group", action="append", default=[], metavar="NAME",
+                   help="only these configurations (e.g. userver-one-packet-select); warms the cache in pieces")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "fit":
+        return fit_main(args)
+    from .report import ReportError, run_report
+    try:
+        return run_report(out=args.out, profile=args.profile, quick=args.quick, jobs=args.jobs,
+                          cache=args.cache, sim_overrides=args.set, real=args.real, real_profile=args.real_profile,
+                          only=args.group)
+    except (ReportError, ScenarioError, ValueError) as e:
+        _err(str(e))
+        return 2

@@ -1,0 +1,386 @@
+"""CostFitter: fit the simulator's per-operation costs to measured records.
+
+The scikit-learn / SciPy shape::
+
+    from validation import CostFitter, load_records
+    recs = [m for m in load_records("validation/data/thesis.csv")
+            if m.server == "userver" and m.workload == "one-packet"]
+    f = CostFitter(params=["select_base", "k_syn_drop"], n_jobs=2).fit(recs)
+    f.params_, f.stderr_, f.result_          # values, 1-sigma errors, the OptimizeResult
+    f.predict(scenario)                      # -> RunRecord with the fitted costs
+    f.save("simaccept/costs/my-profile.toml")
+
+How the objective is built
+--------------------------
+For every record with a target rate and a server the simulator has, the record's
+scenario (:func:`validation.records.scenario_for`) is simulated with the current cost
+values as ``costs.<name>=`` overrides.  The residuals are, per record and metric,
+
+* relative: ``w * (sim - measured) / |measured|`` for any numeric record column
+  (``replies_per_s``, ``c_avg``, ``accept_rate``, ``select_calls_per_s``,
+  ``fds_per_select``, ...); a NaN (not measured) or zero target is skipped;
+* ``drop_shares``: ``w * (sim share - measured share)`` of each of the three
+  drop categories (AcceptQFull, DropRequest, ListenOverflow) in their sum,
+  as fractions (0.10 = 10 percentage points).  Shares, because the thesis gives
+  run totals and the simulator counts over its own (shorter) period.
+
+Each record keeps one seed (:func:`validation.records.record_seed`) for the whole
+fit, so the objective is a deterministic function of the costs.  It is still
+*piecewise constant* at small scales (a different cost reorders discrete events),
+so finite differences must step well past that noise: the fitter works in
+normalised coordinates ``u = cost / start`` (so ``x_scale`` is 1) and takes
+forward-difference steps of ``diff_step`` (default 0.05, i.e. 5 % of the start
+value); ``xtol`` / ``ftol`` are correspondingly loose (1e-3).  Jacobian columns
+(one simulation per record per parameter) run in parallel on ``n_jobs`` processes.
+
+Uncertainties: ``stderr_ = sqrt(diag((J^T J)^-1) * s^2)`` with
+``s^2 = sum(r^2) / (m - n)`` (NaN when there are no more residuals than
+parameters), converted back to cost units.  A fit that does not converge
+(``result.success`` false) or whose Jacobian is singular (a parameter that moves
+none of the chosen metrics) raises :class:`FitError`; nothing is swallowed.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from simaccept.costs import COST_NAMES, load_costs, save_profile
+from simaccept.record import COLUMNS, RunRecord, _TEXT
+from simaccept.scenario import Scenario
+
+from .records import Measured, NotSimulable, _as_measured, scenario_for, simulable
+
+DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
+DROP_CATEGORIES = ("drops_acceptq_full", "drops_drop_request", "drops_listen_overflow")
+
+
+class FitError(RuntimeError):
+    """The fit did not converge, its Jacobian is singular, or a simulation failed."""
+
+
+def drop_shares(get) -> dict[str, float]:
+    """Shares of the three drop categories in their sum (NaN if any is missing or the sum is 0)."""
+    vals = [get(c) for c in DROP_CATEGORIES]
+    tot = sum(vals)
+    if any(math.isnan(v) for v in vals) or not tot > 0:
+        return {c: math.nan for c in DROP_CATEGORIES}
+    return {c: v / tot for c, v in zip(DROP_CATEGORIES, vals)}
+
+
+def _simulate_json(values_json: str, source: str) -> dict:
+    from simaccept.sim import simulate
+    sc = Scenario(json.loads(values_json), source)
+    return simulate(sc).to_dict()
+
+
+def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None) -> dict[str, float]:
+    """``{"a": 1}`` or ``["a=1", "costs.b=2"]`` -> {name: value}."""
+    if not spec:
+        return {}
+    if isinstance(spec, Mapping):
+        items = list(spec.items())
+    else:
+        items = []
+        for s in spec:
+            if "=" not in str(s):
+                raise ValueError(f"cost override {s!r} must look like name=value")
+            k, v = str(s).split("=", 1)
+            items.append((k.strip().removeprefix("costs."), v))
+    out = {}
+    for k, v in items:
+        if k not in COST_NAMES:
+            raise ValueError(f"unknown cost name(s): {k} (known: {', '.join(COST_NAMES)})")
+        out[k] = float(v)
+    return out
+
+
+class CostFitter:
+    """Least-squares fit of named costs (see the module docstring)."""
+
+    def __init__(self, params: Sequence[str], bounds=None, weights: Mapping[str, float] | None = None,
+                 metrics: Sequence[str] = DEFAULT_METRICS, base_profile: str = "thesis-2004",
+                 overrides: Mapping[str, float] | Iterable[str] = (), sim_overrides: Iterable[str] = (),
+                 n_jobs: int = 1, diff_step: float = 0.05, max_nfev: int | None = None,
+                 ftol: float = 1e-3, xtol: float = 1e-3, gtol: float = 1e-8, base_dir=None, verbose: int = 0):
+        params = list(params)
+        if not params:
+            raise ValueError("params: give at least one cost name")
+        unknown = [p for p in params if p not in COST_NAMES]
+        if unknown:
+            raise ValueError(f"unknown cost parameter(s): {', '.join(unknown)} "
+                             f"(known: {', '.join(COST_NAMES)})")
+        if len(set(params)) != len(params):
+            raise ValueError("params: duplicate names")
+        metrics = list(metrics)
+        bad = [m for m in metrics if m != "drop_shares" and (m not in COLUMNS or m in _TEXT)]
+        if bad:
+            raise ValueError(f"unknown metric(s): {', '.join(bad)} (numeric record columns or 'drop_shares')")
+        self.params = params
+        self.metrics = metrics
+        self.weights = dict(weights or {})
+        badw = [k for k in self.weights if k not in metrics]
+        if badw:
+            raise ValueError(f"weights for metric(s) not fitted: {', '.join(badw)}")
+        self.base_profile = base_profile
+        self.overrides = _cost_items(overrides)
+        self.sim_overrides = list(sim_overrides)
+        self.n_jobs = max(1, int(n_jobs))
+        self.diff_step = float(diff_step)
+        self.max_nfev = max_nfev
+        self.ftol, self.xtol, self.gtol = ftol, xtol, gtol
+        self.base_dir = base_dir
+        self.verbose = verbose
+        start_costs = load_costs(base_profile, self.overrides).us
+        self.start_ = {p: float(start_costs[p]) for p in params}
+        self.bounds = self._bounds(bounds)
+
+    # ------------------------------------------------------------------ set-up
+    def _bounds(self, bounds) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.params)
+        lo, hi = np.zeros(n), np.full(n, np.inf)
+        if bounds is None:
+            pass
+        elif isinstance(bounds, Mapping):
+            unknown = [k for k in bounds if k not in self.params]
+            if unknown:
+                raise ValueError(f"bounds for name(s) not in params: {', '.join(unknown)}")
+            for i, p in enumerate(self.params):
+                if p in bounds:
+                    lo[i], hi[i] = map(float, bounds[p])
+        else:
+            b0, b1 = bounds
+            lo = np.broadcast_to(np.asarray(b0, float), (n,)).copy()
+            hi = np.broadcast_to(np.asarray(b1, float), (n,)).copy()
+        if np.any(lo < 0) or np.any(lo >= hi):
+            raise ValueError("bounds: need 0 <= lower < upper for every parameter")
+        x0 = np.array([self.start_[p] for p in self.params])
+        if np.any(x0 < lo) or np.any(x0 > hi):
+            outside = [p for p, v, a, b in zip(self.params, x0, lo, hi) if not a <= v <= b]
+            raise ValueError(f"start value(s) outside bounds: {', '.join(outside)}")
+        return lo, hi
+
+    def _scale(self) -> np.ndarray:
+        return np.array([self.start_[p] if self.start_[p] > 0 else 1.0 for p in self.params])
+
+    def _cost_overrides(self, values: Mapping[str, float]) -> list[str]:
+        allc = dict(self.overrides)
+        allc.update(values)
+        return [f'costs.profile="{self.base_profile}"'] + [f"costs.{k}={float(v)!r}" for k, v in allc.items()]
+
+    def _targets(self, m: Measured) -> list[tuple[str, float, float]]:
+        """(metric, measured value, weight) for every residual this record gives."""
+        out = []
+        for metric in self.metrics:
+            w = float(self.weights.get(metric, 1.0))
+            if metric == "drop_shares":
+                for c, v in drop_shares(m.get).items():
+                    if not math.isnan(v):
+                        out.append((f"share:{c}", v, w))
+            else:
+                v = m.get(metric)
+                if not math.isnan(v) and v != 0:
+                    out.append((metric, v, w))
+        return out
+
+    # ------------------------------------------------------------------ objective
+    def _scenarios(self, u: np.ndarray) -> list[str]:
+        values = dict(zip(self.params, (u * self._scale()).tolist()))
+        over = self._cost_overrides(values)
+        return [scenario_for(m, self.base_dir, self.sim_overrides + over).to_json() for m in self._recs]
+
+    def _run_many(self, us: list[np.ndarray]) -> list[np.ndarray]:
+        """Residual vectors for several points, all simulations submitted at once."""
+        todo, keys = [], []
+        for u in us:
+            key = tuple(np.round(u, 12).tolist())
+            keys.append(key)
+            if key not in self._memo and key not in [k for k, _ in todo]:
+                todo.append((key, self._scenarios(u)))
+        jobs = [(k, i, js) for k, scs in todo for i, js in enumerate(scs)]
+        if self._pool is not None and len(jobs) > 1:
+            futs = [self._pool.submit(_simulate_json, js, "<fit>") for _, _, js in jobs]
+            results = [f.result() for f in futs]
+        else:
+            results = [_simulate_json(js, "<fit>") for _, _, js in jobs]
+        per: dict[tuple, list] = {}
+        for (k, i, _), d in zip(jobs, results):
+            per.setdefault(k, [None] * len(self._recs))[i] = RunRecord(**d)
+        for k, recs in per.items():
+            self._memo[k] = self._residuals(recs)
+            self.n_sims_ += len(recs)
+            if self.verbose:
+                vals = ", ".join(f"{p}={v:.4g}" for p, v in zip(self.params, np.asarray(k) * self._scale()))
+                print(f"[fit] {vals}: |r| = {np.linalg.norm(self._memo[k]):.4g}", file=sys.stderr, flush=True)
+        return [self._memo[k] for k in keys]
+
+    def _residuals(self, sims: list[RunRecord]) -> np.ndarray:
+        res = []
+        for m, sim in zip(self._recs, sims):
+            if sim.status != "ok":
+                raise FitError(f"simulation of {m.label} failed: {sim.error.splitlines()[0] if sim.error else ''}")
+            sget = lambda c, s=sim: float(getattr(s, c))  # noqa: E731
+            sim_shares = None
+            for metric, target, w in self._targets(m):
+                if metric.startswith("share:"):
+                    if sim_shares is None:
+                        sim_shares = drop_shares(sget)
+                    v = sim_shares[metric[6:]]
+                    if math.isnan(v):   # no drops at all in the simulation: every share is 0
+                        v = 0.0
+                    res.append(w * (v - target))
+                else:
+                    v = sget(metric)
+                    if not math.isfinite(v):
+                        raise FitError(f"simulation of {m.label} gives {metric} = {v} (measured {target:g})")
+                    res.append(w * (v - target) / abs(target))
+        return np.asarray(res, float)
+
+    def _fun(self, u):
+        return self._run_many([np.asarray(u, float)])[0]
+
+    def _jac(self, u):
+        u = np.asarray(u, float)
+        lb, ub = self._ubounds
+        steps, pts = [], []
+        for j in range(len(u)):
+            h = self.diff_step * max(1.0, abs(u[j]))
+            if u[j] + h > ub[j]:
+                h = -h
+            p = u.copy()
+            p[j] += h
+            steps.append(p[j] - u[j])
+            pts.append(p)
+        f0, *fs = self._run_many([u] + pts)
+        J = np.empty((len(f0), len(u)))
+        for j, (fj, h) in enumerate(zip(fs, steps)):
+            J[:, j] = (fj - f0) / h
+        return J
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, records: Iterable[RunRecord | Measured]) -> "CostFitter":
+        from scipy.optimize import least_squares
+        recs, skipped = [], []
+        for r in records:
+            m = _as_measured(r)
+            ok, why = simulable(m, self.base_dir)
+            if not ok:
+                skipped.append((m.label, why))
+            elif not self._targets(m):
+                skipped.append((m.label, f"no measured value for {', '.join(self.metrics)}"))
+            else:
+                recs.append(m)
+        self.skipped_ = skipped
+        if not recs:
+            raise FitError("no record can be simulated and has a target for the chosen metrics"
+                           + (f" (skipped: {'; '.join(f'{a}: {b}' for a, b in skipped[:5])})" if skipped else ""))
+        n_res = sum(len(self._targets(m)) for m in recs)
+        if n_res < len(self.params):
+            raise FitError(f"{n_res} residual(s) for {len(self.params)} parameter(s): underdetermined")
+        self._recs = recs
+        self._memo: dict[tuple, np.ndarray] = {}
+        self.n_sims_ = 0
+        scale = self._scale()
+        lo, hi = self.bounds
+        self._ubounds = (lo / scale, hi / scale)
+        u0 = np.array([self.start_[p] for p in self.params]) / scale
+        self._pool = ProcessPoolExecutor(max_workers=self.n_jobs) if self.n_jobs > 1 else None
+        try:
+            kw = {} if self.max_nfev is None else {"max_nfev": self.max_nfev}
+            res = least_squares(self._fun, u0, jac=self._jac, bounds=self._ubounds, method="trf", x_scale=1.0,
+                                ftol=self.ftol, xtol=self.xtol, gtol=self.gtol, verbose=self.verbose, **kw)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+        self.result_ = res
+        self.records_ = recs
+        self.residual_names_ = [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)]
+        if not res.success:
+            raise FitError(f"least_squares did not converge: status {res.status}: {res.message}")
+        J = np.asarray(res.jac, float)
+        col_norm = np.linalg.norm(J, axis=0)
+        dead = [p for p, c in zip(self.params, col_norm) if not c > 1e-12]
+        if dead:
+            raise FitError(f"singular Jacobian: parameter(s) {', '.join(dead)} change none of the fitted "
+                           f"metrics ({', '.join(self.metrics)}) on these records")
+        JTJ = J.T @ J
+        if np.linalg.matrix_rank(J) < len(self.params) or np.linalg.cond(JTJ) > 1e12:
+            raise FitError(f"singular Jacobian (cond(J^T J) = {np.linalg.cond(JTJ):.3g}): the parameters "
+                           f"{', '.join(self.params)} are not separately identifiable from these records")
+        m, n = len(res.fun), len(self.params)
+        s2 = float(res.fun @ res.fun) / (m - n) if m > n else math.nan
+        cov_u = np.linalg.inv(JTJ) * s2
+        sd = np.sqrt(np.clip(np.diag(cov_u), 0, None)) * scale
+        x = res.x * scale
+        self.params_ = {p: float(v) for p, v in zip(self.params, x)}
+        self.stderr_ = {p: float(v) for p, v in zip(self.params, sd)}
+        self.cov_ = cov_u * np.outer(scale, scale)
+        self.residual_norm_ = float(np.linalg.norm(res.fun))
+        f0 = self._memo.get(tuple(np.round(u0, 12).tolist()))
+        self.start_residual_norm_ = float(np.linalg.norm(f0)) if f0 is not None else math.nan
+        return self
+
+    # ------------------------------------------------------------------ use
+    def _check_fitted(self):
+        if not hasattr(self, "params_"):
+            raise RuntimeError("CostFitter is not fitted yet; call .fit(records) first")
+
+    def costs_(self) -> dict[str, float]:
+        """Every cost of the fitted profile: base profile, fixed overrides, fitted values."""
+        self._check_fitted()
+        return load_costs(self.base_profile, {**self.overrides, **self.params_}).as_dict()
+
+    def predict(self, scenario: Scenario | RunRecord | Measured) -> RunRecord:
+        """Simulate ``scenario`` (or a record's scenario) with the fitted costs."""
+        self._check_fitted()
+        from simaccept.sim import simulate
+        over = self._cost_overrides(self.params_)
+        if isinstance(scenario, Scenario):
+            if scenario.axes:
+                raise ValueError(f"{scenario.axes[0][0]} is a sweep axis; predict one point (Scenario.points())")
+            sc = scenario.with_overrides(over)
+        else:
+            sc = scenario_for(scenario, self.base_dir, self.sim_overrides + over)
+        return simulate(sc)
+
+    def header(self) -> str:
+        self._check_fitted()
+        from simaccept.sim import git_rev
+        lines = [
+            f"Fitted by validation.CostFitter on {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}"
+            f" (git {git_rev() or '?'}).",
+            f"Base profile: {self.base_profile}; fixed overrides: {self.overrides or 'none'}.",
+            f"Fitted to {len(self.records_)} record(s): " + ", ".join(m.label for m in self.records_) + ".",
+            "Record files: " + ", ".join(sorted({m.path for m in self.records_ if m.path}) or ["(in memory)"]) + ".",
+            f"Metrics: {', '.join(self.metrics)}; weights: {self.weights or 'all 1'}; "
+            f"simulation overrides: {self.sim_overrides or 'none'}.",
+            f"Residual norm: {self.residual_norm_:.4g} (start {self.start_residual_norm_:.4g}) over "
+            f"{len(self.result_.fun)} residuals; {self.result_.nfev} evaluations, {self.n_sims_} simulations; "
+            f"status {self.result_.status}: {self.result_.message}",
+            "Fitted (value +- 1 stderr from the Jacobian, start):",
+        ]
+        lines += [f"  {p} = {self.params_[p]:.6g} +- {self.stderr_[p]:.3g}  (start {self.start_[p]:.6g})"
+                  for p in self.params]
+        if self.skipped_:
+            lines.append(f"Skipped {len(self.skipped_)} record(s): " +
+                         "; ".join(f"{a} ({b})" for a, b in self.skipped_))
+        return "\n".join(lines)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the fitted profile (every cost) as TOML with a header recording the fit."""
+        return save_profile(path, self.costs_(), header=self.header())
+
+    def summary(self) -> dict[str, Any]:
+        self._check_fitted()
+        return {"params": self.params_, "stderr": self.stderr_, "start": self.start_,
+                "residual_norm": self.residual_norm_, "start_residual_norm": self.start_residual_norm_,
+                "nfev": int(self.result_.nfev), "n_sims": self.n_sims_, "status": int(self.result_.status),
+                "records": [m.label for m in self.records_], "skipped": self.skipped_,
+                "residuals": dict(zip(self.residual_names_, map(float, self.result_.fun)))}

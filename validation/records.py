@@ -1,0 +1,326 @@
+"""Measured records: load a records CSV and map each row to the simulator scenario that reproduces it.
+
+A records CSV is either the thesis's transcription (``validation/data/thesis.csv``,
+``source = paper``) or any ``results.csv`` written by ``simaccept sweep`` or
+``realsys`` (``source = sim | real``).  Every row becomes a :class:`Measured`:
+the :class:`~simaccept.record.RunRecord` built from the schema's columns plus
+``extras``, the columns that are not RunRecord columns (thesis.csv has
+``total_accepts``, ``drops_total``, ``conn_reqs_per_s``,
+``peak_replies_per_s``, ``pct_of_peak``, ``cite``, ``note``), kept as text.
+
+Bad input is refused before anything runs, with :class:`RecordError` naming the
+file, line and column: a missing required column, a non-number where a number
+belongs, a zero / negative / NaN ``duration_s`` on a row that gives a rate, an
+unknown ``server``, ``workload``, ``mux``, ``accept_limit`` or ``source``.
+
+:func:`scenario_for` maps a record to a scalar :class:`~simaccept.Scenario`:
+
+* thesis rows (``source = paper``) -> ``scenarios/thesis/<server>-<workload>.toml``
+  if it exists, else ``scenarios/thesis/userver-<workload>.toml`` with
+  ``server.kind`` set; rate, accept-limit and mux fixed by overrides;
+* rows that carry their resolved scenario (the ``config`` column of sim and real
+  records) -> that scenario, rate and accept-limit fixed;
+* otherwise a scenario file under ``scenarios/`` whose ``[scenario] name`` is the
+  record's ``scenario``.
+
+Whether the simulator can run a record's server is asked of the simulator itself
+(:func:`simulator_supports`: a tiny run; ``NotImplementedError`` means "not simulated
+yet"), so TUX and Knot rows are picked up as soon as ``simaccept.simulate`` stops
+raising for them.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import json
+import math
+import zlib
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from simaccept.record import COLUMNS, RunRecord, _TEXT
+from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario, scenario_from_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+THESIS_CSV = Path(__file__).resolve().parent / "data" / "thesis.csv"
+SCENARIO_DIR = ROOT / "scenarios"
+
+#: Columns every records file must have (the identity of a run).
+REQUIRED = ("source", "scenario", "server", "mux", "accept_limit", "workload", "target_rate", "duration_s")
+
+#: Columns that are rates: a row giving any of them needs a positive, finite ``duration_s``.
+RATE_COLUMNS = ("target_rate", "replies_per_s", "conn_attempts_per_s", "accept_rate", "select_calls_per_s",
+                "fd_rate", "qdrops_per_s", "client_timeouts", "client_resets", "conn_reqs_per_s",
+                "peak_replies_per_s")
+
+SOURCES = ("sim", "real", "paper")
+SERVERS = SCHEMA["server"]["kind"].choices
+MUXES = SCHEMA["server"]["mux"].choices
+WORKLOADS = SCHEMA["workload"]["kind"].choices
+
+#: Workload kind -> the stem its thesis scenario files use.
+_WL_STEM = {"one-packet": ("onepacket", "one-packet"), "specweb99": ("specweb", "specweb99")}
+
+
+class RecordError(ValueError):
+    """A records file or row is unusable; names the file, line and column."""
+
+    def __init__(self, reason: str, *, path: str = "", line: int | None = None, column: str = ""):
+        self.reason, self.path, self.line, self.column = reason, path, line, column
+        where = path or "<records>"
+        if line is not None:
+            where += f":{line}"
+        col = f" column {column!r}:" if column else ""
+        super().__init__(f"{where}:{col} {reason}")
+
+
+class NotSimulable(Exception):
+    """The record cannot be simulated (no server, no target rate, server not simulated yet)."""
+
+
+@dataclasses.dataclass
+class Measured:
+    """One row of a records file: the RunRecord plus the non-schema columns."""
+
+    record: RunRecord
+    extras: dict[str, str] = dataclasses.field(default_factory=dict)
+    line: int = 0
+    path: str = ""
+
+    def get(self, name: str) -> float:
+        """A numeric value from the record or the extras; NaN when empty or absent."""
+        if name in COLUMNS:
+            v = getattr(self.record, name)
+            return v if isinstance(v, float) else math.nan
+        text = self.extras.get(name, "")
+        try:
+            return float(text) if text not in ("", None) else math.nan
+        except ValueError:
+            return math.nan
+
+    @property
+    def label(self) -> str:
+        r = self.record
+        rate = "peak" if math.isnan(r.target_rate) else f"{r.target_rate:g}"
+        al = r.accept_limit or "-"
+        return f"{r.server or 'demand'}/{r.workload}/{r.mux or '-'}/accept-{al}@{rate}"
+
+    def __getattr__(self, name: str) -> Any:  # convenience: m.replies_per_s
+        if name.startswith("__") or name in ("record", "extras", "line", "path"):
+            raise AttributeError(name)
+        return getattr(self.record, name)
+
+
+def _as_measured(rec: RunRecord | Measured) -> Measured:
+    return rec if isinstance(rec, Measured) else Measured(rec)
+
+
+def _check_row(m: Measured, path: str, line: int) -> None:
+    r = m.record
+
+    def bad(column: str, reason: str) -> RecordError:
+        return RecordError(reason, path=path, line=line, column=column)
+
+    if r.source not in SOURCES:
+        raise bad("source", f"must be one of {', '.join(SOURCES)}; got {r.source!r}")
+    if r.server and r.server not in SERVERS:
+        raise bad("server", f"unknown server {r.server!r} (known: {', '.join(SERVERS)})")
+    if r.workload and r.workload not in WORKLOADS:
+        raise bad("workload", f"unknown workload {r.workload!r} (known: {', '.join(WORKLOADS)})")
+    if r.mux and r.mux not in MUXES:
+        raise bad("mux", f"unknown mux {r.mux!r} (known: {', '.join(MUXES)})")
+    if r.accept_limit:
+        al = r.accept_limit.strip().lower()
+        if al not in ("inf", "infinity"):
+            try:
+                ok = int(float(al)) == float(al) and float(al) >= 1
+            except ValueError:
+                ok = False
+            if not ok:
+                raise bad("accept_limit", f'must be an integer >= 1 or "inf"; got {r.accept_limit!r}')
+    if not math.isnan(r.target_rate) and not (math.isfinite(r.target_rate) and r.target_rate > 0):
+        raise bad("target_rate", f"must be a positive number; got {r.target_rate!r}")
+    rates = [c for c in RATE_COLUMNS if not math.isnan(m.get(c))]
+    if rates:
+        d = r.duration_s
+        if not (math.isfinite(d) and d > 0):
+            raise bad("duration_s", f"must be a positive, finite number of seconds when a rate is given "
+                                    f"({rates[0]}); got {'empty' if math.isnan(d) else repr(d)}")
+    for c in COLUMNS:
+        v = getattr(r, c)
+        if c not in _TEXT and isinstance(v, float) and math.isinf(v):
+            raise bad(c, f"must be finite; got {v!r}")
+
+
+def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, path: str = "<records>",
+               first_line: int = 2) -> list[Measured]:
+    """Validate and convert dict rows (``csv.DictReader`` output)."""
+    fields = list(fieldnames or [])
+    missing = [c for c in REQUIRED if c not in fields]
+    if missing:
+        raise RecordError(f"missing required column(s): {', '.join(missing)} "
+                          f"(a records file needs {', '.join(REQUIRED)})", path=path, column=missing[0])
+    dup = sorted({c for c in fields if fields.count(c) > 1})
+    if dup:
+        raise RecordError(f"duplicate column(s): {', '.join(dup)}", path=path, column=dup[0])
+    known = [c for c in fields if c in COLUMNS]
+    out = []
+    for i, row in enumerate(rows):
+        line = first_line + i
+        if None in row:
+            raise RecordError("more cells than header columns", path=path, line=line)
+        try:
+            rec = RunRecord.from_dict({c: row.get(c) for c in known})
+        except ValueError as e:
+            col = str(e).split("'")[1] if "'" in str(e) else ""
+            raise RecordError(str(e), path=path, line=line, column=col) from None
+        extras = {c: ("" if row.get(c) is None else str(row.get(c))) for c in fields if c not in COLUMNS}
+        m = Measured(rec, extras, line, path)
+        _check_row(m, path, line)
+        out.append(m)
+    return out
+
+
+def load_records(path: str | Path) -> list[Measured]:
+    """Read a records CSV (thesis.csv or any results.csv); raise RecordError on bad input."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RecordError(f"cannot read: {e.strerror or e}", path=str(p)) from None
+    except UnicodeDecodeError as e:
+        raise RecordError(f"not UTF-8 (byte offset {e.start})", path=str(p)) from None
+    reader = csv.DictReader(text.splitlines())
+    if not reader.fieldnames:
+        raise RecordError("empty file (no header row)", path=str(p))
+    return parse_rows(reader, reader.fieldnames, path=str(p))
+
+
+def load_thesis() -> list[Measured]:
+    return load_records(THESIS_CSV)
+
+
+# --------------------------------------------------------------------------- scenarios
+def record_seed(rec: RunRecord) -> int:
+    """A fixed seed per record: the record's own (sim records) or one derived from its identity."""
+    if isinstance(rec.seed, float) and math.isfinite(rec.seed) and rec.seed >= 0:
+        return int(rec.seed)
+    key = f"{rec.source}|{rec.scenario}|{rec.server}|{rec.mux}|{rec.accept_limit}|{rec.workload}|{rec.target_rate!r}"
+    return zlib.crc32(key.encode())
+
+
+def _limit_override(al: str) -> str:
+    al = al.strip().lower()
+    return 'server.accept_limit="inf"' if al in ("inf", "infinity") else f"server.accept_limit={int(float(al))}"
+
+
+def thesis_scenario_file(server: str, workload: str, base_dir: str | Path | None = None) -> tuple[Path, bool]:
+    """The thesis scenario file for (server, workload) and whether server.kind must be overridden."""
+    d = Path(base_dir) if base_dir is not None else SCENARIO_DIR / "thesis"
+    stems = _WL_STEM.get(workload, (workload,))
+    for stem in stems:
+        p = d / f"{server}-{stem}.toml"
+        if p.is_file():
+            return p, False
+    for stem in stems:
+        p = d / f"userver-{stem}.toml"
+        if p.is_file():
+            return p, True
+    raise NotSimulable(f"no scenario file for {server}/{workload} under {d}")
+
+
+@functools.lru_cache(maxsize=8)
+def _scenarios_by_name(base: str) -> dict[str, Path]:
+    out = {}
+    for p in sorted(Path(base).rglob("*.toml")):
+        try:
+            out.setdefault(load_scenario(p).name, p)
+        except ScenarioError:
+            continue
+    return out
+
+
+def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = None,
+                 overrides: Iterable[str] = (), *, seed: int | None = None) -> Scenario:
+    """The scalar simulator scenario that reproduces ``record``.
+
+    ``base_dir`` is the directory of the thesis scenario files (default
+    ``scenarios/thesis``).  ``overrides`` (``section.key=value``) are applied last,
+    e.g. ``costs.select_base=12`` or ``scenario.duration=5``.  Raises
+    :class:`NotSimulable` when the record names no server or no target rate.
+    """
+    r = _as_measured(record).record
+    if not r.server:
+        raise NotSimulable("no server (client-side demand row)")
+    if not r.workload:
+        raise NotSimulable("no workload")
+    if math.isnan(r.target_rate):
+        raise NotSimulable("no target rate (a peak or summary row)")
+    fix = [f"workload.rate={float(r.target_rate)!r}"]
+    if r.accept_limit:
+        fix.append(_limit_override(r.accept_limit))
+    fix.append(f"scenario.seed={record_seed(r) if seed is None else int(seed)}")
+    overrides = list(overrides)
+    if r.source == "paper":
+        path, set_kind = thesis_scenario_file(r.server, r.workload, base_dir)
+        pre = [f'server.kind="{r.server}"'] if set_kind else []
+        if r.mux:
+            pre.append(f'server.mux="{r.mux}"')
+        return load_scenario(path, pre + fix + overrides)
+    if r.config:
+        try:
+            doc = json.loads(r.config)
+        except ValueError as e:
+            raise RecordError(f"config is not JSON: {e}", column="config") from None
+        return scenario_from_dict(doc, fix + overrides)
+    by_name = _scenarios_by_name(str(SCENARIO_DIR))
+    if r.scenario in by_name:
+        pre = [f'server.kind="{r.server}"', f'workload.kind="{r.workload}"']
+        if r.mux:
+            pre.append(f'server.mux="{r.mux}"')
+        return load_scenario(by_name[r.scenario], pre + fix + overrides)
+    raise NotSimulable(f"no scenario for record (scenario {r.scenario!r} has no file and the row has no config)")
+
+
+@functools.lru_cache(maxsize=64)
+def _supports(kind: str, workload: str, mux: str) -> tuple[bool, str]:
+    from simaccept import simulate
+    over = [f'server.kind="{kind}"', f'workload.kind="{workload}"', "scenario.warmup=0",
+            "scenario.duration=0.001", "workload.rate=100"]
+    if mux:
+        over.append(f'server.mux="{mux}"')
+    path, _ = thesis_scenario_file("userver", workload)
+    sc = load_scenario(path, over + ['server.accept_limit="inf"'])
+    try:
+        rec = simulate(sc)
+    except (NotImplementedError, ImportError) as e:
+        return False, f"not simulated yet ({type(e).__name__}: {e})"
+    if rec.status != "ok":
+        first = rec.error.splitlines()[0] if rec.error else "failed"
+        if first.startswith(("ModuleNotFoundError", "ImportError", "NotImplementedError")):
+            return False, f"not simulated yet ({first})"
+        return False, f"the simulator fails on it ({first})"
+    return True, ""
+
+
+def simulator_supports(record: RunRecord | Measured) -> tuple[bool, str]:
+    """(True, "") if ``simaccept.simulate`` can run this record's server; else (False, why)."""
+    r = _as_measured(record).record
+    if not r.server:
+        return False, "no server (client-side demand row)"
+    if not r.workload:
+        return False, "no workload"
+    return _supports(r.server, r.workload, r.mux if r.server == "userver" else "")
+
+
+def simulable(record: RunRecord | Measured, base_dir: str | Path | None = None) -> tuple[bool, str]:
+    """Whether :func:`scenario_for` + ``simulate`` will work for this record, and why not."""
+    ok, why = simulator_supports(record)
+    if not ok:
+        return ok, why
+    try:
+        scenario_for(record, base_dir)
+    except NotSimulable as e:
+        return False, str(e)
+    return True, ""
