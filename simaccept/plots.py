@@ -5,6 +5,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from .sweep import atomic_write
+
 FIGURES = [
     ("replies_per_s", "Replies/s", "throughput"),
     ("qdrops_per_s", "Queue drops/s", "queue-drops"),
@@ -48,7 +50,7 @@ def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
         fig.tight_layout()
         for fmt in formats:
             p = Path(out) / f"{stem}.{fmt}"
-            fig.savefig(p, dpi=110)
+            atomic_write(p, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=110))
             written.append(p)
         plt.close(fig)
     return written

@@ -29,15 +29,21 @@ from .record import COLUMNS, RunRecord
 from .scenario import Scenario
 
 
-def atomic_write(path: Path, data: str) -> None:
+def atomic_write(path: Path, data) -> None:
+    """Write ``data`` (str, bytes, or a callable that writes a given temp path)
+    to ``path`` atomically: a reader sees the old file or the whole new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        if callable(data):
+            os.close(fd)
+            data(tmp)
+        else:
+            with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
         os.chmod(tmp, 0o644)        # mkstemp creates 0600; results are for sharing
         os.replace(tmp, path)
     except BaseException:

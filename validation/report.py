@@ -160,19 +160,7 @@ def resolve_profile(profile: str) -> tuple[str, dict[str, float], str]:
 
 
 def _atomic_savefig(fig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=path.suffix[1:], dpi=110)
-        os.chmod(tmp, 0o644)    # mkstemp makes 0600; docs are for everyone
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:], dpi=110))
 
 
 def _fmt(v: float, kind: str = "") -> str:

@@ -26,6 +26,7 @@ import collections
 import math
 
 from ..host import S_READ, S_WRITE
+from .base import ServerModel
 from .policies import PhaseView
 
 INF = math.inf
@@ -33,23 +34,15 @@ INF = math.inf
 T_ACCEPT, T_SERVE = 0, 1
 
 
-class Knot:
+class Knot(ServerModel):
     def __init__(self, env, host, sc, costs, policy, meter):
-        self.env = env
-        self.host = host
-        self.costs = costs
-        self.policy = policy
-        self.meter = meter
-        self.max_conns = sc["server"]["max_conns"]
+        super().__init__(env, host, sc, costs, policy, meter)
         self.n_threads = sc["server"]["threads"]
-        self.stats = dict(getevents_calls=0, fds_returned=0, accept_phases=0, accepts=0,
-                          accepts_eagain=0, work_phases=0, work_items=0, open_integral=0.0,
-                          closed=0, thread_switches=0)
-        self.t_last = 0.0
+        self.stats["thread_switches"] = 0
         # per-thread state
         self.state = [T_ACCEPT] * self.n_threads
         self.conns = [collections.deque() for _ in range(self.n_threads)]
-        self.proc = env.process(self.loop())
+        self.start()
 
     def loop(self):
         env, h, c, st = self.env, self.host, self.costs, self.stats

@@ -27,24 +27,16 @@ from __future__ import annotations
 import math
 
 from ..host import S_READ, S_WRITE
+from .base import ServerModel
 from .policies import PhaseView
 
 INF = math.inf
 
 
-class TUX:
+class TUX(ServerModel):
     def __init__(self, env, host, sc, costs, policy, meter):
-        self.env = env
-        self.host = host
-        self.costs = costs
-        self.policy = policy
-        self.meter = meter
-        self.max_conns = sc["server"]["max_conns"]
-        self.stats = dict(getevents_calls=0, fds_returned=0, accept_phases=0, accepts=0,
-                          accepts_eagain=0, work_phases=0, work_items=0, open_integral=0.0,
-                          closed=0)
-        self.t_last = 0.0
-        self.proc = env.process(self.loop())
+        super().__init__(env, host, sc, costs, policy, meter)
+        self.start()
 
     def loop(self):
         env, h, c, st = self.env, self.host, self.costs, self.stats

@@ -25,40 +25,23 @@ from __future__ import annotations
 import math
 
 from ..host import S_READ, S_WRITE
+from .base import ServerModel
 from .policies import AcceptPolicy, PhaseView
 
 INF = math.inf
 
 
-class UServer:
+class UServer(ServerModel):
     def __init__(self, env, host, sc, costs, policy, meter):
-        self.env = env
-        self.host = host
-        self.costs = costs
-        self.policy = policy
-        self.meter = meter
+        super().__init__(env, host, sc, costs, policy, meter)
         srv = sc["server"]
         self.mux = srv["mux"]
-        self.max_conns = srv["max_conns"]
         self.idle_conns = sc["workload"]["idle_conns"]
         self.one_packet = sc["workload"]["kind"] == "one-packet"
         self.sndbuf = srv["sndbuf"]
-        self.stats = dict(getevents_calls=0, fds_returned=0, accept_phases=0, accepts=0,
-                          accepts_eagain=0, work_phases=0, work_items=0, open_integral=0.0,
-                          closed=0, replies_written=0)
-        self.t_last = 0.0
         self.exp_service = srv["service_dist"] == "exponential"
         self.rng = host.rng
-        self.proc = env.process(self.loop())
-
-    # getevents cost ----------------------------------------------------------
-    def getevents_cost(self, n_interest: int, n_ready: int) -> float:
-        c = self.costs
-        if self.mux == "select":
-            return c.select_base + c.select_per_fd * n_interest + c.select_per_ready * n_ready
-        if self.mux == "poll":
-            return c.poll_base + c.poll_per_fd * n_interest + c.poll_per_ready * n_ready
-        return c.epoll_base + c.epoll_per_ready * n_ready
+        self.start()
 
     def service_time(self) -> float:
         """Per-request user-level work: the profile's mean, optionally exponential."""
@@ -116,6 +99,7 @@ class UServer:
                 meter.tick(t)
                 if t >= t_stop:
                     return
+                continue
             # ---------------------------------------------------------------- getevents
             # At max_conns the listener leaves the interest set (else select
             # would report it readable forever and the loop would spin).
@@ -124,15 +108,7 @@ class UServer:
                 t_w = h.wait_ready(t, t_stop, listening)
                 if t_w > t:
                     yield env.timeout(t_w - t)
-                    t = t_w
-                    if t >= t_stop or (meter.warm is None and t >= t_warm):
-                        flush()
-                        n_get = n_fds = n_aph = n_acc = n_eagain = n_wph = n_items = n_closed = 0
-                        open_int = 0.0
-                        meter.tick(t)
-                        if t >= t_stop:
-                            return
-                listening = h.n_open < max_conns
+                continue                # re-check the clock, then getevents
             snapshot = list(ready)
             listen_ready = listening and bool(acceptq)
             n_ready = len(snapshot) + (1 if listen_ready else 0)

@@ -1,0 +1,33 @@
+"""What every server model shares: its place in the run and its statistics.
+
+A server model is one SimPy process (``self.proc``) that runs the
+architecture's loop against the :class:`~simaccept.host.Host`.  Its
+``stats`` counters are the thesis's server statistics; the run's
+:class:`~simaccept.sim.Meter` snapshots them when the warm-up ends and when
+the run stops, and :mod:`simaccept.metrics` turns the difference into the
+record.
+"""
+from __future__ import annotations
+
+STAT_NAMES = ("getevents_calls", "fds_returned", "accept_phases", "accepts", "accepts_eagain",
+              "work_phases", "work_items", "open_integral", "closed")
+
+
+class ServerModel:
+    def __init__(self, env, host, sc, costs, policy, meter):
+        self.env = env
+        self.host = host
+        self.costs = costs
+        self.policy = policy
+        self.meter = meter
+        self.max_conns = sc["server"]["max_conns"]
+        self.stats = {name: 0 for name in STAT_NAMES}
+        self.stats["open_integral"] = 0.0
+        self.t_last = 0.0
+
+    def start(self):
+        self.proc = self.env.process(self.loop())
+        return self
+
+    def loop(self):  # pragma: no cover - each model defines its loop
+        raise NotImplementedError
