@@ -90,3 +90,11 @@ def test_shipped_thesis_scenarios_load():
         assert [p.get("server.accept_limit") for p in sc.points()][:1] == [1]
         assert math.isclose(min(sc["workload"]["rate"]), 10000)
         assert math.isclose(max(sc["workload"]["rate"]), 30000)
+
+
+@pytest.mark.parametrize("path", sorted(str(p) for p in __import__("pathlib").Path("scenarios").rglob("*.toml")))
+def test_every_shipped_scenario_loads(path):
+    sc = load_scenario(path)
+    assert sc.points()
+    if path.startswith("scenarios/thesis/"):
+        assert sc["kernel"]["profile"] == "linux-2.4" and sc["kernel"]["backlog"] == 128
