@@ -65,6 +65,7 @@ class Host:
         self._syn_off = [0.0] + [prof.syn_send_offset(k, self.syn_rto) for k in range(1, prof.syn_retries + 1)]
         self.data_rto = cl["data_rto"]
         self.timeout = cl["timeout"]
+        self.think = cl["think_ms"] / 1000.0
         net = sc["network"]
         self.nics = make_nics(net["nics"], net["bandwidth_mbps"], net["delay_ms"])
         self.delay = net["delay_ms"] / 1000.0
@@ -515,14 +516,15 @@ class Host:
                 self.replies[c] += 1
                 self.resp_t.append(t_recv)
                 self.resp_v.append(t_recv - self.t_req[c])
+                t_next = t_recv + self.think                # the client acts after its think time
                 if self.rq[c] >= self.nreq[c]:
                     self.outcome[c] = O_COMPLETED
                     self.t_done[c] = t_recv
-                    self._push(t_recv + d, E_FIN, c)        # client closes
+                    self._push(t_next + d, E_FIN, c)        # client closes
                 else:
-                    self.t_req[c] = t_recv                  # next request goes out at once
-                    self.dl[c] = t_recv + self.timeout
-                    self._push(t_recv + d, E_REQ, c)
+                    self.t_req[c] = t_next                  # next request
+                    self.dl[c] = t_next + self.timeout
+                    self._push(t_next + d, E_REQ, c)
                     self._push(self.dl[c], E_DEADLINE, c)
         return 0
 

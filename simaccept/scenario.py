@@ -162,6 +162,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "syn_rto": Key("float", -1.0, "Initial SYN RTO seconds; -1 = kernel profile's default.", lo=-1.0),
         "data_rto": _pos(0.2, "Client RTO for the request after the handshake (RTO_min)."),
         "hosts": Key("int", 2, "Client hosts (realsys) / arrival streams (sim).", lo=1, hi=1024),
+        "think_ms": _nonneg(0.0, "Client delay after a reply before its next request or its close "
+                            "(slow or loaded clients; thesis cluster 2 had 550 MHz clients)."),
     },
     "costs": {
         "profile": Key("str", "thesis-2004", "Named cost profile (simaccept/costs/<name>.toml)."),

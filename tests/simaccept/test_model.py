@@ -153,3 +153,19 @@ def test_mm1k_oracle(rho, backlog):
     assert abs(pb.mean() - pk) <= batch_ci99(pb), (pb.mean(), pk, batch_ci99(pb))
     assert abs(wb.mean() - W) <= batch_ci99(wb), (wb.mean(), W, batch_ci99(wb))
     assert rec.drops_acceptq_full > 0 and rec.drops_drop_request == 0
+
+
+def test_client_think_time_holds_connections_longer_not_responses():
+    base = ["workload.rate=2000", "scenario.warmup=1", "scenario.duration=2", "server.accept_limit=inf"]
+    quick = simulate(scen_from(base), raise_errors=True)
+    slow = simulate(scen_from(base + ["client.think_ms=50"]), raise_errors=True)
+    # Little's law: 2,000 conn/s held 50 ms longer adds ~100 open connections
+    assert 80 < slow.open_conns_mean - quick.open_conns_mean < 120
+    assert slow.replies_per_s == pytest.approx(quick.replies_per_s, rel=0.01)
+    # think time is the client's, not the server's: it is not in the response time
+    # (which only grows by the costlier selects over ~100 more idle descriptors)
+    assert slow.resp_ms_mean - quick.resp_ms_mean < 1.0
+
+
+def scen_from(overrides):
+    return load_scenario(text="", overrides=overrides)
