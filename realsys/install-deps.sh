@@ -2,9 +2,11 @@
 # Install the Debian packages realsys needs, only when missing.  Idempotent, quiet.
 # Needs root (CI and developer machines run as root).  Packages:
 #   httperf (second load generator), nginx-light (peer server), bpftrace (drop tracing),
-#   iproute2 (ip netns / veth), gcc + make + libc6-dev (the C sources), util-linux (taskset).
+#   iproute2 (ip netns / veth), gcc + make + libc6-dev (the C sources), util-linux (taskset),
+#   clang + libclang-rt-14-dev (libFuzzer for tools/fuzz.sh; the tests replay the corpus with gcc).
 set -eu
 PKGS="httperf nginx-light bpftrace iproute2 gcc make libc6-dev util-linux procps"
+PKGS="$PKGS clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from simaccept.sweep import atomic_write
 from simaccept.record import COLUMNS, RunRecord
 from simaccept.scenario import Scenario, ScenarioError, load_scenario
 
@@ -135,10 +136,7 @@ def append_record(path: Path, rec: RunRecord) -> None:
         w.writerow({k: r.get(k, "") for k in COLUMNS})
     d = rec.to_dict()
     w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(buf.getvalue())
-    os.replace(tmp, path)
+    atomic_write(path, buf.getvalue())
 
 
 def done_keys(rows: list[dict]) -> set[tuple[str, str]]:
@@ -391,9 +389,11 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                         rec, extra = run_point(tb, pt, work, use_bpf=use_bpf, log=log, hook=hook)
                     except (ScenarioError, ServerConfigError) as e:
                         raise ScenarioError(getattr(e, "key", "?"), getattr(e, "reason", str(e))) from None
+                    # the point's details first, then its row: a row on disk always
+                    # has its complete point file (both written atomically)
+                    atomic_write(out_dir / "points" / f"{pt.content_hash()}.json",
+                                 json.dumps(extra, indent=1, default=str, allow_nan=True))
                     append_record(csv_path, rec)
-                    (out_dir / "points" / f"{pt.content_hash()}.json").write_text(
-                        json.dumps(extra, indent=1, default=str, allow_nan=True))
                     recs.append(rec)
                     log(f"[{i + 1}/{len(todo)}] {pt.point_label() or '(single point)'}: "
                         f"{rec.replies_per_s:.0f} replies/s (offered {rec.conn_attempts_per_s:.0f} conn/s), "

@@ -1,0 +1,81 @@
+#!/bin/sh
+# tools/soak.sh [MINUTES] - soak the event-driven server (userver) at twice its peak.
+#
+# On the realsys test bed (root: network namespaces), userver (mux $SOAK_MUX, default
+# select; --spin-us 200, the onepacket-select scale, peak about 3,400 replies/s) gets
+# $SOAK_RATE connections/s (default 6,800 = 2x peak) of the one-packet workload from two
+# generator processes for MINUTES (default 10).  Every 10 s it samples the server's RSS
+# (VmRSS) and open descriptors (/proc/PID/fd), and prints them; at the end it prints the
+# RSS at 1 minute and at the end, the RSS growth after the first minute, the fd maximum,
+# and the server's exit status on SIGTERM.  Exit 1 if the server died or did not exit 0.
+# A script for a person, not CI: it takes MINUTES and both CPUs.
+set -eu
+MIN=${1:-10}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+make -s -C "$ROOT/realsys/c" all
+cd "$ROOT"
+exec python3 - "$MIN" "${SOAK_RATE:-6800}" "${SOAK_MUX:-select}" <<'PY'
+import json, os, signal, subprocess, sys, tempfile, time
+from pathlib import Path
+sys.path.insert(0, os.getcwd())
+from realsys import C_DIR
+from realsys.docroot import make_docroot
+from realsys.loadgen import loadgen_argv
+from realsys.testbed import TestBed
+
+minutes, rate, mux = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+secs = minutes * 60
+work = Path(tempfile.mkdtemp(prefix="soak-"))
+os.chmod(work, 0o755)
+root = make_docroot(work / "root", 1024)
+
+def rss_kb(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return -1
+
+samples = []
+with TestBed(n_clients=2, sysctls_server={"net.ipv4.tcp_syncookies": "0"}) as tb:
+    srv = tb.spawn(tb.server_ns, [str(C_DIR / "userver"), "--port", "8080", "--docroot", str(root),
+                                  "--mux", mux, "--accept-limit", "inf", "--spin-us", "200",
+                                  "--max-conns", "15000", "--stats", str(work / "stats.json")],
+                   cpu=0, nice=-20, stderr=subprocess.DEVNULL)
+    tb.wait_listening(8080, srv)
+    gens = []
+    for i in range(2):
+        argv = loadgen_argv(server_ip=tb.server_ips[i], port=8080, binds=tb.client_addrs(i, 8),
+                            conn_rate=rate / 2, duration=secs, warmup=0.0, timeout=2.0,
+                            arrivals="deterministic", seed=11 + i, workload="one-packet",
+                            out=work / f"g{i}.json")
+        gens.append(tb.spawn(tb.client_ns[i], argv, cpu=1, nice=-20, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL))
+    t0 = time.monotonic()
+    print(f"soak: userver {mux} spin 200us, {rate:.0f} conn/s offered, {minutes:g} min", flush=True)
+    print("   t_s   rss_kb   fds", flush=True)
+    while time.monotonic() - t0 < secs:
+        time.sleep(max(0.0, 10 - (time.monotonic() - t0) % 10))
+        if srv.poll() is not None:
+            print(f"soak: SERVER DIED with status {srv.returncode}", flush=True)
+            break
+        t = time.monotonic() - t0
+        s = (round(t), rss_kb(srv.pid), len(os.listdir(f"/proc/{srv.pid}/fd")))
+        samples.append(s)
+        print(f"{s[0]:6d} {s[1]:8d} {s[2]:5d}", flush=True)
+    for g in gens:
+        tb.stop(g, timeout=15)
+    alive = srv.poll() is None
+    rc = tb.stop(srv, signal.SIGTERM, timeout=15)
+replies = sum(json.loads((work / f"g{i}.json").read_text()).get("replies_ok", 0)
+              for i in range(2) if (work / f"g{i}.json").exists())
+if samples:
+    at1 = min(samples, key=lambda s: abs(s[0] - 60))
+    last = samples[-1]
+    after1 = [s[1] for s in samples if s[0] >= 60]
+    print(f"soak: RSS at {at1[0]} s: {at1[1]} kB; at {last[0]} s (end): {last[1]} kB; "
+          f"growth after the first minute: {(max(after1) - at1[1]) if after1 else 0} kB; "
+          f"fds max {max(s[2] for s in samples)}; replies {replies} "
+          f"({replies / secs:.0f}/s); server alive {alive}, exit {rc} on SIGTERM")
+os.system(f"rm -rf '{work}'")
+sys.exit(0 if alive and rc == 0 else 1)
+PY
