@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario overrides for every simulated record")
     f.add_argument("--jobs", type=int, default=1)
-    f.add_argument("--select", default=None, help="only records matching, e.g. server=userver,workload=one-packet")
+    f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
+                   help="only records whose column has this value (repeatable)")
     f.add_argument("--base-profile", default="thesis-2004")
     f.add_argument("--max-nfev", type=int, default=None)
     return p

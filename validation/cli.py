@@ -55,11 +55,23 @@ def fit_main(args) -> int:
     metrics = getattr(args, "metrics", None)
     metrics = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else list(DEFAULT_METRICS)
     out = Path(args.out)
+    jobs = getattr(args, "jobs", 1)
+    if jobs is None or int(jobs) < 1:
+        _err(f"--jobs: must be >= 1, got {jobs}")
+        return 2
+    max_nfev = getattr(args, "max_nfev", None)
+    if max_nfev is not None and int(max_nfev) < 1:
+        _err(f"--max-nfev: must be >= 1, got {max_nfev}")
+        return 2
+    selectors = getattr(args, "select", None)
+    if isinstance(selectors, str):          # one selector given as a plain string
+        selectors = [selectors]
+    args.select = selectors
     try:
         fitter = CostFitter(params=params, metrics=metrics,
                             base_profile=getattr(args, "base_profile", None) or "thesis-2004",
                             sim_overrides=getattr(args, "set", None) or (),
-                            n_jobs=int(getattr(args, "jobs", 1) or 1),
+                            n_jobs=int(jobs),
                             max_nfev=getattr(args, "max_nfev", None), verbose=int(getattr(args, "verbose", 0) or 0))
     except (ValueError, KeyError) as e:
         _err(f"--params/--metrics: {e}")

@@ -74,3 +74,16 @@ def test_unreadable_records_and_bad_out_dir_are_exit_2(sim_csv, tmp_path, capsys
     assert main(["fit", "--records", str(sim_csv), "--params", "select_base",
                  "--out", str(tmp_path / "no" / "dir" / "x.toml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--jobs", "0"], "--jobs"),
+    (["--max-nfev", "-3"], "--max-nfev"),
+    (["--select", "bogus"], "'bogus'"),
+    (["--select", "server=nosuch"], "no records"),
+])
+def test_bad_fit_flags_are_exit_2(sim_csv, tmp_path, capsys, flags, named):
+    out = tmp_path / "x.toml"
+    rc = main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)] + flags)
+    assert rc == 2 and named in capsys.readouterr().err
+    assert not out.exists()
