@@ -29,5 +29,15 @@ class ServerModel:
         self.proc = self.env.process(self.loop())
         return self
 
+    def sleep_until_ready(self, t: float, listening: bool):
+        """Block at ``t`` until the host has something ready (``yield from`` it);
+        returns the time the server runs again, ticking the meter on the way."""
+        t_w = self.host.wait_ready(t, self.meter.t_stop, listening)
+        if t_w > t:
+            yield self.env.timeout(t_w - t)
+            self.meter.tick(t_w)
+            return t_w
+        return t
+
     def loop(self):  # pragma: no cover - each model defines its loop
         raise NotImplementedError

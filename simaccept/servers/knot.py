@@ -64,11 +64,7 @@ class Knot(ServerModel):
                 listening = bool(blocked_accept) and h.n_open < self.max_conns
                 woken = [conn for conn in ready if conn in blocked_on]
                 if not woken and not (listening and ls.acceptq):
-                    t_w = h.wait_ready(t, t_stop, listening)
-                    if t_w > t:
-                        yield env.timeout(t_w - t)
-                        t = t_w
-                        meter.tick(t)
+                    t = yield from self.sleep_until_ready(t, listening)
                     if t >= t_stop:
                         return
                     woken = [conn for conn in ready if conn in blocked_on]

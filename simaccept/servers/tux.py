@@ -52,11 +52,7 @@ class TUX(ServerModel):
                 return
             listening = h.n_open < self.max_conns
             if not ready and not (listening and ls.acceptq):
-                t_w = h.wait_ready(t, t_stop, listening)
-                if t_w > t:
-                    yield env.timeout(t_w - t)
-                    t = t_w
-                    meter.tick(t)
+                t = yield from self.sleep_until_ready(t, listening)
                 if t >= t_stop:
                     return
             st["open_integral"] += h.n_open * (t - self.t_last)
