@@ -34,13 +34,18 @@ def test_short_load(cbuild, tmp_path, kind, mux):
     assert len(recs) == 1
     r = recs[0]
     assert r.source == "real" and r.server == kind and r.status == "ok"
-    assert abs(r.replies_per_s - 400) <= 8, r.replies_per_s        # all replies, no overload
+    pts = list((tmp_path / "points").glob("*.json"))
+    extra = json.loads(pts[0].read_text())
+    g = extra["generator"]
+    # No overload: every connection launched in the window got a 2xx.  The reply *rate* is
+    # counted by reply time in a 1 s window, so a 30 ms scheduling stall at the window's end on
+    # a shared machine moves ~12 replies out of it; hence 5 % there, exactness here.
+    assert g["replies_ok"] == g["attempts"] > 0, (g["replies_ok"], g["attempts"])
+    assert abs(r.replies_per_s - 400) <= 20, r.replies_per_s
     assert abs(r.conn_attempts_per_s - 400) <= 4                    # generator on target (1 %)
     assert r.client_timeouts == 0 and r.qdrops_per_s == 0
     assert r.resp_ms_p50 < 50
     assert r.git_rev and r.host and r.started_at and r.config
-    pts = list((tmp_path / "points").glob("*.json"))
-    extra = json.loads(pts[0].read_text())
     assert extra["sysctls"]["net.ipv4.tcp_syncookies"] == "0"
     assert extra["drops"]["total"] == 0
     if kind == "nginx":
