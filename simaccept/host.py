@@ -196,8 +196,30 @@ class Host:
         else:
             _, _, kind, c = heapq.heappop(self.heap)
             cost = self._dispatch(best, kind, c)
-        self._recompute_next()
         self.kernel_cost_total += cost
+        # _recompute_next, inlined: this runs once per host event
+        ai, di, n = self.ai, self.di, self.n
+        t0 = self.t0
+        best, src = INF, -1
+        if ai < n:
+            best, src = t0[ai] + self.delay, 0
+        if di < n:
+            out = self.outcome
+            while di < n and out[di] != O_INFLIGHT:
+                di += 1
+            self.di = di
+            if di < n:
+                td = t0[di] + self.timeout
+                if td < best:
+                    best, src = td, 1
+        ackq = self.ackq
+        if ackq and ackq[0][0] < best:
+            best, src = ackq[0][0], 2
+        heap = self.heap
+        if heap and heap[0][0] < best:
+            best, src = heap[0][0], 3
+        self.nt = best
+        self.nsrc = src
         return cost
 
     def _step(self, limit: float) -> tuple[float, float]:
@@ -453,10 +475,13 @@ class Host:
         cpu = self.cpu
         ls = self.lsock
         last = t
-        while not self.ready and not (listen and ls.acceptq):
-            te, kc = self._step(limit)
-            if te == INF:
+        ready, acceptq = self.ready, ls.acceptq
+        process = self._process_next
+        while not ready and not (listen and acceptq):
+            te = self.nt
+            if te >= limit:
                 return limit
+            kc = process()
             last = te
             if kc:
                 cpu.charge_kernel(te, kc)

@@ -52,16 +52,32 @@ with TestBed(n_clients=2, sysctls_server={"net.ipv4.tcp_syncookies": "0"}) as tb
                              stderr=subprocess.DEVNULL))
     t0 = time.monotonic()
     print(f"soak: userver {mux} spin 200us, {rate:.0f} conn/s offered, {minutes:g} min", flush=True)
-    print("   t_s   rss_kb   fds", flush=True)
+    # conn_kb: connection structs the server has malloc'd (kept on its freelist,
+    # so they grow only at a new high of simultaneously open connections);
+    # peak: the most open connections in its 100 ms samples
+    print("   t_s   rss_kb   fds   conn_kb   peak", flush=True)
     while time.monotonic() - t0 < secs:
         time.sleep(max(0.0, 10 - (time.monotonic() - t0) % 10))
         if srv.poll() is not None:
             print(f"soak: SERVER DIED with status {srv.returncode}", flush=True)
             break
         t = time.monotonic() - t0
-        s = (round(t), rss_kb(srv.pid), len(os.listdir(f"/proc/{srv.pid}/fd")))
+        snap = work / "stats.json.snap"
+        snap.unlink(missing_ok=True)
+        os.kill(srv.pid, signal.SIGUSR2)
+        for _ in range(100):
+            if snap.exists():
+                break
+            time.sleep(0.01)
+        try:
+            st = json.loads(snap.read_text())
+            conn_kb = st["conn_structs"] * st["conn_struct_bytes"] / 1024
+            peak = st["open_conns"]["max"]
+        except (OSError, ValueError, KeyError):
+            conn_kb, peak = float("nan"), -1
+        s = (round(t), rss_kb(srv.pid), len(os.listdir(f"/proc/{srv.pid}/fd")), conn_kb, peak)
         samples.append(s)
-        print(f"{s[0]:6d} {s[1]:8d} {s[2]:5d}", flush=True)
+        print(f"{s[0]:6d} {s[1]:8d} {s[2]:5d} {s[3]:9.0f} {s[4]:6d}", flush=True)
     for g in gens:
         tb.stop(g, timeout=15)
     alive = srv.poll() is None
@@ -72,8 +88,11 @@ if samples:
     at1 = min(samples, key=lambda s: abs(s[0] - 60))
     last = samples[-1]
     after1 = [s[1] for s in samples if s[0] >= 60]
+    grow = (max(after1) - at1[1]) if after1 else 0
+    conn_grow = last[3] - at1[3]
     print(f"soak: RSS at {at1[0]} s: {at1[1]} kB; at {last[0]} s (end): {last[1]} kB; "
-          f"growth after the first minute: {(max(after1) - at1[1]) if after1 else 0} kB; "
+          f"growth after the first minute: {grow} kB, of which connection structs {conn_grow:.0f} kB "
+          f"(peak open {at1[4]} -> {last[4]}), other {grow - conn_grow:.0f} kB; "
           f"fds max {max(s[2] for s in samples)}; replies {replies} "
           f"({replies / secs:.0f}/s); server alive {alive}, exit {rc} on SIGTERM")
 os.system(f"rm -rf '{work}'")

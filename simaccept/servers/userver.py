@@ -75,62 +75,95 @@ class UServer(ServerModel):
         acceptq = ls.acceptq
         ready = h.ready
         sst = h.sst
+        rem = h.rem
+        cpu = h.cpu
         policy = self.policy
         plain_limit = type(policy).quota is AcceptPolicy.quota and policy.budget_s == INF
         max_conns = self.max_conns
         idle = self.idle_conns + 1
-        run, run2 = h.run, h.run2
-        c_accept, c_sso, c_ctl = c.accept, c.setsockopt, c.epoll_ctl
+        wait_ready, write, accept, read, close = h.wait_ready, h.write, h.accept, h.read, h.close
+        stretch = h._stretch
+        one_packet = self.one_packet
+        c_accept, c_sso, c_ctl, c_writev = c.accept, c.setsockopt, c.epoll_ctl, c.writev
         c_read, c_eof, c_close, c_eagain = c.read, c.read_eof, c.close, c.accept_eagain
-        # counters live in locals and are flushed into self.stats at snapshots
+        # per-request user work: fixed, or exponential drawn in blocks of 4096
+        m_service = c.user_per_request
+        exp_service = self.exp_service and m_service > 0
+        draws = self._draws
+        rng = self.rng
+        # Hot-loop bookkeeping lives in plain locals and is written back at the
+        # snapshots (end of warm-up, stop) and around _write, the only other
+        # place that charges these categories; each category's additions keep
+        # their order, so the sums are bit-identical to Host.run's.  Every
+        # category this loop charges is present from the start (0.0 if unused).
+        # epoll_ctl shares the "epoll" category with epoll_wait, so it is
+        # charged to a_get.
+        sd = cpu.server_time
+        for k in (mux, "accept", "setsockopt", "read", "user", "close"):
+            sd.setdefault(k, 0.0)
+        if one_packet:
+            sd.setdefault("writev", 0.0)
+        a_get, a_acc, a_sso, a_read, a_user, a_close = (sd[k] for k in (mux, "accept", "setsockopt", "read",
+                                                                         "user", "close"))
+        a_wv = sd.get("writev", 0.0)
         n_get = n_fds = n_aph = n_acc = n_eagain = n_wph = n_items = n_closed = 0
         open_int = 0.0
         t_last = self.t_last
         closed_last = 0
 
-        def flush():
-            st["getevents_calls"] += n_get
-            st["fds_returned"] += n_fds
-            st["accept_phases"] += n_aph
-            st["accepts"] += n_acc
-            st["accepts_eagain"] += n_eagain
-            st["work_phases"] += n_wph
-            st["work_items"] += n_items
-            st["closed"] += n_closed
-            st["open_integral"] += open_int
-
         # The loop keeps its own clock ``t`` and hands control to SimPy only
-        # when it blocks or has run ahead by a quantum: it is the only process
-        # that acts, so fewer yields change nothing but the event count.
+        # when it has run ahead by a quantum: it is the only process that
+        # acts, so fewer yields change nothing but the event count.  Each
+        # system call is Host.run inlined: it starts when the kernel's queued
+        # work is done and is stretched by every host event before its end.
         quantum = YIELD_QUANTUM
         t = env.now
+        t_check = t_warm if meter.warm is None else t_stop
         while True:
-            if t >= t_stop or (meter.warm is None and t >= t_warm):
-                flush()
+            if t >= t_check:
+                sd[mux], sd["accept"], sd["setsockopt"], sd["read"] = a_get, a_acc, a_sso, a_read
+                sd["user"], sd["close"] = a_user, a_close
+                if one_packet:
+                    sd["writev"] = a_wv
+                st["getevents_calls"] += n_get
+                st["fds_returned"] += n_fds
+                st["accept_phases"] += n_aph
+                st["accepts"] += n_acc
+                st["accepts_eagain"] += n_eagain
+                st["work_phases"] += n_wph
+                st["work_items"] += n_items
+                st["closed"] += n_closed
+                st["open_integral"] += open_int
                 n_get = n_fds = n_aph = n_acc = n_eagain = n_wph = n_items = n_closed = 0
                 open_int = 0.0
+                self.t_last = t_last
                 meter.tick(t)
                 if t >= t_stop:
                     if t > env.now:
                         yield env.timeout(t - env.now)
                     return
+                t_check = t_stop
             # ---------------------------------------------------------------- getevents
             # At max_conns the listener leaves the interest set (else select
             # would report it readable forever and the loop would spin).
-            listening = h.n_open < max_conns
+            n_open = h.n_open
+            listening = n_open < max_conns
             if not ready and not (listening and acceptq):
-                t = h.wait_ready(t, t_stop, listening)
-                if t > env.now:
+                t = wait_ready(t, t_stop, listening)
+                if t - env.now >= quantum:
                     yield env.timeout(t - env.now)
                 continue                # re-check the clock, then getevents
             snapshot = list(ready)
             listen_ready = listening and bool(acceptq)
-            n_ready = len(snapshot) + (1 if listen_ready else 0)
-            n_open = h.n_open
+            n_ready = len(snapshot) + 1 if listen_ready else len(snapshot)
             # time-average of open connections, sampled at each getevents
             open_int += n_open * (t - t_last)
             t_last = t
-            t = run(t, g_base + g_fd * (n_open + idle) + g_ready * n_ready, mux)
+            cost = g_base + g_fd * (n_open + idle) + g_ready * n_ready
+            a_get += cost
+            kb = cpu.kbusy
+            end = (t if t > kb else kb) + cost
+            t = end if h.nt >= end else stretch(end)
             n_get += 1
             n_fds += n_ready
             # ---------------------------------------------------------------- accept-phase
@@ -145,14 +178,24 @@ class UServer(ServerModel):
                 t_phase = t
                 n = 0
                 while n < quota and h.n_open < max_conns:
-                    conn = h.accept(t)
+                    conn = accept(t)
                     if conn is None:
-                        t = run(t, c_eagain, "accept")
+                        a_acc += c_eagain
+                        kb = cpu.kbusy
+                        end = (t if t > kb else kb) + c_eagain
+                        t = end if h.nt >= end else stretch(end)
                         n_eagain += 1
                         break
-                    t = run2(t, c_accept, "accept", c_sso, "setsockopt")
+                    a_acc += c_accept
+                    a_sso += c_sso
+                    kb = cpu.kbusy
+                    end = (t if t > kb else kb) + (c_accept + c_sso)
+                    t = end if h.nt >= end else stretch(end)
                     if epoll:
-                        t = run(t, c_ctl, "epoll")
+                        a_get += c_ctl
+                        kb = cpu.kbusy
+                        end = (t if t > kb else kb) + c_ctl
+                        t = end if h.nt >= end else stretch(end)
                     n += 1
                     if t - t_phase >= budget:
                         break
@@ -163,26 +206,61 @@ class UServer(ServerModel):
             for conn in snapshot:
                 s = sst[conn]
                 if s == S_READ:
-                    r = h.read(conn)
+                    r = read(conn)
                     if r == 1:
-                        t = run2(t, c_read, "read", self.service_time(), "user")
+                        if exp_service:
+                            if not draws:
+                                draws.extend(rng.exponential(m_service, size=4096).tolist())
+                                draws.reverse()
+                            svc = draws.pop()
+                        else:
+                            svc = m_service
+                        a_read += c_read
+                        a_user += svc
+                        kb = cpu.kbusy
+                        end = (t if t > kb else kb) + (c_read + svc)
+                        t = end if h.nt >= end else stretch(end)
                         if epoll:
-                            t = run(t, c_ctl, "epoll")
+                            a_get += c_ctl
+                            kb = cpu.kbusy
+                            end = (t if t > kb else kb) + c_ctl
+                            t = end if h.nt >= end else stretch(end)
                     elif r == 0:
-                        t = run2(t, c_eof, "read", c_close, "close")
-                        h.close(conn)
+                        a_read += c_eof
+                        a_close += c_close
+                        kb = cpu.kbusy
+                        end = (t if t > kb else kb) + (c_eof + c_close)
+                        t = end if h.nt >= end else stretch(end)
+                        close(conn)
                         closed += 1
                     else:
-                        t = run(t, c_eof, "read")       # EAGAIN costs like a short read
+                        a_read += c_eof                 # EAGAIN costs like a short read
+                        kb = cpu.kbusy
+                        end = (t if t > kb else kb) + c_eof
+                        t = end if h.nt >= end else stretch(end)
                 elif s == S_WRITE:
-                    t = self._write(t, conn)
+                    if one_packet:
+                        nbytes = rem[conn]
+                        a_wv += c_writev
+                        kb = cpu.kbusy
+                        end = (t if t > kb else kb) + c_writev
+                        t = end if h.nt >= end else stretch(end)
+                        write(t, conn, nbytes)
+                        if epoll and sst[conn] == S_READ:
+                            a_get += c_ctl
+                            kb = cpu.kbusy
+                            end = (t if t > kb else kb) + c_ctl
+                            t = end if h.nt >= end else stretch(end)
+                    else:
+                        sd["setsockopt"], sd[mux] = a_sso, a_get
+                        t = self._write(t, conn)
+                        a_sso, a_get = sd["setsockopt"], sd[mux]
             n_items += len(snapshot)
             n_wph += 1
             n_closed += closed
             closed_last = closed
             if not plain_limit:
                 policy.work_phase_done(closed, len(snapshot))
-            self.t_last = t_last
             if t - env.now >= quantum:
                 yield env.timeout(t - env.now)
 
