@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: run test venv deps cbuild docs bench clean
+.PHONY: run test figures venv deps cbuild docs bench clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/simaccept sweep scenarios/thesis/userver-onepacket.toml --jobs $(JOBS) --out out
 	@echo "wrote out/results.csv and out/throughput.png"
+
+# Every figure of thesis chapters 4 and 5 in simulation -> out/figures/fig*.png + index.md
+# (six sweeps; finished points are cached, so a rerun only redraws).
+figures: $(STAMP)
+	$(VENV)/bin/simaccept figures --out out/figures --jobs $(JOBS)
 
 # Debian packages and C binaries for realsys (needs root; a no-op when present).
 deps:

@@ -1,4 +1,4 @@
-"""Command line: ``simaccept run | sweep | fit``.
+"""Command line: ``simaccept run | sweep | figures | fit``.
 
 Exit status: 0 success, 1 the run failed, 2 bad input (unknown scenario key,
 wrong type, out-of-range value, unreadable file) -- refused before anything
@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--dask", default=None, metavar="ADDRESS|local")
     s.add_argument("--out", required=True)
     s.add_argument("--no-progress", action="store_true")
+    g = sub.add_parser("figures", help="regenerate every figure of thesis chapters 4 and 5 in simulation")
+    g.add_argument("--out", default="out/figures")
+    g.add_argument("--jobs", type=int, default=1)
     f = sub.add_parser("fit", help="fit cost parameters to records (validation package)")
     f.add_argument("--records", required=True, help="CSV of RunRecords (e.g. validation/data/thesis.csv)")
     f.add_argument("--params", required=True, help="comma-separated cost names to fit")
@@ -70,6 +73,12 @@ def main(argv=None) -> int:
             failed = [r for r in recs if r.status != "ok"]
             print(f"{len(recs)} points -> {args.out}/results.csv ({len(failed)} failed)")
             return 1 if failed else 0
+        if args.cmd == "figures":
+            if args.jobs < 1:
+                raise ScenarioError("--jobs", f"must be >= 1, got {args.jobs}")
+            from .figures import make_figures
+            make_figures(args.out, jobs=args.jobs)
+            return 0
         if args.cmd == "fit":
             try:
                 from validation.cli import fit_main

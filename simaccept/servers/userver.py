@@ -117,7 +117,7 @@ class UServer(ServerModel):
         # system call is Host.run inlined: it starts when the kernel's queued
         # work is done and is stretched by every host event before its end.
         quantum = YIELD_QUANTUM
-        t = env.now
+        t = t_env = env.now             # t_env: SimPy's clock (env.now) without the property call
         t_check = t_warm if meter.warm is None else t_stop
         while True:
             if t >= t_check:
@@ -139,8 +139,8 @@ class UServer(ServerModel):
                 self.t_last = t_last
                 meter.tick(t)
                 if t >= t_stop:
-                    if t > env.now:
-                        yield env.timeout(t - env.now)
+                    if t > t_env:
+                        yield env.timeout(t - t_env)
                     return
                 t_check = t_stop
             # ---------------------------------------------------------------- getevents
@@ -150,12 +150,14 @@ class UServer(ServerModel):
             listening = n_open < max_conns
             if not ready and not (listening and acceptq):
                 t = wait_ready(t, t_stop, listening)
-                if t - env.now >= quantum:
-                    yield env.timeout(t - env.now)
+                if t - t_env >= quantum:
+                    yield env.timeout(t - t_env)
+                    t_env = t
                 continue                # re-check the clock, then getevents
             snapshot = list(ready)
             listen_ready = listening and bool(acceptq)
-            n_ready = len(snapshot) + 1 if listen_ready else len(snapshot)
+            n_snap = len(snapshot)
+            n_ready = n_snap + 1 if listen_ready else n_snap
             # time-average of open connections, sampled at each getevents
             open_int += n_open * (t - t_last)
             t_last = t
@@ -172,7 +174,7 @@ class UServer(ServerModel):
                     quota = policy.accept_limit
                     budget = INF
                 else:
-                    quota = policy.quota(PhaseView(len(acceptq), len(snapshot), h.n_open, closed_last,
+                    quota = policy.quota(PhaseView(len(acceptq), n_snap, h.n_open, closed_last,
                                                    policy.accept_limit))
                     budget = policy.budget_s
                 t_phase = t
@@ -255,14 +257,15 @@ class UServer(ServerModel):
                         sd["setsockopt"], sd[mux] = a_sso, a_get
                         t = self._write(t, conn)
                         a_sso, a_get = sd["setsockopt"], sd[mux]
-            n_items += len(snapshot)
+            n_items += n_snap
             n_wph += 1
             n_closed += closed
             closed_last = closed
             if not plain_limit:
-                policy.work_phase_done(closed, len(snapshot))
-            if t - env.now >= quantum:
-                yield env.timeout(t - env.now)
+                policy.work_phase_done(closed, n_snap)
+            if t - t_env >= quantum:
+                yield env.timeout(t - t_env)
+                t_env = t
 
     def _write(self, t, conn):
         h, c = self.host, self.costs

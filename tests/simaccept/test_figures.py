@@ -1,0 +1,39 @@
+"""The chapter-4/5 figure writers on real (short) simulated records."""
+from __future__ import annotations
+
+import pytest
+
+from simaccept import load_scenario, simulate
+from simaccept import figures
+
+pytest.importorskip("matplotlib")
+
+
+def _recs(server, rates, limits):
+    out = []
+    for lim in limits:
+        for rate in rates:
+            sc = load_scenario(figures.SCENARIO_DIR / f"{server}-onepacket.toml",
+                               [f"server.accept_limit={lim}", f"workload.rate={rate}",
+                                "scenario.warmup=0.1", "scenario.duration=0.2"])
+            out.append(simulate(sc))
+    return out
+
+
+def test_every_thesis_figure_has_a_sweep_and_a_metric():
+    for num, (names, m, cap) in {**figures.CHAPTER4, **figures.CHAPTER5}.items():
+        assert names and all(n in figures.SWEEPS for n in names), num
+        assert m in figures._M and cap
+        assert all((figures.SCENARIO_DIR / f"{n}.toml").exists() for n in names)
+    nums = set(figures.CHAPTER4) | set(figures.CHAPTER5) | {"5.5"}
+    assert nums == {f"4.{i}" for i in range(1, 23)} | {f"5.{i}" for i in range(1, 8)}
+
+
+def test_line_and_breakdown_figures_are_written(tmp_path):
+    recs = _recs("userver", [22000, 30000], [1, "inf"]) + _recs("tux", [30000], [1])
+    assert all(r.status == "ok" for r in recs)
+    p = figures.line_figure(recs, "replies_per_s", "Replies/s", "t", tmp_path / "fig5.2")
+    assert [x.name for x in p] == ["fig5.2.png"] and p[0].stat().st_size > 5000
+    p = figures.drop_breakdown_figure(recs, (22000.0, 30000.0), "t", tmp_path / "fig5.5")
+    assert p[0].stat().st_size > 5000
+    assert not list(tmp_path.glob("*.tmp*"))
