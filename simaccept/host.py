@@ -66,6 +66,7 @@ class Host:
         self.data_rto = cl["data_rto"]
         self.timeout = cl["timeout"]
         self.think = cl["think_ms"] / 1000.0
+        self.req_delay = cl["request_delay_ms"] / 1000.0
         net = sc["network"]
         self.nics = make_nics(net["nics"], net["bandwidth_mbps"], net["delay_ms"])
         self.delay = net["delay_ms"] / 1000.0
@@ -192,7 +193,7 @@ class Host:
             cost = self._deadline(best, di, first=True)
         elif src == 2:
             _, c = self.ackq.popleft()
-            cost = self._ack(best, c, True, False, True)
+            cost = self._ack(best, c, not self.req_delay, False, True)
         else:
             _, _, kind, c = heapq.heappop(self.heap)
             cost = self._dispatch(best, kind, c)
@@ -265,6 +266,12 @@ class Host:
             d = self.delay
             self.t_est[c] = t + d
             self.t_req[c] = t + d          # the request follows the ACK at once
+            if self.req_delay:
+                # slow client: the request leaves req_delay after the ACK (it
+                # arrives as a segment of its own, like a retransmission would)
+                self.t_req[c] = t + d + self.req_delay
+                self.retx_pending[c] = True
+                self._push(t + 2 * d + self.req_delay, E_DATA_RETX, c)
             self.ackq.append((t + 2 * d, c))
             if t + 2 * d < self.nt:
                 self.nt = t + 2 * d
@@ -521,28 +528,31 @@ class Host:
 
     def write(self, t: float, c: int, nbytes: int) -> int:
         """The server hands ``nbytes`` of the current reply to the kernel at ``t``."""
-        nic = self.nics[self.nic_of[c]]
-        tx_done = nic.transmit(t, nbytes, mss=self.mss)
-        self.rem[c] -= nbytes
-        if self.rem[c] > 0:
+        tx_done = self.nics[self.nic_of[c]].transmit(t, nbytes, 66, self.mss)
+        rem = self.rem
+        left = rem[c] - nbytes
+        rem[c] = left
+        if left > 0:
             self.ready.pop(c, None)
             self._push(tx_done, E_WRITABLE, c)
-            return self.rem[c]
+            return left
         # reply complete
         d = self.delay
         t_recv = tx_done + d
         self.sst[c] = S_READ
         if not self.eof[c]:
             self.ready.pop(c, None)
-        self.rq[c] += 1
+        rq = self.rq[c] + 1
+        self.rq[c] = rq
         if self.outcome[c] == O_INFLIGHT:
-            deadline = self.dl[c] if self.dl[c] else self.t0[c] + self.timeout
+            dl = self.dl[c]
+            deadline = dl if dl else self.t0[c] + self.timeout
             if t_recv <= deadline:
                 self.replies[c] += 1
                 self.resp_t.append(t_recv)
                 self.resp_v.append(t_recv - self.t_req[c])
                 t_next = t_recv + self.think                # the client acts after its think time
-                if self.rq[c] >= self.nreq[c]:
+                if rq >= self.nreq[c]:
                     self.outcome[c] = O_COMPLETED
                     self.t_done[c] = t_recv
                     self._push(t_next + d, E_FIN, c)        # client closes

@@ -164,6 +164,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "hosts": Key("int", 2, "Client hosts (realsys) / arrival streams (sim).", lo=1, hi=1024),
         "think_ms": _nonneg(0.0, "Client delay after a reply before its next request or its close "
                             "(slow or loaded clients; thesis cluster 2 had 550 MHz clients)."),
+        "request_delay_ms": _nonneg(0.0, "Client delay between its connection being established and "
+                                    "its first request (slow or loaded clients)."),
     },
     "costs": {
         "profile": Key("str", "thesis-2004", "Named cost profile (simaccept/costs/<name>.toml)."),

@@ -81,6 +81,15 @@ DEFAULTS: dict[str, float] = {
     "tux_per_kb": 1.0,
     "tux_close": 2.0,
     "tux_phase": 0.5,
+    # --- TUX cache warmth (simaccept.servers.tux; issue #4) ----------------------
+    # tux_cold: extra CPU (µs) when TUX touches a connection whose state (socket,
+    # TUX request, request skb) has left the L2 cache: ~40 cache lines x ~150 ns.
+    # tux_cache_touches: how many connection-state touches (the kernel building a
+    # child socket, a TUX accept, a TUX work item) fit in the L2 share left for
+    # per-connection data; a *count*, not µs (read from CostModel.us).
+    "tux_cold": 0.0,
+    "tux_cache_touches": 1e9,
+    # --- end TUX cache warmth ------------------------------------------------------
 }
 
 COST_NAMES: tuple[str, ...] = tuple(DEFAULTS)

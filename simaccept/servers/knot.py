@@ -11,11 +11,24 @@ Each of ``server.threads`` threads loops:
    client closes it, close it, next connection.
 
 Capriccio runs threads round-robin.  When no thread is runnable its scheduler
-polls every descriptor a thread is blocked on: the poll costs ``sched_base``
-plus ``sched_per_blocked`` per blocked thread *and* per open connection, plus
+polls every descriptor a thread is blocked on (Capriccio's do_scheduler polls
+when the run queue is empty; its sockio_poll re-issues the blocked call for
+each thread poll() reports): the poll costs ``sched_base`` plus
+``sched_per_blocked`` per blocked thread *and* per open connection, plus
 ``sched_per_ready`` per ready descriptor, and each resumed thread costs a
-``thread_switch``.  That is why very high concurrency hurts (thesis 4.2.3:
-Accept-50 ran ~25,000 active connections, Accept-100 44,000-48,000).
+``thread_switch`` (switch, blocking-graph bookkeeping, the retried call).
+
+Why the accept-limit matters (thesis 4.2.3).  A thread holds its connections
+while their clients react: the request comes ``client.request_delay_ms`` after
+the handshake and the FIN ``client.think_ms`` after the reply (cluster 2's
+slow clients).  With Accept-1 a thread waits for both on every connection, so
+the 1,000 threads bound throughput (threads / per-connection hold time).  A
+batch overlaps the request waits (the later requests arrive while the thread
+waits on the first), so Accept-50 reaches the CPU bound instead; but every
+accepted connection stays open until its thread gets to it, so open
+connections grow with the limit (Accept-50 ~25,000, Accept-100 44,000-48,000
+in the thesis) and with them the scheduler's per-pass cost: Accept-100 loses
+throughput past saturation.
 
 One SimPy process plays the scheduler; threads are plain records, so a
 thousand threads cost no SimPy processes.

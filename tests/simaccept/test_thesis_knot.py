@@ -1,0 +1,77 @@
+"""The Knot-C results of thesis 4.1.3 and 4.2.3, as the simulator reproduces them.
+
+Properties of the Knot model, the thesis-2004 profile's Capriccio costs and the
+cluster-2 client latency of the knot scenarios; they can fail.  Short runs
+(2 s warm-up + 2 s) at two rates keep the file under a minute; the full
+scenarios (10 s + 10 s, every rate) give the same orderings
+(docs/guides/tux-knot.md).
+"""
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+
+from simaccept import load_scenario, simulate
+
+ONEPACKET = "scenarios/thesis/knot-onepacket.toml"
+SPECWEB = "scenarios/thesis/knot-specweb.toml"
+SHORT = ["scenario.warmup=2", "scenario.duration=2"]
+
+POINTS = [(ONEPACKET, rate, lim) for lim in ("1", "50") for rate in (16000, 24000)]
+POINTS += [(ONEPACKET, 24000, "100"), (SPECWEB, 20000, "1"), (SPECWEB, 20000, "100")]
+
+
+def _run(point):
+    path, rate, limit = point
+    sc = load_scenario(path, overrides=SHORT + [f"workload.rate={rate}", f"server.accept_limit={limit}"])
+    rec = simulate(sc, raise_errors=True)
+    assert rec.status == "ok"
+    return rec
+
+
+@pytest.fixture(scope="module")
+def recs():
+    with ProcessPoolExecutor(max_workers=2) as ex:
+        out = list(ex.map(_run, POINTS))
+    return {(p[0], p[1], p[2]): r for p, r in zip(POINTS, out)}
+
+
+def one(recs, rate, limit):
+    return recs[(ONEPACKET, rate, limit)]
+
+
+def test_scenarios_describe_the_thesis_setup():
+    for path in (ONEPACKET, SPECWEB):
+        sc = load_scenario(path)
+        assert sc["server"]["kind"] == "knot" and sc["server"]["threads"] == 1000
+        assert sc["scenario"]["warmup"] >= 10 and sc["scenario"]["duration"] >= 10
+
+
+def test_accept_50_peaks_above_accept_1(recs):
+    """Thesis 4.2.3: peak 12,000 (Accept-1) -> 14,000 replies/s (Accept-50)."""
+    peak1 = max(one(recs, r, "1").replies_per_s for r in (16000, 24000))
+    peak50 = max(one(recs, r, "50").replies_per_s for r in (16000, 24000))
+    assert peak50 >= 1.10 * peak1
+    # Accept-1 is bound by its 1,000 threads: one open connection per thread
+    assert one(recs, 24000, "1").open_conns_mean == pytest.approx(1000, rel=0.02)
+
+
+def test_accept_100_falls_below_accept_50_past_saturation(recs):
+    a50, a100 = one(recs, 24000, "50"), one(recs, 24000, "100")
+    assert a100.replies_per_s < a50.replies_per_s - a50.replies_per_s_ci - a100.replies_per_s_ci
+
+
+def test_open_connections_grow_with_the_accept_limit(recs):
+    """Thesis 4.2.3: ~25,000 active connections with Accept-50, 44,000-48,000 with Accept-100."""
+    o1, o50, o100 = (one(recs, 24000, lim).open_conns_mean for lim in ("1", "50", "100"))
+    assert o1 < o50 < o100
+    assert o50 > 10 * o1
+    assert o100 > 1.3 * o50
+
+
+def test_specweb_higher_limit_does_not_raise_throughput(recs):
+    """Thesis 4.1.3, fig. 4.9-4.11: faster accepting, fewer drops, no more replies."""
+    s1, s100 = recs[(SPECWEB, 20000, "1")], recs[(SPECWEB, 20000, "100")]
+    assert s100.replies_per_s <= s1.replies_per_s + s1.replies_per_s_ci + s100.replies_per_s_ci
+    assert s100.accept_rate > 1.2 * s1.accept_rate
+    assert s100.qdrops_per_s < s1.qdrops_per_s
+    assert s100.resp_ms_mean > s1.resp_ms_mean
