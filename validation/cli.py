@@ -4,7 +4,11 @@
   (simaccept/cli.py calls :func:`fit_main` with ``args.records``, ``args.params``,
   ``args.out``; the extra options below are read with defaults when absent);
 * ``python -m validation fit ...``: the same, with every option;
-* ``python -m validation report [--out DIR] [--profile thesis-2004] [--quick]``.
+* ``python -m validation report [--out DIR] [--profile thesis-2004] [--quick]
+  [--real RESULTS.csv ...] [--real-profile realsys-linux6]`` (``--real-profile`` alone takes the
+  held-out realsys results listed in :data:`validation.machine.HELDOUT`);
+* ``python -m validation machine-fit [--jobs N] [--max-nfev N]``: the cost profile for this
+  machine (:mod:`validation.machine`).
 
 Exit status: 0 success; 1 the fit or a simulation failed; 2 bad input (unreadable
 or malformed records file, unknown parameter or metric, unwritable output),
@@ -121,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--jobs", type=int, default=1)
     f.add_argument("--max-nfev", type=int, default=None)
     f.add_argument("--verbose", type=int, default=0)
+    mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml to this machine's realsys runs")
+    mf.add_argument("--jobs", type=int, default=2)
+    mf.add_argument("--max-nfev", type=int, default=3)
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation)")
     r.add_argument("--profile", default="thesis-2004",
@@ -142,6 +149,15 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "fit":
         return fit_main(args)
+    if args.cmd == "machine-fit":
+        from .fitter import FitError
+        from .machine import fit as machine_fit
+        try:
+            machine_fit(args.jobs, args.max_nfev)
+        except FitError as e:
+            _err(f"fit failed: {e}")
+            return 1
+        return 0
     from .report import ReportError, run_report
     try:
         return run_report(out=args.out, profile=args.profile, quick=args.quick, jobs=args.jobs,

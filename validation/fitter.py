@@ -108,7 +108,8 @@ class CostFitter:
                  metrics: Sequence[str] = DEFAULT_METRICS, base_profile: str = "thesis-2004",
                  overrides: Mapping[str, float] | Iterable[str] = (), sim_overrides: Iterable[str] = (),
                  n_jobs: int = 1, diff_step: float = 0.05, max_nfev: int | None = None,
-                 ftol: float = 1e-3, xtol: float = 1e-3, gtol: float = 1e-8, base_dir=None, verbose: int = 0):
+                 ftol: float = 1e-3, xtol: float = 1e-3, gtol: float = 1e-8, base_dir=None, verbose: int = 0,
+                 accept_max_nfev: bool = False):
         params = list(params)
         if not params:
             raise ValueError("params: give at least one cost name")
@@ -137,6 +138,9 @@ class CostFitter:
         self.ftol, self.xtol, self.gtol = ftol, xtol, gtol
         self.base_dir = base_dir
         self.verbose = verbose
+        #: Keep the last iterate when least_squares stops at max_nfev (status 0) instead of
+        #: raising; the header and summary say so (``stopped_at_max_nfev_``).
+        self.accept_max_nfev = bool(accept_max_nfev)
         start_costs = load_costs(base_profile, self.overrides).us
         self.start_ = {p: float(start_costs[p]) for p in params}
         self.bounds = self._bounds(bounds)
@@ -302,7 +306,8 @@ class CostFitter:
         self.result_ = res
         self.records_ = recs
         self.residual_names_ = [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)]
-        if not res.success:
+        self.stopped_at_max_nfev_ = res.status == 0
+        if not res.success and not (self.accept_max_nfev and res.status == 0):
             raise FitError(f"least_squares did not converge: status {res.status}: {res.message}")
         J = np.asarray(res.jac, float)
         col_norm = np.linalg.norm(J, axis=0)
@@ -363,7 +368,8 @@ class CostFitter:
             f"simulation overrides: {self.sim_overrides or 'none'}.",
             f"Residual norm: {self.residual_norm_:.4g} (start {self.start_residual_norm_:.4g}) over "
             f"{len(self.result_.fun)} residuals; {self.result_.nfev} evaluations, {self.n_sims_} simulations; "
-            f"status {self.result_.status}: {self.result_.message}",
+            f"status {self.result_.status}: {self.result_.message}"
+            + (" (NOT converged: stopped at max_nfev, last iterate kept)" if self.stopped_at_max_nfev_ else ""),
             "Fitted (value +- 1 stderr from the Jacobian, start):",
         ]
         lines += [f"  {p} = {self.params_[p]:.6g} +- {self.stderr_[p]:.3g}  (start {self.start_[p]:.6g})"
@@ -382,5 +388,6 @@ class CostFitter:
         return {"params": self.params_, "stderr": self.stderr_, "start": self.start_,
                 "residual_norm": self.residual_norm_, "start_residual_norm": self.start_residual_norm_,
                 "nfev": int(self.result_.nfev), "n_sims": self.n_sims_, "status": int(self.result_.status),
+                "stopped_at_max_nfev": self.stopped_at_max_nfev_,
                 "records": [m.label for m in self.records_], "skipped": self.skipped_,
                 "residuals": dict(zip(self.residual_names_, map(float, self.result_.fun)))}

@@ -273,7 +273,8 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             doc = json.loads(r.config)
         except ValueError as e:
             raise RecordError(f"config is not JSON: {e}", column="config") from None
-        return scenario_from_dict(doc, fix + overrides)
+        sc = scenario_from_dict(doc, fix + overrides)
+        return with_spin(sc) if r.source == "real" else sc
     by_name = _scenarios_by_name(str(SCENARIO_DIR))
     if r.scenario in by_name:
         pre = [f'server.kind="{r.server}"', f'workload.kind="{r.workload}"']
@@ -281,6 +282,24 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             pre.append(f'server.mux="{r.mux}"')
         return load_scenario(by_name[r.scenario], pre + fix + overrides)
     raise NotSimulable(f"no scenario for record (scenario {r.scenario!r} has no file and the row has no config)")
+
+
+def with_spin(sc: Scenario) -> Scenario:
+    """Charge a realsys scenario's ``realsys.spin_us`` as simulated per-request user work.
+
+    The real servers burn ``spin_us`` of CPU per request on top of their own work; the
+    simulator has no such knob (it ignores the ``[realsys]`` section), so the resolved
+    ``costs.user_per_request`` (profile + overrides) is raised by ``spin_us``.  A cost
+    profile fitted to realsys runs therefore holds the server's own per-request user work,
+    without the spin.  Applied once, to the scenario's final costs.
+    """
+    spin = float(sc["realsys"].get("spin_us", 0.0) or 0.0)
+    if spin <= 0:
+        return sc
+    from simaccept.costs import load_costs
+    c = dict(sc["costs"])
+    base = load_costs(c.pop("profile", "thesis-2004"), c).us["user_per_request"]
+    return sc.with_overrides([f"costs.user_per_request={base + spin!r}"])
 
 
 @functools.lru_cache(maxsize=64)

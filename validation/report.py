@@ -20,11 +20,15 @@ measured points over the simulated lines (one colour per policy), ``cells.csv`` 
 
 * ``thesis_throughput_within_10pct``: fraction of simulated thesis throughput cells within ±10 %;
 * ``heldout_median_abs_throughput_error``: median |relative error| of throughput on held-out
-  realsys runs; ``null`` until realsys runs and a profile fitted to this machine are given
-  (``--real``, ``--real-profile``);
-* ``policy_order_preserved``: the simulator orders the policies by throughput as the thesis
-  measured them (Accept-Inf > Accept-10 > Accept-1, μserver one-packet) at every swept rate past
-  saturation; and, when given, as realsys measured them.
+  realsys runs past saturation (``heldout_by_group``: AL10, poll, epoll, knot); ``null`` until
+  realsys runs and a profile fitted to this machine are given (``--real``, ``--real-profile``;
+  see :mod:`validation.realsys_report` for the definitions, :mod:`validation.machine` for the
+  profile);
+* ``policy_order_preserved``: with realsys runs, whether every pair of policies whose measured
+  throughput differs by more than 2 standard errors of the replicates is ordered the same way by
+  the simulator, at every replicated rate past saturation (``realsys_policy_order`` lists the
+  pairs); without, the thesis check (``thesis_policy_order_preserved``: the simulator orders the
+  policies as the thesis measured them, μserver one-packet, at every swept rate past saturation).
 """
 from __future__ import annotations
 
@@ -356,40 +360,13 @@ def plot_group(path: Path, title: str, lines: dict[str, list[RunRecord]], rows: 
 
 # --------------------------------------------------------------------------- realsys
 def realsys_heldout(paths: Iterable[str], real_profile: str | None, jobs: int, sim_overrides) -> dict[str, Any]:
+    """Held-out realsys runs with the machine profile (see :mod:`validation.realsys_report`)."""
+    from .realsys_report import realsys_heldout as _rh
     paths = list(paths)
-    if not paths or not real_profile:
-        have = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "realsys" / "results").glob("*/results.csv"))
-        where = f"realsys runs exist ({', '.join(have)}) but were not given with --real" if have and not paths \
-            else "no realsys runs given (--real)" if not paths else "realsys runs given"
-        return {"median_abs_throughput_error": None,
-                "note": f"null until realsys held-out runs are predicted with a cost profile fitted to this machine: "
-                        f"{where}; no such profile exists yet (--real-profile)"}
-    from concurrent.futures import ProcessPoolExecutor
-
-    from .fitter import _simulate_json
-    recs = [m for p in paths for m in load_records(p) if m.record.source == "real" and m.record.status == "ok"
-            and not math.isnan(m.record.target_rate)]
-    scs = [scenario_for(m, overrides=[f'costs.profile="{real_profile}"'] + list(sim_overrides)).to_json() for m in recs]
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
-        sims = [RunRecord(**d) for d in ex.map(_simulate_json, scs, ["<report>"] * len(scs))]
-    errs, rows = [], []
-    lines: dict[tuple, dict[str, list[RunRecord]]] = defaultdict(lambda: defaultdict(list))
-    for m, s in zip(recs, sims):
-        meas = m.record.replies_per_s
-        e = (s.replies_per_s - meas) / meas if s.status == "ok" and meas > 0 else math.nan
-        if not math.isnan(e):
-            errs.append(abs(e))
-        rows.append({"row": m.label, "measured": meas, "predicted": s.replies_per_s, "error": e})
-        lines[(m.record.scenario, m.record.server, m.record.mux, m.record.workload)][
-            _norm_limit(m.record.accept_limit or "inf")].append(s)
-    orders = {}
-    for key, ls in lines.items():
-        grp = [m for m in recs if (m.record.scenario, m.record.server, m.record.mux, m.record.workload) == key]
-        exp = _expected_order(grp)
-        if exp:
-            orders["/".join(k for k in key if k)] = policy_order(ls, exp)
-    return {"median_abs_throughput_error": statistics.median(errs) if errs else None, "n": len(errs),
-            "profile": real_profile, "rows": rows, "policy_order": orders}
+    if real_profile and not paths:
+        from .machine import heldout_files
+        paths = heldout_files()
+    return _rh(paths, real_profile, jobs, sim_overrides)
 
 
 # --------------------------------------------------------------------------- report
@@ -450,13 +427,20 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
                            "png": png, "cells": len(cells), "scenario": str(sc.source),
                            "warmup": sc["scenario"]["warmup"], "duration": sc["scenario"]["duration"]})
     real_info = realsys_heldout(real, real_profile, jobs, sim_overrides)
-    for k, v in (real_info.get("policy_order") or {}).items():
-        order_checks[f"realsys/{k}"] = v
+    real_pngs = []
+    fit_info = None
+    if real_info.get("median_abs_throughput_error") is not None:
+        from .realsys_report import plot as _rplot
+        real_pngs = _rplot(out, real_info)
+        fit_info = _machine_fit_info(real_info)
 
     thr = [c for c in all_cells if c["metric"] in THROUGHPUT]
     thr_known = [c for c in thr if not math.isnan(c["error"])]
     held = [c for c in thr_known if c["role"] == "held-out"]
     checks = [v["preserved"] for v in order_checks.values() if v["preserved"] is not None]
+    thesis_order = all(checks) if checks else None
+    real_order = real_info.get("policy_order_preserved")
+    has_real = real_info.get("median_abs_throughput_error") is not None
     summary = {
         "profile": label,
         "quick": quick,
@@ -472,16 +456,52 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
             k: _frac([c for c in all_cells if c["metric"] == k and not math.isnan(c["error"])])
             for k in METRICS if k not in THROUGHPUT},
         "heldout_median_abs_throughput_error": real_info["median_abs_throughput_error"],
+        "heldout_definition": ("median over held-out realsys runs past saturation (target rate >= the group's "
+                               "order group's saturation rate) of |sim - measured| / measured replies/s; groups AL10 (select "
+                               "accept-limit 10), poll, epoll, knot; the profile is fitted to select accept-limit 1 "
+                               "and inf only") if has_real else "",
+        "heldout_runs": real_info.get("n"),
+        "heldout_median_abs_throughput_error_all_rates": real_info.get("median_abs_throughput_error_all_rates"),
+        "heldout_runs_all_rates": real_info.get("n_all_rates"),
+        "heldout_by_group": {g: {k: v for k, v in gi.items() if k != "order"}
+                             for g, gi in real_info.get("groups", {}).items()},
+        "heldout_profile": real_info.get("profile"),
         "heldout_note": real_info.get("note", ""),
-        "policy_order_preserved": all(checks) if checks else None,
+        "policy_order_preserved": real_order if has_real else thesis_order,
+        "policy_order_scope": "realsys held-out groups (this machine)" if has_real else "thesis μserver one-packet",
+        "policy_order_definition": real_info.get("order_definition", "") if has_real else "",
+        "realsys_policy_order": {g: {k: v for k, v in o.items() if k != "per_rate"}
+                                 for g, o in real_info.get("orders", {}).items()},
+        "realsys_excluded_runs": real_info.get("excluded", []),
+        "thesis_policy_order_preserved": thesis_order,
         "policy_order": order_checks,
-        "policy_order_note": ("thesis μserver one-packet only; realsys not checked (no --real runs with a "
-                              "machine profile)" if not any(k.startswith("realsys/") for k in order_checks) else ""),
+        "policy_order_note": ("" if has_real else "thesis μserver one-packet only; realsys not checked (no --real "
+                              "runs with a machine profile)"),
+        "realsys_pngs": real_pngs,
         "not_simulated": not_sim,
         "groups": group_info,
     }
-    write_outputs(out, summary, all_cells, real_info)
+    write_outputs(out, summary, all_cells, real_info, real_pngs, fit_info)
     return summary
+
+
+def _machine_fit_info(real_info: dict[str, Any]) -> dict[str, Any] | None:
+    """The machine fit's record (docs/validation/realsys-fit.json) plus measured per-call costs of the held-out runs."""
+    from . import machine
+    if not machine.FIT_JSON.is_file():
+        return None
+    fit = json.loads(machine.FIT_JSON.read_text())
+    cols = ["select", "poll", "epoll_wait", "epoll_ctl", "accept", "read", "writev", "close"]
+    held = {}
+    for g, gi in real_info.get("groups", {}).items():
+        sat = gi["saturation_rate"] or 0.0
+        dirs = sorted({d["file"] for d in real_info["rows"] if d["group"] == g})
+        kw = {"limits": ("10",)} if g == "AL10" else {}
+        m = machine.measured_syscalls(dirs, min_rate=sat, **kw)
+        held[g] = {**m["per_call_us"], "dilation": m["dilation"]}
+    fit["heldout_syscalls"] = held
+    fit["heldout_syscalls_cols"] = cols + ["dilation"]
+    return fit
 
 
 def _frac(cells):
@@ -504,7 +524,8 @@ def _err_str(c) -> str:
     return _fmt(c["error"], "pct" if c["kind"] == "rel" else "pp")
 
 
-def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: dict[str, Any]) -> str:
+def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: dict[str, Any], real_pngs=(),
+             fit_info=None) -> str:
     L = []
     L.append("# Validation: simulator vs the thesis's measurements\n")
     L.append(f"Generated by `python -m validation report` on {summary['generated_at']} with cost profile "
@@ -526,9 +547,15 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
             t = f"±{tol:g} pp" if kind == "pp" else f"±{100 * tol:g} %"
             L.append(f"| {label} within {t} | {v['fraction']:.2f} ({v['cells']} cells) |")
     hm = summary["heldout_median_abs_throughput_error"]
-    L.append(f"| realsys held-out median abs. throughput error | {'null' if hm is None else f'{100 * hm:.1f} %'} |")
+    L.append(f"| realsys held-out median abs. throughput error (past saturation, {summary.get('heldout_runs') or 0} "
+             f"runs) | {'null' if hm is None else f'{100 * hm:.1f} %'} |")
+    for g, gi in (summary.get("heldout_by_group") or {}).items():
+        v = gi.get("median_abs_error_past_saturation")
+        L.append(f"| … group {g} ({gi.get('n_past_saturation')} runs) | {'–' if v is None else f'{100 * v:.1f} %'} |")
     po = summary["policy_order_preserved"]
-    L.append(f"| policy order preserved past saturation | {po} |\n")
+    L.append(f"| policy order preserved past saturation ({summary.get('policy_order_scope', '')}) | {po} |")
+    L.append(f"| thesis policy order preserved (μserver one-packet, thesis-2004 sweep) | "
+             f"{summary.get('thesis_policy_order_preserved')} |\n")
     skipped = [d for d in summary["not_simulated"] if d["why"].startswith("skipped")]
     if skipped:
         L.append(f"**Scope of this run**: {len(skipped)} thesis rows of configurations not swept in this run "
@@ -606,16 +633,8 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
         for d in summary["not_simulated"]:
             L.append(f"| {d['row']} | {d['why']} |")
         L.append("")
-    L.append("## Realsys (this machine)\n")
-    if real_info.get("median_abs_throughput_error") is None:
-        L.append(f"Not available: {real_info.get('note', '')}.\n")
-    else:
-        L.append(f"Median |throughput error| over {real_info['n']} held-out realsys runs with profile "
-                 f"`{real_info['profile']}`: {100 * real_info['median_abs_throughput_error']:.1f} %.\n")
-        L.append("| run | measured | simulated | error |\n|---|---|---|---|")
-        for d in real_info["rows"]:
-            L.append(f"| {d['row']} | {_fmt(d['measured'])} | {_fmt(d['predicted'])} | {_fmt(d['error'], 'pct')} |")
-        L.append("")
+    from .realsys_report import markdown as _rmd
+    L += _rmd(real_info, fit_info, list(real_pngs))
     L.append("## Method\n")
     L.append("Each thesis row is compared with the simulated point at the same server, workload, accept-limit and "
              "target rate; peak rows with the maximum of the simulated line; `% of own peak` with the simulated "
@@ -628,7 +647,7 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
     return "\n".join(L)
 
 
-def write_outputs(out: Path, summary, cells, real_info) -> None:
+def write_outputs(out: Path, summary, cells, real_info, real_pngs=(), fit_info=None) -> None:
     def clean(o):
         if isinstance(o, float):
             return None if math.isnan(o) else o
@@ -638,8 +657,25 @@ def write_outputs(out: Path, summary, cells, real_info) -> None:
             return [clean(v) for v in o]
         return o
     atomic_write(out / "cells.csv", _cells_csv(cells))
-    atomic_write(out / "index.md", markdown(summary, cells, real_info))
+    atomic_write(out / "index.md", markdown(summary, cells, real_info, real_pngs, fit_info))
     atomic_write(out / "summary.json", json.dumps(clean(summary), indent=2) + "\n")
+    if real_info.get("rows"):
+        buf = io.StringIO()
+        cols = ["group", "role", "order_group", "file", "row", "seed", "policy", "rate", "measured", "predicted",
+                "error", "past_saturation", "sim_status"]
+        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for d in real_info["rows"]:
+            w.writerow({k: ("" if isinstance(d.get(k), float) and math.isnan(d[k]) else d.get(k)) for k in cols})
+        atomic_write(out / "realsys-heldout.csv", buf.getvalue())
+    if fit_info:
+        atomic_write(out / "realsys-fit.json", json.dumps(clean(fit_info), indent=2) + "\n")
+    if real_info.get("rows"):
+        from .realsys_report import markdown as _rmd
+        head = (f"# Validation on this machine: realsys held-out runs vs the simulator\n\nGenerated by "
+                f"`python -m validation report --real-profile {real_info['profile']}` on {summary['generated_at']}; "
+                f"also part of `index.md`.  Headline figures in `summary.json`.\n")
+        atomic_write(out / "realsys.md", head + "\n".join(_rmd(real_info, fit_info, list(real_pngs))) + "\n")
 
 
 def run_report(out=None, profile: str = "thesis-2004", quick: bool = False, jobs: int = 2, cache=None,

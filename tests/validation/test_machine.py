@@ -1,0 +1,112 @@
+"""The machine profile (realsys-linux6) and the realsys held-out figures of the report.
+
+No fits and no sweeps here: the profile is checked as a file, the held-out figures are
+computed from stand-in simulations (monkeypatched) and from the committed rows.
+"""
+import csv
+import json
+import math
+import statistics
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from simaccept.costs import COST_NAMES, available_profiles, load_costs
+from simaccept.record import RunRecord
+from validation import machine, realsys_report
+from validation.records import load_records, scenario_for
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "validation"
+
+
+def test_profile_loads():
+    assert "realsys-linux6" in available_profiles()
+    c = load_costs("realsys-linux6").us
+    assert set(c) == set(COST_NAMES)
+    assert all(math.isfinite(v) and v >= 0 for v in c.values())
+    text = (ROOT / "simaccept" / "costs" / "realsys-linux6.toml").read_text()
+    assert "Fitted by validation.CostFitter" in text and "Fitted (value +- 1 stderr" in text
+    doc = tomllib.loads(text)
+    for p in machine.FIT_PARAMS:          # every fitted cost is in the file
+        assert p in doc["costs"]
+
+
+def test_realsys_spin_is_user_work():
+    m = next(m for m in load_records(ROOT / "realsys/results/onepacket-select/results.csv")
+             if m.record.accept_limit == "1")
+    sc = scenario_for(m, overrides=['costs.profile="realsys-linux6"'])
+    base = load_costs("realsys-linux6").us["user_per_request"]
+    assert sc["costs"]["user_per_request"] == pytest.approx(base + 200.0)
+    # applied once, on top of an explicit override too
+    sc2 = scenario_for(m, overrides=['costs.profile="realsys-linux6"', "costs.user_per_request=7"])
+    assert sc2["costs"]["user_per_request"] == pytest.approx(207.0)
+
+
+def test_heldout_groups():
+    recs = load_records(ROOT / "realsys/results/onepacket-select/results.csv")
+    groups = {(m.record.accept_limit, machine.heldout_group(m)) for m in recs}
+    assert groups == {("1", None), ("inf", None), ("10", "AL10")}
+    knot = load_records(ROOT / "realsys/results/onepacket-knot/results.csv")
+    assert {machine.heldout_group(m) for m in knot} == {"knot"}
+    fit = machine.fit_records()
+    assert fit and all(m.record.mux == "select" and m.record.accept_limit in ("1", "inf") for m in fit)
+
+
+def _rows(rate, pol, meas, sims):
+    return [{"rate": rate, "policy": pol, "measured": a, "predicted": b} for a, b in zip(meas, sims)]
+
+
+def test_order_check_ties_preserved_inverted():
+    rows = (_rows(1000.0, "accept-1", [900, 905, 895], [950, 950, 950])      # saturated
+            + _rows(1000.0, "accept-10", [700, 705, 695], [800, 800, 800])   # clearly below accept-1
+            + _rows(1000.0, "accept-inf", [902, 890, 910], [700, 700, 700])  # tie with accept-1
+            + _rows(500.0, "accept-1", [500, 500], [500, 500]) + _rows(500.0, "accept-10", [500, 500], [500, 500])
+            + _rows(500.0, "accept-inf", [500, 500], [500, 500]))
+    oc = realsys_report.order_check(rows)
+    assert oc["saturation_rate"] == 1000.0
+    st = {(p["a"], p["b"]): p["status"] for p in oc["pairs"]}
+    assert st[("accept-1", "accept-10")] == "preserved"
+    assert st[("accept-1", "accept-inf")] == "tie"
+    assert st[("accept-10", "accept-inf")] == "inverted"     # measured inf > 10, sim 10 > inf
+    assert oc["preserved"] is False and oc["pairs_inverted"] == 1 and oc["pairs_tied"] == 1
+
+
+def test_heldout_figures_are_computed_from_rows(monkeypatch):
+    """Stand-in simulations at +5 % of the measurement give a median error of exactly 5 %."""
+    def fake(recs, profile, jobs, sim_overrides=()):
+        return [RunRecord(source="sim", status="ok", replies_per_s=1.05 * m.record.replies_per_s) for m in recs]
+    monkeypatch.setattr(realsys_report, "simulate_records", fake)
+    paths = [str(ROOT / "realsys/results/onepacket-select/results.csv"),
+             str(ROOT / "realsys/results/onepacket-knot/results.csv")]
+    info = realsys_report.realsys_heldout(paths, "realsys-linux6")
+    assert info["median_abs_throughput_error"] == pytest.approx(0.05)
+    assert set(info["groups"]) == {"AL10", "knot"}
+    assert info["n"] == sum(d["past_saturation"] for d in info["rows"] if d["role"] == "held-out") > 0
+    # same sign everywhere: no ordered pair can be inverted
+    assert info["policy_order_preserved"] in (True, None)
+
+
+def test_summary_json_fields_match_rows():
+    s = json.loads((DOCS / "summary.json").read_text())
+    for k in ("heldout_median_abs_throughput_error", "policy_order_preserved", "policy_order_definition",
+              "heldout_by_group", "realsys_policy_order"):
+        assert k in s, k
+    if s["heldout_median_abs_throughput_error"] is None:
+        pytest.skip("report written without realsys runs")
+    rows = list(csv.DictReader((DOCS / "realsys-heldout.csv").open()))
+    past = [abs(float(r["error"])) for r in rows if r["role"] == "held-out" and r["past_saturation"] == "True" and r["error"] != ""]
+    assert s["heldout_runs"] == len(past)
+    assert s["heldout_median_abs_throughput_error"] == pytest.approx(statistics.median(past))
+    for g, gi in s["heldout_by_group"].items():
+        gp = [abs(float(r["error"])) for r in rows if r["group"] == g and r["past_saturation"] == "True" and r["error"] != ""]
+        assert gi["median_abs_error_past_saturation"] == pytest.approx(statistics.median(gp))
+    pairs = [p for g in s["realsys_policy_order"].values() for p in g["pairs"]]
+    ordered = [p for p in pairs if p["status"] != "tie"]
+    assert s["policy_order_preserved"] == (all(p["status"] == "preserved" for p in ordered) if ordered else None)
+    for p in pairs:   # status follows from the numbers
+        sig = abs(p["measured_diff"]) > 2 * p["measured_se"]
+        assert (p["status"] == "tie") == (not sig)
+        if sig:
+            assert (p["status"] == "preserved") == (p["measured_diff"] * p["sim_diff"] > 0)
