@@ -312,6 +312,30 @@ def wait_fds(pid: int, want: int, timeout: float = 15.0) -> int:
     return n
 
 
+def listen_backlog(tb: TestBed) -> tuple[int, int]:
+    """(requests in the SYN queue, connections in the accept queue) of the server's listener."""
+    def ss(*args):
+        return subprocess.run(["ip", "netns", "exec", tb.server_ns, "ss", "-Htn", *args],
+                              capture_output=True, text=True, timeout=10).stdout.splitlines()
+    synq = len(ss("state", "syn-recv", f"sport = :{PORT}"))
+    acceptq = sum(int(line.split()[1]) for line in ss("-l", f"sport = :{PORT}") if len(line.split()) > 1)
+    return synq, acceptq
+
+
+def wait_listen_drained(tb: TestBed, timeout: float = 20.0) -> tuple[int, int]:
+    """Wait until the kernel has let go of the hostile clients' half-open and queued connections.
+
+    Closed clients whose final ACK met a full accept queue stay in the SYN queue until a
+    SYN-ACK retransmission (1 s, 3 s, 7 s ... on Linux 6) draws their RST; meanwhile a full
+    SYN queue drops new SYNs, which a 1 s client timeout cannot survive."""
+    deadline = time.monotonic() + timeout
+    q = listen_backlog(tb)
+    while q != (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        q = listen_backlog(tb)
+    return q
+
+
 def start_hostile(tb: TestBed, mode: str, hold: float) -> tuple[subprocess.Popen, int]:
     argv = [sys.executable, str(Path(__file__).resolve()), "client", mode, tb.server_ips[1], str(PORT),
             f"{hold:.1f}", str(SCENARIOS[mode])]
@@ -396,7 +420,9 @@ def test_hostile(bed, server, mode, tmp_path):
         # for --idle-timeout before it takes the next one.  The threads were busy with
         # them (descriptors held beyond the baseline) ...
         assert busy_fds >= KNOT_THREADS * 0.9, busy_fds
-        # ... and once the idle clients are gone the rate is back.
+        # ... and once the idle clients are gone (and the kernel's queues have let go of
+        # them) the rate is back.
+        assert wait_listen_drained(bed) == (0, 0)
         after = run_load(bed, tmp_path, "after")
         assert ok(after) >= 0.9 * ok(baseline), (after, baseline)
         assert wait_fds(p.pid, base_fds) <= base_fds
