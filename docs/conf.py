@@ -18,7 +18,8 @@ extensions = [
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+# validation/realsys.md is the realsys part of validation/index.md, kept standalone for GitHub
+exclude_patterns = ["_build", "validation/realsys.md"]
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
