@@ -113,7 +113,8 @@ def line_figure(records, metric: str, ylabel: str, title: str, path: Path, forma
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     out = _save(fig, path, formats)
     plt.close(fig)

@@ -46,7 +46,8 @@ def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
         if ok:
             ax.set_title(f"{ok[0].scenario}")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:      # e.g. TUX has no select calls to plot
+            ax.legend(fontsize=8)
         fig.tight_layout()
         for fmt in formats:
             p = Path(out) / f"{stem}.{fmt}"
