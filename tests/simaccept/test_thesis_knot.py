@@ -4,7 +4,7 @@ Properties of the Knot model, the thesis-2004 profile's Capriccio costs and the
 cluster-2 client latency of the knot scenarios; they can fail.  Short runs
 (2 s warm-up + 2 s) at two rates keep the file under a minute; the full
 scenarios (10 s + 10 s, every rate) give the same orderings
-(docs/guides/tux-knot.md).
+(docs/guides/knot.md).
 """
 from concurrent.futures import ProcessPoolExecutor
 

@@ -4,7 +4,7 @@ the work_pending contrast of tables 4.4/4.5, as the simulator reproduces them.
 Properties of the TUX model (simaccept.servers.tux, cache warmth) and the
 thesis-2004 profile; they can fail.  Short windows (3 s warm-up, 5 s
 measured) at five target rates keep the file well under a minute; the full
-scenario (10 s + 10 s, 11 rates) is in docs/guides/tux-knot.md.
+scenario (10 s + 10 s, 11 rates) is in docs/guides/tux.md.
 """
 import pytest
 
