@@ -19,7 +19,7 @@ import math
 import time
 from pathlib import Path
 
-from .plots import policy_label
+from .plots import policy_label, save_figure
 from .sweep import atomic_write, run_sweep
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "thesis"
@@ -84,15 +84,6 @@ def run_sweeps(out: Path, jobs: int = 1, names=SWEEPS, log=print) -> tuple[dict,
     return recs, walls
 
 
-def _save(fig, path: Path, formats) -> list[Path]:
-    written = []
-    for fmt in formats:
-        p = path.parent / f"{path.name}.{fmt}"      # "fig4.12": not a suffix
-        atomic_write(p, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=110))
-        written.append(p)
-    return written
-
-
 def line_figure(records, metric: str, ylabel: str, title: str, path: Path, formats=("png",)) -> list[Path]:
     """One line per (server, policy) of ``metric`` against target rate."""
     import matplotlib
@@ -116,7 +107,7 @@ def line_figure(records, metric: str, ylabel: str, title: str, path: Path, forma
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    out = _save(fig, path, formats)
+    out = save_figure(fig, path, formats)
     plt.close(fig)
     return out
 
@@ -143,7 +134,7 @@ def drop_breakdown_figure(records, rates, title: str, path: Path, formats=("png"
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    out = _save(fig, path, formats)
+    out = save_figure(fig, path, formats)
     plt.close(fig)
     return out
 

@@ -171,9 +171,6 @@ class Host:
         self.nt = best
         self.nsrc = src
 
-    def next_time(self) -> float:
-        return self.nt
-
     def _process_next(self) -> float:
         """Process the earliest event (time ``self.nt``); return its kernel cost.
 
@@ -198,7 +195,8 @@ class Host:
             _, _, kind, c = heapq.heappop(self.heap)
             cost = self._dispatch(best, kind, c)
         self.kernel_cost_total += cost
-        # _recompute_next, inlined: this runs once per host event
+        # _recompute_next, inlined (keep the two in step): this runs once per host
+        # event, and the call alone cost 11 % of the M/M/1/K benchmark (9.74 s vs 8.65 s).
         ai, di, n = self.ai, self.di, self.n
         t0 = self.t0
         best, src = INF, -1
@@ -222,13 +220,6 @@ class Host:
         self.nt = best
         self.nsrc = src
         return cost
-
-    def _step(self, limit: float) -> tuple[float, float]:
-        """Process the earliest event if it is before ``limit``: (time, kernel cost), or (INF, 0)."""
-        t = self.nt
-        if t >= limit:
-            return INF, 0.0
-        return t, self._process_next()
 
     def _dispatch(self, t, kind, c):
         if kind == E_SYN:

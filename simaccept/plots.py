@@ -22,6 +22,17 @@ def policy_label(r) -> str:
     return f"{r.server} {base}" if r.server and r.server != "userver" else base
 
 
+def save_figure(fig, stem: Path, formats=("png", "svg")) -> list[Path]:
+    """Write ``fig`` as ``stem.<fmt>`` for each format, atomically; returns the paths.
+    The suffix is appended, not replaced: ``fig4.12`` stays ``fig4.12.png``."""
+    written = []
+    for fmt in formats:
+        p = Path(stem).parent / f"{Path(stem).name}.{fmt}"
+        atomic_write(p, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=110))
+        written.append(p)
+    return written
+
+
 def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
     import matplotlib
     matplotlib.use("Agg")
@@ -49,9 +60,6 @@ def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
         if ax.get_legend_handles_labels()[0]:      # e.g. TUX has no select calls to plot
             ax.legend(fontsize=8)
         fig.tight_layout()
-        for fmt in formats:
-            p = Path(out) / f"{stem}.{fmt}"
-            atomic_write(p, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=110))
-            written.append(p)
+        written += save_figure(fig, Path(out) / stem, formats)
         plt.close(fig)
     return written

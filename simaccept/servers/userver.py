@@ -47,18 +47,6 @@ class UServer(ServerModel):
         self._draws: list[float] = []
         self.start()
 
-    def service_time(self) -> float:
-        """Per-request user-level work: the profile's mean, optionally exponential
-        (drawn in blocks: one NumPy call per 4096 requests)."""
-        m = self.costs.user_per_request
-        if self.exp_service and m > 0:
-            buf = self._draws
-            if not buf:
-                buf.extend(self.rng.exponential(m, size=4096).tolist())
-                buf.reverse()
-            return buf.pop()
-        return m
-
     def loop(self):
         env, h, c, st = self.env, self.host, self.costs, self.stats
         meter = self.meter
@@ -268,24 +256,20 @@ class UServer(ServerModel):
                 t_env = t
 
     def _write(self, t, conn):
+        """One step of a file reply (one-packet replies are written inline in the loop)."""
         h, c = self.host, self.costs
-        if self.one_packet:
-            nbytes = h.rem[conn]
-            t = h.run(t, c.writev, "writev")
-            h.write(t, conn, nbytes)
-        else:
-            size = h.reply_size(conn)
-            first = h.rem[conn] == size
-            if first:
-                t = h.run(t, c.setsockopt, "setsockopt")     # TCP_CORK
-                t = h.run(t, c.write, "write")               # header
-            chunk = min(h.rem[conn], self.sndbuf)
-            t = h.run(t, c.sendfile + c.sendfile_per_kb * (chunk / 1024.0), "sendfile")
-            left = h.write(t, conn, chunk)
-            segs = -(-chunk // h.mss)
-            t = h.run_kernel(t, c.k_tx_per_segment * segs)
-            if left == 0:
-                t = h.run(t, c.setsockopt, "setsockopt")     # TCP_UNCORK
+        size = h.reply_size(conn)
+        first = h.rem[conn] == size
+        if first:
+            t = h.run(t, c.setsockopt, "setsockopt")     # TCP_CORK
+            t = h.run(t, c.write, "write")               # header
+        chunk = min(h.rem[conn], self.sndbuf)
+        t = h.run(t, c.sendfile + c.sendfile_per_kb * (chunk / 1024.0), "sendfile")
+        left = h.write(t, conn, chunk)
+        segs = -(-chunk // h.mss)
+        t = h.run_kernel(t, c.k_tx_per_segment * segs)
+        if left == 0:
+            t = h.run(t, c.setsockopt, "setsockopt")     # TCP_UNCORK
         if self.mux == "epoll" and h.sst[conn] == S_READ:
             t = h.run(t, c.epoll_ctl, "epoll")
         return t
