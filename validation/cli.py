@@ -150,6 +150,11 @@ def main(argv=None) -> int:
     if args.cmd == "fit":
         return fit_main(args)
     if args.cmd == "machine-fit":
+        # checked before anything runs: the fit overwrites the shipped profile
+        if args.jobs < 1 or args.max_nfev < 1:
+            flag, v = ("--jobs", args.jobs) if args.jobs < 1 else ("--max-nfev", args.max_nfev)
+            _err(f"{flag}: must be >= 1, got {v}")
+            return 2
         from .fitter import FitError
         from .machine import fit as machine_fit
         try:

@@ -1,5 +1,6 @@
 """`simaccept fit` exit codes: 0 fitted, 1 the fit failed, 2 bad input (column / parameter named)."""
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +88,13 @@ def test_bad_fit_flags_are_exit_2(sim_csv, tmp_path, capsys, flags, named):
     rc = main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)] + flags)
     assert rc == 2 and named in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("flags,named", [(["--jobs", "0"], "--jobs"), (["--max-nfev", "-1"], "--max-nfev")])
+def test_bad_machine_fit_flags_are_exit_2_and_touch_nothing(flags, named, capsys):
+    from validation.cli import main as vmain
+    profile = Path(simaccept.__file__).parent / "costs" / "realsys-linux6.toml"
+    before = profile.read_bytes()
+    assert vmain(["machine-fit", *flags]) == 2
+    assert named in capsys.readouterr().err
+    assert profile.read_bytes() == before
