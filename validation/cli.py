@@ -163,6 +163,9 @@ def main(argv=None) -> int:
             _err(f"fit failed: {e}")
             return 1
         return 0
+    if args.jobs < 1:
+        _err(f"--jobs: must be >= 1, got {args.jobs}")
+        return 2
     from .report import ReportError, run_report
     try:
         return run_report(out=args.out, profile=args.profile, quick=args.quick, jobs=args.jobs,

@@ -98,3 +98,10 @@ def test_bad_machine_fit_flags_are_exit_2_and_touch_nothing(flags, named, capsys
     assert vmain(["machine-fit", *flags]) == 2
     assert named in capsys.readouterr().err
     assert profile.read_bytes() == before
+
+
+def test_report_jobs_0_is_exit_2(tmp_path, capsys):
+    from validation.cli import main as vmain
+    assert vmain(["report", "--jobs", "0", "--out", str(tmp_path)]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
