@@ -64,7 +64,7 @@ def _merge_hist(hs: list[dict]) -> dict:
             "max": mx}
 
 
-SUM_KEYS = ("attempts", "established", "requests", "replies", "replies_ok", "replies_in_window", "timeouts",
+SUM_KEYS = ("attempts", "established", "requests", "replies", "replies_ok", "replies_in_window", "replies_recv_in_window", "timeouts",
             "timeouts_connect", "timeouts_reply", "resets", "refused", "local_errors", "other_errors",
             "conns_done", "bytes", "achieved_rate", "achieved_rate_mid", "target_rate")
 
@@ -73,7 +73,7 @@ def merge(results: list[dict]) -> dict:
     """Sum counts of several loadgen processes and merge their histograms."""
     out: dict = {k: sum(r.get(k, 0) or 0 for r in results) for k in SUM_KEYS}
     out["window_s"] = max((r.get("window_s", 0) for r in results), default=math.nan)
-    for h in ("connect_ms", "resp_ms", "launch_lag_us"):
+    for h in ("connect_ms", "resp_ms", "total_ms", "launch_lag_us"):
         out[h] = _merge_hist([r[h] for r in results if h in r])
     out["procs"] = len(results)
     return out

@@ -311,7 +311,9 @@ def _record(pt: Scenario, v: dict, g: dict, snap: dict | None, delta: dict, spli
                   seed=float(v["scenario"]["seed"]), kernel_profile=v["kernel"]["profile"], cost_profile="",
                   config=pt.to_json())
     win = g.get("window_s") or dur
-    r.replies_per_s = g["replies_in_window"] / win
+    # replies received in the window, whichever launch they answer (as the simulator and
+    # httperf count); older points have only replies_in_window (launched in the window too)
+    r.replies_per_s = g.get("replies_recv_in_window", g["replies_in_window"]) / win
     # launches per second in the middle 80 % of the window (immune to start/end lag);
     # achieved_rate (first to last launch) is in the point JSON too
     r.conn_attempts_per_s = _nan(g.get("achieved_rate_mid") or g.get("achieved_rate"))

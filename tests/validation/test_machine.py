@@ -1,7 +1,8 @@
 """The machine profile (realsys-linux6) and the realsys held-out figures of the report.
 
-No fits and no sweeps here: the profile is checked as a file, the held-out figures are
-computed from stand-in simulations (monkeypatched) and from the committed rows.
+No fits and no sweeps here: the profile is checked as a file (and its kernel costs by four
+short simulations), the held-out figures are computed from stand-in simulations
+(monkeypatched) and from the committed rows.
 """
 import csv
 import json
@@ -54,6 +55,29 @@ def test_heldout_groups():
     assert fit and all(m.record.mux == "select" and m.record.accept_limit in ("1", "inf") for m in fit)
 
 
+def test_kernel_time_per_reply_matches_the_dilation():
+    """The profile's kernel costs give about the kernel time per reply the measurements imply.
+
+    Eight fit runs (accept-1 and accept-inf, one seed per rate) simulated with the shipped
+    profile: the median simulated kernel time per reply is within 15 % of the median of
+    (1 - 1/dilation) / replies_per_s.  Per policy they differ (the real accept-1 spends more
+    in softirq, the simulator's accept-inf more on dropped SYNs), so only the level is checked.
+    """
+    thesis, prof = load_costs("thesis-2004").us, load_costs("realsys-linux6").us
+    for k in machine.KERNEL_COSTS:
+        assert prof[k] == pytest.approx(thesis[k] * machine.KERNEL_SCALE)
+    fit = machine.fit_records()
+    pick = {}
+    for m in fit:
+        pick.setdefault((m.record.accept_limit, m.record.target_rate), m)
+    recs = list(pick.values())
+    assert len(recs) == 8
+    measured = machine.kernel_us_per_reply(recs)
+    sims = realsys_report.simulate_records(recs, "realsys-linux6", 2)
+    simulated = statistics.median(s.cpu_share_kernel_net / s.replies_per_s * 1e6 for s in sims)
+    assert simulated == pytest.approx(measured, rel=0.15), (simulated, measured)
+
+
 def _rows(rate, pol, meas, sims):
     return [{"rate": rate, "policy": pol, "measured": a, "predicted": b} for a, b in zip(meas, sims)]
 
@@ -86,6 +110,13 @@ def test_heldout_figures_are_computed_from_rows(monkeypatch):
     assert info["n"] == sum(d["past_saturation"] for d in info["rows"] if d["role"] == "held-out") > 0
     # same sign everywhere: no ordered pair can be inverted
     assert info["policy_order_preserved"] in (True, None)
+    # replies/s is every reply received in the window (as the simulator counts), not only
+    # those to connections launched in it, which is never more
+    new = [d for d in info["rows"] if d["recv_in_window"] == d["recv_in_window"]]
+    assert new, "no realsys point with replies_recv_in_window"
+    for d in new:
+        assert d["measured"] == pytest.approx(d["recv_in_window"])
+        assert d["launched_in_window"] <= d["recv_in_window"]
 
 
 def test_summary_json_fields_match_rows():

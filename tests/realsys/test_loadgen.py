@@ -1,0 +1,92 @@
+"""loadgen's counting rules against a server whose latency is known exactly.
+
+A tiny asyncio server answers every request 200 ms after it arrives.  With deterministic
+arrivals at R per second and a measured window W, the reply rate the simulator (and httperf)
+report is R: the replies received in the window answer the connections launched in
+[start - 0.2, end - 0.2].  Counting only connections launched in the window as well (the old
+``replies_in_window``) is short by R x 0.2 s, which made slow accept policies look worse.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import threading
+
+import pytest
+
+DELAY_S = 0.2
+RATE = 200.0
+WINDOW_S = 1.0
+REPLY = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+
+
+class DelayServer:
+    """Answers each request DELAY_S after its head arrived; one asyncio loop in a thread."""
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.port = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    async def _handle(self, reader, writer):
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            await asyncio.sleep(DELAY_S)
+            writer.write(REPLY)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        srv = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024))
+        self.port = srv.sockets[0].getsockname()[1]
+        self.ready.set()
+        self.loop.run_forever()
+        srv.close()
+
+    def __enter__(self):
+        self.thread.start()
+        assert self.ready.wait(5)
+        return self
+
+    def __exit__(self, *exc):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def generated(cbuild, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lg") / "g.json"
+    with DelayServer() as srv:
+        p = subprocess.run([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
+                            "--rate", str(RATE), "--duration", str(WINDOW_S), "--warmup", "0.5",
+                            "--timeout", "2", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
+                           capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr.decode()
+    return json.loads(out.read_text())
+
+
+def test_reply_rate_counts_every_reply_received_in_the_window(generated):
+    g = generated
+    assert g["timeouts"] == 0 and g["resets"] == 0
+    # R x W; a reply a few ms either side of an edge moves it by one or two
+    assert abs(g["replies_recv_in_window"] - RATE * WINDOW_S) <= 6, g
+    # launched and answered in the window: short by about R x delay
+    assert abs(g["replies_in_window"] - RATE * (WINDOW_S - DELAY_S)) <= 8, g
+    assert g["replies_recv_in_window"] - g["replies_in_window"] >= 0.8 * RATE * DELAY_S
+
+
+def test_response_time_runs_from_the_request_and_total_from_the_first_syn(generated):
+    g = generated
+    assert g["resp_ms"]["count"] == g["total_ms"]["count"] == g["replies"] > 0
+    # request written -> reply complete: the server's delay plus loopback microseconds
+    assert DELAY_S * 1e3 <= g["resp_ms"]["mean"] < DELAY_S * 1e3 + 30, g["resp_ms"]
+    # first SYN -> reply: adds the connect time (no drops here, so well under 1 ms)
+    assert g["total_ms"]["mean"] >= g["resp_ms"]["mean"]
+    assert g["total_ms"]["mean"] - g["resp_ms"]["mean"] <= g["connect_ms"]["mean"] + 5
