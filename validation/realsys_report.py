@@ -406,13 +406,15 @@ def mechanism_table(info: dict[str, Any]) -> list[str]:
             cells[(d["order_group"], d["policy"])].append(d)
 
     def mean(ds, k):
-        xs = [d[k] for d in ds if not math.isnan(d.get(k, math.nan))]
+        """Mean of column k (a name, or a function of the row) over rows where it is a number."""
+        get = k if callable(k) else (lambda d: d.get(k, math.nan))
+        xs = [v for v in map(get, ds) if not math.isnan(v)]
         return sum(xs) / len(xs) if xs else math.nan
 
     f = lambda v: "–" if math.isnan(v) else f"{v:,.0f}"  # noqa: E731
     for (g, pol), ds in sorted(cells.items()):
-        wm = mean([{"x": d["measured_accept"] - d["measured"]} for d in ds], "x")
-        ws = mean([{"x": d["predicted_accept"] - d["predicted"]} for d in ds], "x")
+        wm = mean(ds, lambda d: d["measured_accept"] - d["measured"])
+        ws = mean(ds, lambda d: d["predicted_accept"] - d["predicted"])
         L.append(f"| {g} | {pol} | {len(ds)} | {f(mean(ds, 'measured'))} | {f(mean(ds, 'launched_in_window'))} | "
                  f"{f(mean(ds, 'server_replies'))} | {f(wm)} / {f(ws)} | {f(mean(ds, 'measured_resp_ms'))} / "
                  f"{f(mean(ds, 'predicted_resp_ms'))} | {f(mean(ds, 'measured_p99_ms'))} / "
