@@ -16,8 +16,11 @@ for al in $LIMITS; do
     B=$!
     sleep 2   # probes attached
     lim=$al; [ "$al" = inf ] && lim='"inf"'
-    python3 -m realsys run scenarios/realsys/onepacket-select.toml --out "$OUT/run-$al" \
-        --set "server.accept_limit=$lim" --set "workload.rate=$RATE" >"$OUT/run-$al.log" 2>&1
+    if ! python3 -m realsys run scenarios/realsys/onepacket-select.toml --out "$OUT/run-$al" \
+        --set "server.accept_limit=$lim" --set "workload.rate=$RATE" >"$OUT/run-$al.log" 2>&1; then
+        tail -n 5 "$OUT/run-$al.log" >&2
+        exit 2
+    fi
     kill -INT $B; wait $B || true; B=
 done
 python3 - "$OUT" $LIMITS <<'PY'
