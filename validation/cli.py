@@ -8,7 +8,9 @@
   [--real RESULTS.csv ...] [--real-profile realsys-linux6]`` (``--real-profile`` alone takes the
   held-out realsys results listed in :data:`validation.machine.HELDOUT`);
 * ``python -m validation machine-fit [--jobs N] [--max-nfev N]``: the cost profile for this
-  machine (:mod:`validation.machine`).
+  machine (:mod:`validation.machine`);
+* ``python -m validation thesis-fit [--jobs N] [--max-nfev N]``: thesis-2004, fitted to the
+  thesis's μserver one-packet records (:mod:`validation.thesis_fit`).
 
 Exit status: 0 success; 1 the fit or a simulation failed; 2 bad input (unreadable
 or malformed records file, unknown parameter or metric, unwritable output),
@@ -128,6 +130,10 @@ def _parser() -> argparse.ArgumentParser:
     mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml to this machine's realsys runs")
     mf.add_argument("--jobs", type=int, default=2)
     mf.add_argument("--max-nfev", type=int, default=3)
+    tf = sub.add_parser("thesis-fit", help="fit simaccept/costs/thesis-2004.toml to the thesis's μserver "
+                        "one-packet records")
+    tf.add_argument("--jobs", type=int, default=2)
+    tf.add_argument("--max-nfev", type=int, default=12)
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation)")
     r.add_argument("--profile", default="thesis-2004",
@@ -149,16 +155,19 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "fit":
         return fit_main(args)
-    if args.cmd == "machine-fit":
+    if args.cmd in ("machine-fit", "thesis-fit"):
         # checked before anything runs: the fit overwrites the shipped profile
         if args.jobs < 1 or args.max_nfev < 1:
             flag, v = ("--jobs", args.jobs) if args.jobs < 1 else ("--max-nfev", args.max_nfev)
             _err(f"{flag}: must be >= 1, got {v}")
             return 2
         from .fitter import FitError
-        from .machine import fit as machine_fit
+        if args.cmd == "machine-fit":
+            from .machine import fit as run_fit
+        else:
+            from .thesis_fit import fit as run_fit
         try:
-            machine_fit(args.jobs, args.max_nfev)
+            run_fit(args.jobs, args.max_nfev)
         except FitError as e:
             _err(f"fit failed: {e}")
             return 1

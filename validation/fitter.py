@@ -19,6 +19,10 @@ values as ``costs.<name>=`` overrides.  The residuals are, per record and metric
 * relative: ``w * (sim - measured) / |measured|`` for any numeric record column
   (``replies_per_s``, ``c_avg``, ``accept_rate``, ``select_calls_per_s``,
   ``fds_per_select``, ...); a NaN (not measured) or zero target is skipped;
+* ``peak_replies_per_s``: for a *peak row* (no target rate, a measured peak: the
+  thesis quotes peaks in its text), ``w * (sim peak - peak) / peak`` where the simulated
+  peak is the largest reply rate over target rates of 0.9, 1.0, 1.1 and 1.2 x the
+  measured peak (:data:`validation.records.PEAK_FACTORS`; 4 simulations);
 * ``drop_shares``: ``w * (sim share - measured share)`` of each of the three
   drop categories (AcceptQFull, DropRequest, ListenOverflow) in their sum,
   as fractions (0.10 = 10 percentage points).  Shares, because the thesis gives
@@ -55,10 +59,11 @@ from simaccept.costs import COST_NAMES, load_costs, save_profile
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
 
-from .records import Measured, NotSimulable, _as_measured, scenario_for, simulable
+from .records import Measured, _as_measured, is_peak_row as _is_peak_row, peak_scenarios, scenario_for, simulable
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
 DROP_CATEGORIES = ("drops_acceptq_full", "drops_drop_request", "drops_listen_overflow")
+PEAK = "peak_replies_per_s"
 
 
 class FitError(RuntimeError):
@@ -120,9 +125,10 @@ class CostFitter:
         if len(set(params)) != len(params):
             raise ValueError("params: duplicate names")
         metrics = list(metrics)
-        bad = [m for m in metrics if m != "drop_shares" and (m not in COLUMNS or m in _TEXT)]
+        bad = [m for m in metrics if m not in ("drop_shares", PEAK) and (m not in COLUMNS or m in _TEXT)]
         if bad:
-            raise ValueError(f"unknown metric(s): {', '.join(bad)} (numeric record columns or 'drop_shares')")
+            raise ValueError(f"unknown metric(s): {', '.join(bad)} "
+                             f"(numeric record columns, 'drop_shares' or '{PEAK}')")
         self.params = params
         self.metrics = metrics
         self.weights = dict(weights or {})
@@ -181,12 +187,19 @@ class CostFitter:
     def _targets(self, m: Measured) -> list[tuple[str, float, float]]:
         """(metric, measured value, weight) for every residual this record gives."""
         out = []
+        if _is_peak_row(m):
+            # a peak row has no rate of its own: its peak is its only target
+            if PEAK in self.metrics:
+                out.append((PEAK, m.get(PEAK), float(self.weights.get(PEAK, 1.0))))
+            return out
         for metric in self.metrics:
             w = float(self.weights.get(metric, 1.0))
             if metric == "drop_shares":
                 for c, v in drop_shares(m.get).items():
                     if not math.isnan(v):
                         out.append((f"share:{c}", v, w))
+            elif metric == PEAK:
+                continue            # peak rows only (above)
             else:
                 v = m.get(metric)
                 if not math.isnan(v) and v != 0:
@@ -194,10 +207,12 @@ class CostFitter:
         return out
 
     # ------------------------------------------------------------------ objective
-    def _scenarios(self, u: np.ndarray) -> list[str]:
+    def _scenarios(self, u: np.ndarray) -> list[list[str]]:
+        """Per record, the scenarios to simulate: one, or a peak row's grid rates."""
         values = dict(zip(self.params, (u * self._scale()).tolist()))
-        over = self._cost_overrides(values)
-        return [scenario_for(m, self.base_dir, self.sim_overrides + over).to_json() for m in self._recs]
+        over = self.sim_overrides + self._cost_overrides(values)
+        return [[sc.to_json() for sc in peak_scenarios(m, self.base_dir, over)] if _is_peak_row(m)
+                else [scenario_for(m, self.base_dir, over).to_json()] for m in self._recs]
 
     def _run_many(self, us: list[np.ndarray]) -> list[np.ndarray]:
         """Residual vectors for several points, all simulations submitted at once."""
@@ -207,7 +222,7 @@ class CostFitter:
             keys.append(key)
             if key not in self._memo and key not in [k for k, _ in todo]:
                 todo.append((key, self._scenarios(u)))
-        jobs = [(k, i, js) for k, scs in todo for i, js in enumerate(scs)]
+        jobs = [(k, i, js) for k, scs in todo for i, jss in enumerate(scs) for js in jss]
         if self._pool is not None and len(jobs) > 1:
             futs = [self._pool.submit(_simulate_json, js, "<fit>") for _, _, js in jobs]
             results = [f.result() for f in futs]
@@ -215,20 +230,29 @@ class CostFitter:
             results = [_simulate_json(js, "<fit>") for _, _, js in jobs]
         per: dict[tuple, list] = {}
         for (k, i, _), d in zip(jobs, results):
-            per.setdefault(k, [None] * len(self._recs))[i] = RunRecord(**d)
+            per.setdefault(k, [[] for _ in self._recs])[i].append(RunRecord(**d))
         for k, recs in per.items():
             self._memo[k] = self._residuals(recs)
-            self.n_sims_ += len(recs)
+            self.n_sims_ += sum(map(len, recs))
             if self.verbose:
                 vals = ", ".join(f"{p}={v:.4g}" for p, v in zip(self.params, np.asarray(k) * self._scale()))
                 print(f"[fit] {vals}: |r| = {np.linalg.norm(self._memo[k]):.4g}", file=sys.stderr, flush=True)
         return [self._memo[k] for k in keys]
 
-    def _residuals(self, sims: list[RunRecord]) -> np.ndarray:
+    def _residuals(self, sims: list[list[RunRecord]]) -> np.ndarray:
         res = []
-        for m, sim in zip(self._recs, sims):
-            if sim.status != "ok":
-                raise FitError(f"simulation of {m.label} failed: {sim.error.splitlines()[0] if sim.error else ''}")
+        for m, group in zip(self._recs, sims):
+            for sim in group:
+                if sim.status != "ok":
+                    raise FitError(f"simulation of {m.label} (rate {sim.target_rate:g}) failed: "
+                                   f"{sim.error.splitlines()[0] if sim.error else ''}")
+            if _is_peak_row(m):
+                # only the peak metric applies to a peak row (it has no rate of its own)
+                (metric, target, w), = self._targets(m)
+                v = max(s.replies_per_s for s in group)
+                res.append(w * (v - target) / abs(target))
+                continue
+            sim, = group
             sget = lambda c, s=sim: float(getattr(s, c))  # noqa: E731
             sim_shares = None
             for metric, target, w in self._targets(m):
@@ -273,7 +297,7 @@ class CostFitter:
         recs, skipped = [], []
         for r in records:
             m = _as_measured(r)
-            ok, why = simulable(m, self.base_dir)
+            ok, why = simulable(m, self.base_dir, peaks=PEAK in self.metrics)
             if not ok:
                 skipped.append((m.label, why))
             elif not self._targets(m):

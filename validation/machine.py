@@ -30,15 +30,16 @@ How the profile is built
    close / user_per_request are collinear (one of each per request in the one-packet
    workload) and throughput alone cannot separate them.
 3. *Fixed from the measurements*: ``read`` = ``read_eof`` (median, dilation-corrected).
-4. *Kernel packet work*: thesis-2004's ``k_*`` scaled by ``KERNEL_SCALE`` so that the
+4. *Kernel packet work*: the reference profile's (:data:`REFERENCE`, the hand-calibrated
+   thesis profile) ``k_*`` scaled by ``KERNEL_SCALE`` so that the
    simulated kernel time per reply at the fit points equals what the dilation implies,
    ``(1 - 1/dilation) / replies_per_s`` (:func:`kernel_us_per_reply`: median 62 us per
    reply over the 32 fit runs; the simulator gives 63 at scale 2.0, 76 at 2.5).  The
    softirq share in /proc/stat says 76, but it is tick-sampled and also books the server's
    user time short (0.69 of the CPU at 3,600 replies/s is 192 us per reply, less than the
    200 us spin alone), so the dilation is the measure used.
-5. *Not fitted, held out*: ``poll_*`` = the fitted select costs times thesis-2004's
-   poll/select ratios (``poll_per_ready`` 0, as for select); ``epoll_*`` = thesis-2004's
+5. *Not fitted, held out*: ``poll_*`` = the fitted select costs times the reference's
+   poll/select ratios (``poll_per_ready`` 0, as for select); ``epoll_*`` = the reference's
    values times ``SYSCALL_SCALE`` (the median measured/thesis ratio of accept, read,
    writev, close).  Knot's thread costs stay at the DEFAULTS.
 
@@ -61,6 +62,11 @@ from simaccept.costs import load_costs
 from .records import ROOT, load_records
 
 PROFILE = "realsys-linux6"
+#: The profile this one is derived from (kernel costs, poll/select ratios, epoll, Knot's and
+#: every unfitted cost): the hand-calibrated thesis profile.  Not thesis-2004, which is now
+#: fitted to the thesis's own records (validation/thesis_fit.py) and would move this profile
+#: whenever it is refitted.
+REFERENCE = "thesis-2004-hand"
 PROFILE_PATH = ROOT / "simaccept" / "costs" / f"{PROFILE}.toml"
 FIT_JSON = ROOT / "docs" / "validation" / "realsys-fit.json"
 RESULTS = ROOT / "realsys" / "results"
@@ -181,7 +187,7 @@ def kernel_us_per_reply(recs=None) -> float:
 def fixed_costs() -> dict[str, float]:
     """The costs fixed before the fit (see the module docstring, steps 2, 3 and 5)."""
     m = measured_syscalls()["per_call_us"]
-    thesis = load_costs("thesis-2004").us
+    thesis = load_costs(REFERENCE).us
     fixed = {"read": m["read"], "read_eof": m["read"], "select_per_ready": 0.0}
     for k in KERNEL_COSTS:
         fixed[k] = thesis[k] * KERNEL_SCALE
@@ -189,14 +195,14 @@ def fixed_costs() -> dict[str, float]:
 
 
 def syscall_scale(fixed: dict[str, float]) -> float:
-    thesis = load_costs("thesis-2004").us
+    thesis = load_costs(REFERENCE).us
     m = measured_syscalls()["per_call_us"]
     return statistics.median(m[k] / thesis[k] for k in ("accept", "read", "writev", "close"))
 
 
 def derived_costs(params: dict[str, float], fixed: dict[str, float]) -> dict[str, float]:
-    """Held-out mechanisms: poll from the fitted select costs, epoll from thesis-2004 x the syscall scale."""
-    t = load_costs("thesis-2004").us
+    """Held-out mechanisms: poll from the fitted select costs, epoll from the reference x the syscall scale."""
+    t = load_costs(REFERENCE).us
     s = syscall_scale(fixed)
     return {"poll_base": params["select_base"] * t["poll_base"] / t["select_base"],
             "poll_per_fd": params["select_per_fd"] * t["poll_per_fd"] / t["select_per_fd"],
@@ -334,7 +340,7 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1) -> dict[str, 
     start = {"user_per_request": 9.585, "select_base": 0.5111, "select_per_fd": 0.2468, "accept": 2.905,
              "writev": 4.447, "close": 7.397, "k_syn_drop": 9.414}
     f = CostFitter(params=list(FIT_PARAMS), metrics=list(FIT_METRICS), weights=FIT_WEIGHTS,
-                   base_profile="thesis-2004", overrides={**fixed, **start}, bounds=bounds, n_jobs=jobs,
+                   base_profile=REFERENCE, overrides={**fixed, **start}, bounds=bounds, n_jobs=jobs,
                    max_nfev=max_nfev, diff_step=0.1, verbose=verbose, accept_max_nfev=True)
     f.fit(recs)
     costs = f.costs_()
@@ -345,7 +351,7 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1) -> dict[str, 
         "Profile for this machine (2 vCPU AMD EPYC, Linux 6.18): see validation/machine.py.",
         f"Fixed from the server's own per-syscall timings (dilation-corrected medians): "
         + ", ".join(f"{k}={v:g}" for k, v in fixed.items() if not k.startswith("k_")) + ".",
-        f"Kernel k_* = thesis-2004 x {KERNEL_SCALE} (except k_syn_drop, fitted).",
+        f"Kernel k_* = {REFERENCE} x {KERNEL_SCALE} (except k_syn_drop, fitted).",
         "Not fitted (held out): " + ", ".join(f"{k}={v:.4g}" for k, v in derived.items())
         + " (poll from fitted select x thesis poll/select ratios; epoll = thesis x syscall scale "
         f"{syscall_scale(fixed):.3g}).",

@@ -324,6 +324,7 @@ def markdown(info: dict[str, Any], fit: dict[str, Any] | None, pngs: list[str]) 
 
 
 def fit_markdown(fit: dict[str, Any]) -> list[str]:
+    from . import machine
     f = fit["fit"]
     L = ["### The machine profile: fitted and measured per-syscall costs\n"]
     L.append(f"Fitted by `python -m validation.machine` (CostFitter, {len(f['records'])} records: select accept-1 "
@@ -362,7 +363,7 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
                  f"per_fd × fds | {d['us_per_call']:.2f} | – |")
     for k, v in fit["derived"].items():
         L.append(f"| {k} | {v:.3g} | – | derived, held out | see below | |")
-    L.append(f"| k_* (kernel, except k_syn_drop) | thesis-2004 × {fit['kernel_scale']} | – | fixed | – | – |\n")
+    L.append(f"| k_* (kernel, except k_syn_drop) | {machine.REFERENCE} × {fit['kernel_scale']} | – | fixed | – | – |\n")
     if fit.get("heldout_syscalls"):
         L.append("Held-out mechanisms, measured per call (corrected, median over runs past saturation):\n")
         L.append("| group | " + " | ".join(fit["heldout_syscalls_cols"]) + " |\n|---|" +

@@ -242,22 +242,25 @@ def _scenarios_by_name(base: str) -> dict[str, Path]:
 
 
 def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = None,
-                 overrides: Iterable[str] = (), *, seed: int | None = None) -> Scenario:
+                 overrides: Iterable[str] = (), *, seed: int | None = None, rate: float | None = None) -> Scenario:
     """The scalar simulator scenario that reproduces ``record``.
 
     ``base_dir`` is the directory of the thesis scenario files (default
     ``scenarios/thesis``).  ``overrides`` (``section.key=value``) are applied last,
-    e.g. ``costs.select_base=12`` or ``scenario.duration=5``.  Raises
-    :class:`NotSimulable` when the record names no server or no target rate.
+    e.g. ``costs.select_base=12`` or ``scenario.duration=5``.  ``rate`` replaces the
+    record's target rate (how :func:`peak_scenarios` places a peak row on a grid).
+    Raises :class:`NotSimulable` when the record names no server or no target rate.
     """
     r = _as_measured(record).record
     if not r.server:
         raise NotSimulable("no server (client-side demand row)")
     if not r.workload:
         raise NotSimulable("no workload")
-    if math.isnan(r.target_rate):
-        raise NotSimulable("no target rate (a peak or summary row)")
-    fix = [f"workload.rate={float(r.target_rate)!r}"]
+    if rate is None:
+        if math.isnan(r.target_rate):
+            raise NotSimulable("no target rate (a peak or summary row)")
+        rate = r.target_rate
+    fix = [f"workload.rate={float(rate)!r}"]
     if r.accept_limit:
         fix.append(_limit_override(r.accept_limit))
     fix.append(f"scenario.seed={record_seed(r) if seed is None else int(seed)}")
@@ -282,6 +285,36 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             pre.append(f'server.mux="{r.mux}"')
         return load_scenario(by_name[r.scenario], pre + fix + overrides)
     raise NotSimulable(f"no scenario for record (scenario {r.scenario!r} has no file and the row has no config)")
+
+
+#: A peak row (no target rate, a ``peak_replies_per_s``: the thesis quotes peaks in its
+#: text) is simulated at these multiples of the measured peak; the simulated peak is the
+#: largest reply rate among them.  Rates relative to the measured peak, not the scenario
+#: file's 2,000 req/s grid, because below saturation replies/s equals the target rate:
+#: on a coarse grid the maximum is often an unsaturated grid point and does not move
+#: with any cost, so a fit could not see it.  With these factors the simulated peak is a
+#: continuous function of the costs while it lies within 0.9-1.2 x the measured one.
+PEAK_FACTORS = (0.9, 1.0, 1.1, 1.2)
+
+
+def peak_rates(record: RunRecord | Measured, factors: Sequence[float] = PEAK_FACTORS) -> list[float]:
+    """The target rates at which a peak row is simulated (see :data:`PEAK_FACTORS`).
+
+    Raises :class:`NotSimulable` for a row with a target rate or without a measured peak.
+    """
+    m = _as_measured(record)
+    if not math.isnan(m.record.target_rate):
+        raise NotSimulable("has a target rate (not a peak row)")
+    peak = m.get("peak_replies_per_s")
+    if not (math.isfinite(peak) and peak > 0):
+        raise NotSimulable("no measured peak_replies_per_s")
+    return [round(f * peak, 6) for f in factors]
+
+
+def peak_scenarios(record: RunRecord | Measured, base_dir: str | Path | None = None,
+                   overrides: Iterable[str] = (), factors: Sequence[float] = PEAK_FACTORS) -> list[Scenario]:
+    """One scalar scenario per :func:`peak_rates` rate (same seed): max replies/s = the peak."""
+    return [scenario_for(record, base_dir, overrides, rate=x) for x in peak_rates(record, factors)]
 
 
 def with_spin(sc: Scenario) -> Scenario:
@@ -333,13 +366,24 @@ def simulator_supports(record: RunRecord | Measured) -> tuple[bool, str]:
     return _supports(r.server, r.workload, r.mux if r.server == "userver" else "")
 
 
-def simulable(record: RunRecord | Measured, base_dir: str | Path | None = None) -> tuple[bool, str]:
-    """Whether :func:`scenario_for` + ``simulate`` will work for this record, and why not."""
+def is_peak_row(record: RunRecord | Measured) -> bool:
+    """A row with a measured peak and no target rate (the thesis quotes peaks in its text)."""
+    m = _as_measured(record)
+    return math.isnan(m.record.target_rate) and math.isfinite(m.get("peak_replies_per_s"))
+
+
+def simulable(record: RunRecord | Measured, base_dir: str | Path | None = None,
+              peaks: bool = False) -> tuple[bool, str]:
+    """Whether :func:`scenario_for` + ``simulate`` will work for this record, and why not.
+    With ``peaks``, a peak row counts too (simulated by :func:`peak_scenarios`)."""
     ok, why = simulator_supports(record)
     if not ok:
         return ok, why
     try:
-        scenario_for(record, base_dir)
+        if peaks and is_peak_row(record):
+            peak_scenarios(record, base_dir)
+        else:
+            scenario_for(record, base_dir)
     except NotSimulable as e:
         return False, str(e)
     return True, ""

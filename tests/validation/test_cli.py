@@ -6,6 +6,7 @@ import pytest
 
 import simaccept
 from simaccept.cli import main
+from simaccept.costs import load_costs
 from simaccept.sweep import records_to_csv
 
 
@@ -30,7 +31,7 @@ def test_fit_ok_writes_profile(sim_csv, tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     doc = tomllib.loads(out.read_text())
     # The records came from thesis-2004 itself: the fit stays at its value.
-    assert doc["costs"]["select_base"] == pytest.approx(11.0, rel=0.02)
+    assert doc["costs"]["select_base"] == pytest.approx(load_costs("thesis-2004").us["select_base"], rel=0.02)
     assert "Residual norm" in out.read_text() and "Fitted to 2 record(s)" in out.read_text()
 
 
@@ -90,14 +91,15 @@ def test_bad_fit_flags_are_exit_2(sim_csv, tmp_path, capsys, flags, named):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("cmd,profile", [("machine-fit", "realsys-linux6"), ("thesis-fit", "thesis-2004")])
 @pytest.mark.parametrize("flags,named", [(["--jobs", "0"], "--jobs"), (["--max-nfev", "-1"], "--max-nfev")])
-def test_bad_machine_fit_flags_are_exit_2_and_touch_nothing(flags, named, capsys):
+def test_bad_profile_fit_flags_are_exit_2_and_touch_nothing(cmd, profile, flags, named, capsys):
     from validation.cli import main as vmain
-    profile = Path(simaccept.__file__).parent / "costs" / "realsys-linux6.toml"
-    before = profile.read_bytes()
-    assert vmain(["machine-fit", *flags]) == 2
+    path = Path(simaccept.__file__).parent / "costs" / f"{profile}.toml"
+    before = path.read_bytes()
+    assert vmain([cmd, *flags]) == 2
     assert named in capsys.readouterr().err
-    assert profile.read_bytes() == before
+    assert path.read_bytes() == before
 
 
 def test_report_jobs_0_is_exit_2(tmp_path, capsys):

@@ -63,7 +63,7 @@ def test_kernel_time_per_reply_matches_the_dilation():
     (1 - 1/dilation) / replies_per_s.  Per policy they differ (the real accept-1 spends more
     in softirq, the simulator's accept-inf more on dropped SYNs), so only the level is checked.
     """
-    thesis, prof = load_costs("thesis-2004").us, load_costs("realsys-linux6").us
+    thesis, prof = load_costs(machine.REFERENCE).us, load_costs("realsys-linux6").us
     for k in machine.KERNEL_COSTS:
         assert prof[k] == pytest.approx(thesis[k] * machine.KERNEL_SCALE)
     fit = machine.fit_records()
