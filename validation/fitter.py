@@ -59,7 +59,7 @@ from simaccept.costs import COST_NAMES, load_costs, save_profile
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
 
-from .records import Measured, _as_measured, is_peak_row as _is_peak_row, peak_scenarios, scenario_for, simulable
+from .records import Measured, _as_measured, is_peak_row, peak_scenarios, scenario_for, simulable
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
 DROP_CATEGORIES = ("drops_acceptq_full", "drops_drop_request", "drops_listen_overflow")
@@ -187,7 +187,7 @@ class CostFitter:
     def _targets(self, m: Measured) -> list[tuple[str, float, float]]:
         """(metric, measured value, weight) for every residual this record gives."""
         out = []
-        if _is_peak_row(m):
+        if is_peak_row(m):
             # a peak row has no rate of its own: its peak is its only target
             if PEAK in self.metrics:
                 out.append((PEAK, m.get(PEAK), float(self.weights.get(PEAK, 1.0))))
@@ -208,10 +208,10 @@ class CostFitter:
 
     # ------------------------------------------------------------------ objective
     def _scenarios(self, u: np.ndarray) -> list[list[str]]:
-        """Per record, the scenarios to simulate: one, or a peak row's grid rates."""
+        """Per record, the scenarios to simulate: one, or one per peak rate of a peak row."""
         values = dict(zip(self.params, (u * self._scale()).tolist()))
         over = self.sim_overrides + self._cost_overrides(values)
-        return [[sc.to_json() for sc in peak_scenarios(m, self.base_dir, over)] if _is_peak_row(m)
+        return [[sc.to_json() for sc in peak_scenarios(m, self.base_dir, over)] if is_peak_row(m)
                 else [scenario_for(m, self.base_dir, over).to_json()] for m in self._recs]
 
     def _run_many(self, us: list[np.ndarray]) -> list[np.ndarray]:
@@ -246,7 +246,7 @@ class CostFitter:
                 if sim.status != "ok":
                     raise FitError(f"simulation of {m.label} (rate {sim.target_rate:g}) failed: "
                                    f"{sim.error.splitlines()[0] if sim.error else ''}")
-            if _is_peak_row(m):
+            if is_peak_row(m):
                 # only the peak metric applies to a peak row (it has no rate of its own)
                 (metric, target, w), = self._targets(m)
                 v = max(s.replies_per_s for s in group)

@@ -248,7 +248,7 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
     ``base_dir`` is the directory of the thesis scenario files (default
     ``scenarios/thesis``).  ``overrides`` (``section.key=value``) are applied last,
     e.g. ``costs.select_base=12`` or ``scenario.duration=5``.  ``rate`` replaces the
-    record's target rate (how :func:`peak_scenarios` places a peak row on a grid).
+    record's target rate (how :func:`peak_scenarios` simulates a peak row at its peak rates).
     Raises :class:`NotSimulable` when the record names no server or no target rate.
     """
     r = _as_measured(record).record

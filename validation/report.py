@@ -52,7 +52,7 @@ from simaccept.scenario import load_scenario
 from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, drop_shares
-from .records import (ROOT, Measured, load_records, load_thesis, peak_scenarios, scenario_for, simulator_supports,
+from .records import (ROOT, Measured, is_peak_row, load_records, load_thesis, peak_scenarios, scenario_for, simulator_supports,
                       thesis_scenario_file)
 
 DEFAULT_OUT = ROOT / "docs" / "validation"
@@ -253,13 +253,16 @@ def group_sweep(g, rows: list[Measured], base: str, cost_over: dict[str, float],
     if mux:
         over.append(f'server.mux="{mux}"')
     over += ["server.accept_limit=[" + ", ".join(_toml_limit(x) for x in limits) + "]",
-             "workload.rate=[" + ", ".join(repr(r) for r in rates) + "]",
-             f'costs.profile="{base}"']
-    over += [f"costs.{k}={v!r}" for k, v in cost_over.items()]
+             "workload.rate=[" + ", ".join(repr(r) for r in rates) + "]"]
+    return load_scenario(path, over + _run_overrides(base, cost_over, quick, sim_overrides))
+
+
+def _run_overrides(base: str, cost_over: dict[str, float], quick: bool, sim_overrides: Iterable[str]) -> list[str]:
+    """The overrides every simulated run of a report takes: costs, quick mode, the user's --set."""
+    over = [f'costs.profile="{base}"'] + [f"costs.{k}={v!r}" for k, v in cost_over.items()]
     if quick:
         over += ["scenario.warmup=10", "scenario.duration=5"]
-    over += list(sim_overrides)
-    return load_scenario(path, over)
+    return over + list(sim_overrides)
 
 
 def peak_runs(rows: list[Measured], base: str, cost_over: dict[str, float], quick: bool,
@@ -270,14 +273,11 @@ def peak_runs(rows: list[Measured], base: str, cost_over: dict[str, float], quic
     import hashlib
     from concurrent.futures import ProcessPoolExecutor
 
-    from .fitter import _is_peak_row, _simulate_json
-    over = [f'costs.profile="{base}"'] + [f"costs.{k}={v!r}" for k, v in cost_over.items()]
-    if quick:
-        over += ["scenario.warmup=10", "scenario.duration=5"]
-    over += list(sim_overrides)
+    from .fitter import _simulate_json
+    over = _run_overrides(base, cost_over, quick, sim_overrides)
     todo, out = [], {}
     for m in rows:
-        if not _is_peak_row(m):
+        if not is_peak_row(m):
             continue
         out[m.label] = []
         for sc in peak_scenarios(m, overrides=over):
