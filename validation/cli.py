@@ -10,7 +10,10 @@
 * ``python -m validation machine-fit [--jobs N] [--max-nfev N]``: the cost profile for this
   machine (:mod:`validation.machine`);
 * ``python -m validation thesis-fit [--jobs N] [--max-nfev N]``: thesis-2004, fitted to the
-  thesis's μserver one-packet records (:mod:`validation.thesis_fit`).
+  thesis's μserver one-packet records (:mod:`validation.thesis_fit`);
+* ``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,50,...]``: the open
+  connections the thesis's SPECweb99-like select statistics imply, and throughput by client
+  delay (:mod:`validation.specweb_idle`).
 
 Exit status: 0 success; 1 the fit or a simulation failed; 2 bad input (unreadable
 or malformed records file, unknown parameter or metric, unwritable output),
@@ -134,6 +137,13 @@ def _parser() -> argparse.ArgumentParser:
                         "one-packet records")
     tf.add_argument("--jobs", type=int, default=2)
     tf.add_argument("--max-nfev", type=int, default=12)
+    si = sub.add_parser("specweb-idle", help="open connections implied by the thesis's SPECweb99-like select "
+                        "statistics, and throughput by client delay -> docs/validation/specweb-idle.md")
+    si.add_argument("--out", default="docs/validation")
+    si.add_argument("--jobs", type=int, default=2)
+    si.add_argument("--think-ms", default=None, metavar="MS,MS,...",
+                    help="client delays to sweep (default 0,25,50,75,100,125,150,200)")
+    si.add_argument("--profile", default="thesis-2004")
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation)")
     r.add_argument("--profile", default="thesis-2004",
@@ -175,6 +185,26 @@ def main(argv=None) -> int:
     if args.jobs < 1:
         _err(f"--jobs: must be >= 1, got {args.jobs}")
         return 2
+    if args.cmd == "specweb-idle":
+        from .specweb_idle import THINK_GRID_MS, IdleError, run as run_idle
+        try:
+            grid = (THINK_GRID_MS if args.think_ms is None
+                    else [float(x) for x in args.think_ms.split(",") if x.strip()])
+        except ValueError:
+            _err(f"--think-ms: not a comma-separated list of numbers: {args.think_ms!r}")
+            return 2
+        try:
+            res = run_idle(out=args.out, jobs=args.jobs, think_ms=grid, profile=args.profile)
+        except KeyError as e:
+            _err(f"--profile: {e.args[0]}")
+            return 2
+        except IdleError as e:
+            _err(str(e))
+            return 2 if "think_ms" in str(e) else 1
+        w0, wb = res["heldout_within_10pct_as_stated"], res["heldout_within_10pct_at_best_think"]
+        print(f"best client delay {res['best_think_ms']:g} ms; within 10 %: {w0['within']}/{w0['cells']} as "
+              f"stated, {wb['within']}/{wb['cells']} at the inferred delay; wrote {args.out}/specweb-idle.md")
+        return 0
     from .report import ReportError, run_report
     try:
         return run_report(out=args.out, profile=args.profile, quick=args.quick, jobs=args.jobs,

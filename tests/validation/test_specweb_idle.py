@@ -1,0 +1,81 @@
+"""validation.specweb_idle: open connections implied by select's measured cost, and the delay read from them."""
+import math
+
+import pytest
+
+import simaccept
+from simaccept.costs import load_costs
+from validation.cli import main
+from validation.specweb_idle import (IdleError, control_agrees, implied_open_conns, infer_think,
+                                     server_cpu_fraction)
+
+COST = dict(select_base=10.0, select_per_fd=0.2, select_per_ready=0.8)
+
+
+def test_implied_open_conns_inverts_the_select_cost():
+    # 1,000 calls/s over 500 open connections (+ the listener), 20 ready: 10 + 0.2*501 + 0.8*20 = 126.2 us/call
+    per_call_us = 10.0 + 0.2 * 501 + 0.8 * 20
+    frac = 0.6
+    share = per_call_us * 1e-6 * 1000 / frac
+    assert implied_open_conns(share, 1000.0, 20.0, frac, **COST) == pytest.approx(500.0)
+
+
+def test_implied_open_conns_missing_input_is_nan_and_zero_calls_refused():
+    assert math.isnan(implied_open_conns(math.nan, 1000.0, 20.0, 0.6, **COST))
+    with pytest.raises(IdleError, match="select_calls_per_s"):
+        implied_open_conns(0.4, 0.0, 20.0, 0.6, **COST)
+
+
+def test_implied_open_conns_matches_the_simulators_own_count():
+    """Fed the simulator's own select share and counters, the formula gives back its open connections:
+    the formula is the simulator's select cost model, read backwards."""
+    sc = simaccept.load_scenario("scenarios/thesis/userver-specweb.toml",
+                                 ["workload.rate=26000", "server.accept_limit=1", "client.think_ms=100",
+                                  "scenario.warmup=4", "scenario.duration=3", "scenario.seed=11"])
+    r = simaccept.simulate(sc)
+    assert r.status == "ok"
+    c = load_costs("thesis-2004").us
+    frac = server_cpu_fraction(r)
+    got = implied_open_conns(r.cpu_share_select / frac, r.select_calls_per_s, r.fds_per_select, frac,
+                             c["select_base"], c["select_per_fd"], c["select_per_ready"])
+    assert r.open_conns_mean > 300          # the delay keeps hundreds open
+    assert got == pytest.approx(r.open_conns_mean, rel=0.02)
+
+
+def _rows(lim, pts):
+    return [{"accept_limit": lim, "think_ms": x, "log_ratio": y} for x, y in pts]
+
+
+def test_infer_think_interpolates_the_crossing_and_averages_rows():
+    tab = _rows("1", [(0, -2.0), (50, -1.0), (100, 1.0)]) + _rows("10", [(0, -1.0), (50, 0.0), (100, 0.5)])
+    th, per = infer_think(tab, [0, 50, 100], ["1", "10"])
+    assert per == {"1": pytest.approx(75.0), "10": pytest.approx(50.0)}
+    assert th == pytest.approx(62.5)
+
+
+def test_infer_think_refuses_no_crossing_and_no_rows():
+    tab = _rows("inf", [(0, 0.4), (50, 0.7), (100, 0.9)])
+    with pytest.raises(IdleError, match="do not cross"):
+        infer_think(tab, [0, 50, 100], ["inf"])
+    with pytest.raises(IdleError, match="no gprof row"):
+        infer_think(tab, [0, 50, 100], [])
+
+
+def test_control_agrees_within_50_conns_or_half():
+    ctl = [{"accept_limit": "1", "implied_open_conns": -15.0, "sim_open_conns": 9.0},
+           {"accept_limit": "inf", "implied_open_conns": 216.0, "sim_open_conns": 638.0},
+           {"accept_limit": "10", "implied_open_conns": 400.0, "sim_open_conns": 590.0}]
+    assert control_agrees(ctl) == {"1": True, "inf": False, "10": True}
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--think-ms", "0,abc"], "--think-ms"),
+    (["--think-ms", "0,-5"], "think_ms"),
+    (["--jobs", "0"], "--jobs"),
+    (["--profile", "no-such-profile"], "--profile"),
+])
+def test_cli_bad_input_is_exit_2_and_writes_nothing(argv, flag, tmp_path, capsys):
+    rc = main(["specweb-idle", "--out", str(tmp_path)] + argv)
+    assert rc == 2
+    assert flag in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
