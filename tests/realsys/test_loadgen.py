@@ -72,13 +72,25 @@ def generated(cbuild, tmp_path_factory):
     return json.loads(out.read_text())
 
 
+def _spread_s(g) -> float:
+    """How far this run's first-SYN-to-reply times spread above the server's fixed delay:
+    launch lag + connect + response beyond DELAY_S, each at its maximum.  A quiet run
+    spreads a few ms; a stall on a shared machine (the asyncio server or the generator
+    descheduled) shows here, in the same run, instead of as a miscount."""
+    return (g["launch_lag_us"]["max"] / 1e6 + g["connect_ms"]["max"] / 1e3
+            + max(0.0, g["resp_ms"]["max"] / 1e3 - DELAY_S))
+
+
 def test_reply_rate_counts_every_reply_received_in_the_window(generated):
     g = generated
     assert g["timeouts"] == 0 and g["resets"] == 0
-    # R x W; a reply a few ms either side of an edge moves it by one or two
-    assert abs(g["replies_recv_in_window"] - RATE * WINDOW_S) <= 6, g
-    # launched and answered in the window: short by about R x delay
-    assert abs(g["replies_in_window"] - RATE * (WINDOW_S - DELAY_S)) <= 8, g
+    # Connection i leaves at i/R and is answered DELAY_S..DELAY_S + spread later, so the
+    # replies received in a window of W number R x W, give or take R x spread (+1 per edge).
+    tol = RATE * _spread_s(g) + 2
+    assert abs(g["replies_recv_in_window"] - RATE * WINDOW_S) <= tol, (tol, g)
+    # launched and answered in the window: short by R x (DELAY_S .. DELAY_S + spread)
+    assert RATE * (WINDOW_S - DELAY_S) - tol <= g["replies_in_window"] <= RATE * (WINDOW_S - DELAY_S) + 2, (tol, g)
+    # the old count misses every reply to a connection launched before the window
     assert g["replies_recv_in_window"] - g["replies_in_window"] >= 0.8 * RATE * DELAY_S
 
 
