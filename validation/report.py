@@ -19,7 +19,7 @@ measured points over the simulated lines (one colour per policy), ``cells.csv`` 
 ``summary.json`` with the headline figures:
 
 * ``thesis_throughput_within_10pct``: fraction of simulated thesis throughput cells within ±10 %;
-* ``heldout_median_abs_throughput_error``: median |relative error| of throughput on held-out
+* ``heldout_median_abs_throughput_error``: median absolute relative error of throughput on held-out
   realsys runs past saturation (``heldout_by_group``: AL10, poll, epoll, knot); ``null`` until
   realsys runs and a profile fitted to this machine are given (``--real``, ``--real-profile``;
   see :mod:`validation.realsys_report` for the definitions, :mod:`validation.machine` for the
