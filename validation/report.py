@@ -111,8 +111,9 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "at every policy, connections httperf already closed; the sim < 1 %) are work for nothing.  The client timeout "
         "is not stated: table 5.1's drop totals (38.6k/s Accept-1, 25.4k/s Accept-Inf) fit two SYN transmissions "
         "per connection (timeout 3-9 s), the scenario's 10 s gives three (sim 50.7k/s, 33.7k/s); at 5 s the sim's "
-        "drops come to 32.8k/s and 23.1k/s but, with these costs, Accept-1 rises to +41 %: the fit would need still "
-        "more overload-only cost, so 10 s is kept",
+        "drops come to 32.8k/s and 23.1k/s but, with these costs, Accept-1 rises to +41 %, and refitted at 5 s the "
+        "residual is worse (0.289 vs 0.217) with user_per_request at 0.006 us and k_syn_drop 11.2 us: per-drop "
+        "cost alone cannot carry the decline, so 10 s is kept",
     ("userver-one-packet-select", "10", "replies_per_s"):
         "the sim's Accept-10 at 27k switches between two regimes over a 10 s run (accept queue drained or not): "
         "6 seeds give 11,417-14,091 replies/s (mean 13,250, -4 %); the fit's seed gave 13,866, this sweep's 12,014",
