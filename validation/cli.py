@@ -202,8 +202,10 @@ def main(argv=None) -> int:
             _err(str(e))
             return 2 if "think_ms" in str(e) else 1
         w0, wb = res["heldout_within_10pct_as_stated"], res["heldout_within_10pct_at_best_think"]
-        print(f"best client delay {res['best_think_ms']:g} ms; within 10 %: {w0['within']}/{w0['cells']} as "
-              f"stated, {wb['within']}/{wb['cells']} at the inferred delay; wrote {args.out}/specweb-idle.md")
+        rr = res["ratio_reading"]
+        print(f"inferred client delay {rr['think_ms']:g} ms (ratio reading) to {res['best_think_ms']:g} ms "
+              f"(absolute reading); within 10 %: {w0['within']}/{w0['cells']} as stated, "
+              f"{rr['within_10pct']['within']} and {wb['within']} at those delays; wrote {args.out}/specweb-idle.md")
         return 0
     from .report import ReportError, run_report
     try:

@@ -6,8 +6,8 @@ import pytest
 import simaccept
 from simaccept.costs import load_costs
 from validation.cli import main
-from validation.specweb_idle import (IdleError, control_agrees, implied_open_conns, infer_think,
-                                     server_cpu_fraction)
+from validation.specweb_idle import (IdleError, control_agrees, implied_open_conns, implied_open_ratio,
+                                     infer_think, server_cpu_fraction)
 
 COST = dict(select_base=10.0, select_per_fd=0.2, select_per_ready=0.8)
 
@@ -40,6 +40,14 @@ def test_implied_open_conns_matches_the_simulators_own_count():
                              c["select_base"], c["select_per_fd"], c["select_per_ready"])
     assert r.open_conns_mean > 300          # the delay keeps hundreds open
     assert got == pytest.approx(r.open_conns_mean, rel=0.02)
+
+
+def test_implied_open_ratio_is_the_per_call_share_ratio():
+    # 40 % over 1,000 calls vs 10 % over 50 calls: 4e-4 / 2e-3 per call -> a fifth of the connections
+    assert implied_open_ratio(0.40, 1000.0, 0.10, 50.0) == pytest.approx(0.2)
+    assert math.isnan(implied_open_ratio(math.nan, 1000.0, 0.10, 50.0))
+    with pytest.raises(IdleError):
+        implied_open_ratio(0.40, 1000.0, 0.0, 50.0)
 
 
 def _rows(lim, pts):
