@@ -38,10 +38,12 @@ def test_short_load(cbuild, tmp_path, kind, mux):
     extra = json.loads(pts[0].read_text())
     g = extra["generator"]
     # No overload: every connection launched in the window got a 2xx.  The reply *rate* is
-    # counted by reply time in a 1 s window, so a 30 ms scheduling stall at the window's end on
-    # a shared machine moves ~12 replies out of it; hence 5 % there, exactness here.
+    # counted by reply time in a 1 s window, so a scheduling stall on a shared machine moves
+    # replies across its edges: at most rate x (the run's own spread of launch lag + connect +
+    # response, at their maxima).  5 % or that, whichever is larger; exactness for the count.
     assert g["replies_ok"] == g["attempts"] > 0, (g["replies_ok"], g["attempts"])
-    assert abs(r.replies_per_s - 400) <= 20, r.replies_per_s
+    spread_s = g["launch_lag_us"]["max"] / 1e6 + (g["connect_ms"]["max"] + g["resp_ms"]["max"]) / 1e3
+    assert abs(r.replies_per_s - 400) <= max(20, 400 * spread_s + 2), (r.replies_per_s, spread_s)
     assert abs(r.conn_attempts_per_s - 400) <= 4                    # generator on target (1 %)
     assert r.client_timeouts == 0 and r.qdrops_per_s == 0
     assert r.resp_ms_p50 < 50
