@@ -197,6 +197,18 @@ def load_records(path: str | Path) -> list[Measured]:
     return parse_rows(reader, reader.fieldnames, path=str(p))
 
 
+def nan_to_null(o: Any) -> Any:
+    """``o`` with every NaN float (nested in dicts, lists, tuples) replaced by None: JSON has no NaN,
+    and null is the honest "not measured"."""
+    if isinstance(o, float):
+        return None if math.isnan(o) else o
+    if isinstance(o, dict):
+        return {k: nan_to_null(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [nan_to_null(v) for v in o]
+    return o
+
+
 def load_thesis() -> list[Measured]:
     return load_records(THESIS_CSV)
 

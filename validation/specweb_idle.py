@@ -58,7 +58,7 @@ from simaccept.costs import load_costs
 from simaccept.record import RunRecord
 from simaccept.sweep import atomic_write
 
-from .records import Measured, load_thesis, scenario_for
+from .records import Measured, load_thesis, nan_to_null, scenario_for
 
 #: Client delays swept (ms after each reply).
 THINK_GRID_MS = (0.0, 25.0, 50.0, 75.0, 100.0, 125.0, 150.0, 200.0)
@@ -142,11 +142,6 @@ def throughput_rows(rows: Iterable[Measured], workload: str = WORKLOAD) -> list[
             and not math.isnan(m.record.target_rate) and not math.isnan(m.record.replies_per_s)]
 
 
-def _sim(args: tuple[str, str]) -> dict:
-    from validation.fitter import _simulate_json
-    return _simulate_json(*args)
-
-
 def simulate_rows(rows: Sequence[Measured], think_ms: Sequence[float], jobs: int = 1,
                   profile: str = "thesis-2004") -> dict[tuple[str, float], RunRecord]:
     """{(row label, think_ms): simulated record}, each row at its own seed (same at every delay)."""
@@ -156,11 +151,12 @@ def simulate_rows(rows: Sequence[Measured], think_ms: Sequence[float], jobs: int
             sc = scenario_for(m, overrides=[f'costs.profile="{profile}"', f"client.think_ms={float(th)!r}"])
             keys.append((m.label, float(th)))
             todo.append((sc.to_json(), "<specweb-idle>"))
+    from .fitter import _simulate_json
     if jobs > 1 and len(todo) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
-            dicts = list(ex.map(_sim, todo))
+            dicts = list(ex.map(_simulate_json, *zip(*todo)))
     else:
-        dicts = [_sim(t) for t in todo]
+        dicts = [_simulate_json(*t) for t in todo]
     out = {}
     for k, d in zip(keys, dicts):
         rec = RunRecord(**d)
@@ -301,7 +297,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
                           "think_ms": float(th_ratio), "within_10pct": _within(pred, th_ratio)},
     }
     out = Path(out)
-    atomic_write(out / "specweb-idle.json", json.dumps(_nan_to_null(result), indent=2, allow_nan=False) + "\n")
+    atomic_write(out / "specweb-idle.json", json.dumps(nan_to_null(result), indent=2, allow_nan=False) + "\n")
     atomic_write(out / "specweb-idle.md", markdown(result))
     return result
 
@@ -317,16 +313,6 @@ def _writev_evidence(gp_one: Sequence[Measured], sims, costs: dict[str, float]) 
             return {"row": m.label, "measured_share": share, "calls_per_s": calls, "cost_us": costs["writev"],
                     "kernel_inclusive_share": calls * costs["writev"] * 1e-6 / frac}
     return None
-
-
-def _nan_to_null(o):
-    if isinstance(o, float) and math.isnan(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _nan_to_null(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_nan_to_null(v) for v in o]
-    return o
 
 
 def _within(pred: Sequence[dict], th: float) -> dict:
