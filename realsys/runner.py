@@ -274,6 +274,10 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
         gen_res = [json.loads(Path(o).read_text()) for _, o in gens]
         g = merge(gen_res)
     rec = _record(pt, v, g, snap, delta, split, shares, dur, kind)
+    sirq = netrx_check(tb, sirq0, sirq1)
+    if 0 <= sirq["cpu_server"] < len(sirq["net_rx_softirqs_per_cpu"]):
+        # the simulator's softirq_runs_per_s: NET_RX runs on the server's CPU in the window
+        rec.softirq_runs_per_s = sirq["net_rx_softirqs_per_cpu"][sirq["cpu_server"]] / dur
     prov = provenance()
     rec.git_rev = prov["git_rev"]
     rec.host = f"{prov['host']}; Linux {prov['kernel']}; {prov['cpu_model']} x{prov['ncpu']}"
@@ -282,7 +286,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     extra.update({"generator": g, "generator_procs": gen_res, "server_stats": snap, "counters_delta":
                   {k: x for k, x in delta.items() if x}, "drops": split, "bpftrace": bpf,
                   "bpftrace_note": tracer.note, "cpu": shares,
-                  "softirq": dict(netrx_check(tb, sirq0, sirq1),
+                  "softirq": dict(sirq,
                                   server_ns_ip_in_receives=delta.get("Ip.InReceives", 0)),
                   "server_fds_after_load": fds_open, "provenance": prov, "httperf": rs["httperf"]})
     return rec, extra

@@ -30,6 +30,7 @@ def snapshot(t, host, server) -> dict:
         "server_time": dict(host.cpu.server_time),
         "kernel_time": dict(host.cpu.kernel_time),
         "accepted_dead": host.accepted_dead,
+        "softirq_runs": host.softirq_runs,
     }
 
 
@@ -125,6 +126,7 @@ def compute(sc, host, server, w: dict, e: dict) -> dict:
         busy += v
     kn = e["kernel_time"].get("kernel_net", 0.0) - w["kernel_time"].get("kernel_net", 0.0)
     out["cpu_share_kernel_net"] = kn / dur
+    out["softirq_runs_per_s"] = (e["softirq_runs"] - w["softirq_runs"]) / dur
     busy += kn
     out["cpu_share_idle"] = max(0.0, 1.0 - busy / dur)
     return out

@@ -93,6 +93,8 @@ class RunRecord:
     status: str = "ok"          # ok | failed
     error: str = ""
     config: str = ""            # the resolved scenario as JSON
+    # added after the first release (columns are only ever appended) ---------------
+    softirq_runs_per_s: float = math.nan   # kernel packet-work runs (NET_RX softirqs) per second
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

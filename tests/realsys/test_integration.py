@@ -48,6 +48,11 @@ def test_short_load(cbuild, tmp_path, kind, mux):
     assert r.client_timeouts == 0 and r.qdrops_per_s == 0
     assert r.resp_ms_p50 < 50
     assert r.git_rev and r.host and r.started_at and r.config
+    # NET_RX runs on the server's CPU: at least one per reply's worth of client packets
+    # (SYN, ACK + request, FIN arrive there by RPS), at most one per packet plus the rest
+    sirq = extra["softirq"]
+    assert r.softirq_runs_per_s == pytest.approx(sirq["net_rx_softirqs_per_cpu"][sirq["cpu_server"]] / r.duration_s)
+    assert r.softirq_runs_per_s >= 400
     assert extra["sysctls"]["net.ipv4.tcp_syncookies"] == "0"
     assert extra["drops"]["total"] == 0
     if kind == "nginx":
