@@ -440,8 +440,9 @@ def mechanism_table(info: dict[str, Any]) -> list[str]:
           "table below), and the dilation puts accept-1's kernel time at 71 µs per reply against accept-inf's 55 "
           "(fit runs, medians).  On this VM a run starts with an IPI: the clients' CPU sends one when the server "
           "CPU's backlog was empty (RPS), and the server's CPU runs NET_RX locally to send one when it transmits "
-          "into an empty client backlog.  `realsys/bpf/netrx_context.bt` shows where the runs land; one traced run "
-          "each (select, 6,400 req/s; tracing slows the server, so only the two are compared): per reply, accept-1 "
+          "into an empty client backlog.  `tools/softirq_context.sh` shows where the runs land (realsys/results/"
+          "README.md); one traced run each (select, 6,400 req/s; tracing slows the server, so only the two are "
+          "compared; runs per reply from the server's writev count in the same trace): per reply, accept-1 "
           "has 3.83 runs interrupting the server's user code against accept-10's 3.44, and 0.80 inside close() "
           "against 0.42, most of those carrying no packet (the local run that sends the IPI), which is the dearer "
           "close() below.\n",
