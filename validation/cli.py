@@ -13,7 +13,10 @@
   thesis's μserver one-packet records (:mod:`validation.thesis_fit`);
 * ``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,50,...]``: the open
   connections the thesis's SPECweb99-like select statistics imply, and throughput by client
-  delay (:mod:`validation.specweb_idle`).
+  delay (:mod:`validation.specweb_idle`);
+* ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25]``: each thesis
+  throughput cell's elasticity to every cost its server uses, which costs the fitted and
+  hand-set rows can see, and what one unidentified cost would do (:mod:`validation.sensitivity`).
 
 Exit status: 0 success; 1 the fit or a simulation failed; 2 bad input (unreadable
 or malformed records file, unknown parameter or metric, unwritable output),
@@ -31,6 +34,19 @@ from simaccept.scenario import ScenarioError
 
 def _err(msg: str) -> None:
     print(f"error: {msg}", file=sys.stderr)
+
+
+def _guarded(call, error, failed):
+    """``(call(), None)``, or ``(None, exit status)`` after printing why: 2 for an unknown
+    profile or bad input, 1 when ``failed(message)`` says ``error`` was a failed run."""
+    try:
+        return call(), None
+    except KeyError as e:
+        _err(f"--profile: {e.args[0]}")
+        return None, 2
+    except error as e:
+        _err(str(e))
+        return None, 1 if failed(str(e)) else 2
 
 
 def _select(records, selectors):
@@ -144,6 +160,13 @@ def _parser() -> argparse.ArgumentParser:
     si.add_argument("--think-ms", default=None, metavar="MS,MS,...",
                     help="client delays to sweep (default 0,25,50,75,100,125,150,200)")
     si.add_argument("--profile", default="thesis-2004")
+    se = sub.add_parser("sensitivity", help="elasticity of every thesis throughput cell to each cost, and which "
+                        "costs the calibration rows identify -> docs/validation/sensitivity.md")
+    se.add_argument("--out", default="docs/validation")
+    se.add_argument("--jobs", type=int, default=2)
+    se.add_argument("--step", type=float, default=1.25, help="factor each cost is raised by (default 1.25)")
+    se.add_argument("--profile", default="thesis-2004")
+    se.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/sensitivity)")
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation)")
     r.add_argument("--profile", default="thesis-2004",
@@ -193,19 +216,27 @@ def main(argv=None) -> int:
         except ValueError:
             _err(f"--think-ms: not a comma-separated list of numbers: {args.think_ms!r}")
             return 2
-        try:
-            res = run_idle(out=args.out, jobs=args.jobs, think_ms=grid, profile=args.profile)
-        except KeyError as e:
-            _err(f"--profile: {e.args[0]}")
-            return 2
-        except IdleError as e:
-            _err(str(e))
-            return 2 if "think_ms" in str(e) else 1
+        res, code = _guarded(lambda: run_idle(out=args.out, jobs=args.jobs, think_ms=grid, profile=args.profile),
+                             IdleError, failed=lambda msg: "think_ms" not in msg)
+        if code is not None:
+            return code
         w0, wb = res["heldout_within_10pct_as_stated"], res["heldout_within_10pct_at_best_think"]
         rr = res["ratio_reading"]
         print(f"inferred client delay {rr['think_ms']:g} ms (ratio reading) to {res['best_think_ms']:g} ms "
               f"(absolute reading); within 10 %: {w0['within']}/{w0['cells']} as stated, "
               f"{rr['within_10pct']['within']} and {wb['within']} at those delays; wrote {args.out}/specweb-idle.md")
+        return 0
+    if args.cmd == "sensitivity":
+        from .sensitivity import DEFAULT_CACHE, SensitivityError, run as run_sens
+        res, code = _guarded(lambda: run_sens(out=args.out, jobs=args.jobs, step=args.step, profile=args.profile,
+                                              cache=args.cache or DEFAULT_CACHE),
+                             SensitivityError, failed=lambda msg: "simulation failed" in msg)
+        if code is not None:
+            return code
+        held = [r for r in res["rows"] if r["role"] == "held-out"]
+        unid = [p for p, s in res["params"].items() if s["status"] == "unidentified"]
+        print(f"{len(res['rows'])} cells, {len(held)} held-out ({sum(not r['ok'] for r in held)} miss); "
+              f"{len(unid)} of {len(res['params'])} costs unidentified; wrote {args.out}/sensitivity.md")
         return 0
     from .report import ReportError, run_report
     try:

@@ -52,6 +52,7 @@ from simaccept.scenario import load_scenario
 from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, drop_shares
+from .sensitivity import format_factor
 from .records import (ROOT, Measured, is_peak_row, load_records, load_thesis, nan_to_null, peak_scenarios, scenario_for,
                       simulator_supports, thesis_scenario_file)
 
@@ -144,7 +145,9 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "tables 4.1, 4.3) implies hundreds (~870 if gprof counted kernel time; 20 % of Accept-Inf's if only user "
         "time).  A client delay of 50-100 ms after each reply (not stated in the thesis) gives those counts and "
         "brings this throughput to +17 % / +4 % (specweb-idle.md); the one-packet rows (one request per "
-        "connection) cannot constrain it",
+        "connection) cannot constrain it.  Not a per-KB cost: sendfile_per_kb (this cell's largest elasticity, "
+        "seen by no calibration row) doubled brings it inside but Accept-10 and Accept-Inf 20-24 % below "
+        "(sensitivity.md)",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput (also within 10 % at the inferred delay)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
@@ -154,11 +157,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-specweb99-select", "inf", "select_calls_per_s"): "follows C_avg",
     # whole configurations
     ("tux-specweb99", "*", "replies_per_s"):
-        "sim TUX serves SPECweb99-like at ~16k replies/s, near the two gigabit links' limit; the thesis measured "
-        "12.7k: tux_per_kb (2 us/KB, the userver's sendfile_per_kb) is too cheap for TUX's file path, or the "
-        "thesis's TUX was limited by something not modelled (disk cache misses); fit tux_per_kb on these rows.  "
-        "Not the workload: the client delay that fixes the μserver's Accept-1 leaves TUX at +18-27 % "
-        "(specweb-idle.md)",
+        "sim TUX serves SPECweb99-like at ~15-16k replies/s, the thesis measured 11.8-12.7k.  These cells answer "
+        "most to tux_per_kb (elasticity -0.35 to -0.46), which no calibration or hand-set row sees (one-packet "
+        "replies are one packet): its 2 us/KB is the μserver's sendfile_per_kb, itself unmeasured.  36-38 % more "
+        "per KB brings both TUX cells inside ±10 % and moves no other cell (sensitivity.md; read off these "
+        "cells, so not a prediction).  Not the workload: the client delay that fixes the μserver's Accept-1 "
+        "leaves TUX at +18-27 % (specweb-idle.md)",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
         "thesis Accept-Inf accepted 504 per phase: its accept queue refilled during phases far longer than the "
@@ -173,7 +177,10 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("tux-one-packet", "*", "share:drops_listen_overflow"): "see DropRequest share",
     ("knot-one-packet", "50", "peak_replies_per_s"):
         "Accept-50 is CPU-bound in the sim at ~16.5k; the thesis's 14k suggests more per-connection CPU on cluster "
-        "2 (knot_* / thread_switch not fitted; only the 47 ms client delay was chosen, on the Accept-1 peak)",
+        "2 (knot_* / thread_switch not fitted; only the 47 ms client delay was chosen, on the Accept-1 peak).  "
+        "The peak answers most to the per-connection kernel costs (k_ack_establish, k_syn: -0.2 each, fitted on "
+        "cluster 1's μserver) and then to Capriccio's thread_switch and sched_per_blocked (unidentified); "
+        "thread_switch x1.58 alone leaves it at +13 % (sensitivity.md): no single Knot cost closes it",
 }
 
 
@@ -573,6 +580,7 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
         "policy_order_note": ("" if has_real else "thesis μserver one-packet only; realsys not checked (no --real "
                               "runs with a machine profile)"),
         "specweb_idle": _specweb_idle_summary(out),
+        "sensitivity": _sensitivity_summary(out),
         "response_time_unscored": unscored,
         "realsys_pngs": real_pngs,
         "not_simulated": not_sim,
@@ -603,6 +611,59 @@ def _specweb_idle_summary(out: Path) -> dict[str, Any] | None:
             "generated_at": d["generated_at"],
             "note": "conditional, not held-out: the delay is read from the same rows' select statistics "
                     "(tables 4.1, 4.3), not their throughput; see specweb-idle.md"}
+
+
+def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
+    """The headline of ``python -m validation sensitivity`` (its JSON in ``out``), or None if not run there."""
+    f = out / "sensitivity.json"
+    if not f.is_file():
+        return None
+    d = json.loads(f.read_text())
+    params = d["params"]
+    misses = []
+    for r in d["rows"]:
+        if r["role"] != "held-out" or r["ok"]:
+            continue
+        top = sorted(((abs(e), p, e) for p, e in r["elasticity"].items() if e is not None), reverse=True)[:3]
+        misses.append({"row": r["row"], "error": r["error"],
+                       "top_costs": [{"cost": p, "elasticity": e, "status": params[p]["status"],
+                                      "factor_to_band": r["factor_to_band"][p]} for _, p, e in top]})
+    return {"generated_at": d["generated_at"], "step": d["step"],
+            "unidentified": sorted(p for p, v in params.items() if v["status"] == "unidentified"),
+            "n_costs": len(params), "misses": misses,
+            "what_if": [{k: w[k] for k in ("param", "factor", "value", "chosen_for", "heldout_within",
+                                           "heldout_within_before", "heldout_cells", "calibration_max_abs_change")}
+                        for w in d["what_if"]]}
+
+
+def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
+    L = ["## Why the held-out cells miss: elasticities\n"]
+    if not se:
+        return L + ["Not run for this output: `python -m validation sensitivity --out <this directory>`.\n"]
+    L.append(f"Each cost raised {100 * (se['step'] - 1):.0f} % alone, every thesis throughput cell simulated again "
+             f"([sensitivity.md](sensitivity.md)).  {len(se['unidentified'])} of {se['n_costs']} costs are seen by "
+             "no calibration or hand-set row (*unidentified*: nothing the profile was built on constrains them): "
+             + ", ".join(f"`{p}`" for p in se["unidentified"]) + ".  The three costs each missing held-out cell "
+             "is most sensitive to (E: elasticity; factor: that cost's change alone to reach ±10 %).  Errors here "
+             "are from each row's own seed (as the fit simulates it), the tables above from the sweep's: they "
+             "differ by run-to-run noise.\n")
+    L.append("| row | error | costs (E, status, factor) |\n|---|---|---|")
+    for m in se["misses"]:
+        parts = []
+        for t in m["top_costs"]:
+            f = t["factor_to_band"]
+            parts.append(f"`{t['cost']}` {t['elasticity']:+.2f}, {t['status']}"
+                         + (f", {format_factor(f)}" if f is not None and math.isfinite(f) else ""))
+        L.append(f"| {m['row']} | {100 * m['error']:+.1f} % | {'; '.join(parts)} |")
+    if se["what_if"]:
+        L.append("\nOne unidentified cost changed by the factor read off a missing cell (not a prediction), every "
+                 "cell simulated again:\n")
+        L.append("| change | held-out within ±10 % | largest change on a calibration row |\n|---|---|---|")
+        for w in se["what_if"]:
+            L.append(f"| `{w['param']}` x{w['factor']:.2f} | {w['heldout_within_before']} -> {w['heldout_within']} "
+                     f"of {w['heldout_cells']} | {100 * w['calibration_max_abs_change']:.1f} pp |")
+    L.append("")
+    return L
 
 
 def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
@@ -792,6 +853,7 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
 
     L += thesis_fit_markdown()
     L += specweb_idle_markdown(summary.get("specweb_idle"))
+    L += sensitivity_markdown(summary.get("sensitivity"))
     L += response_time_markdown(summary.get("response_time_unscored") or [])
     L.append("## Policy order past saturation\n")
     for k, v in summary["policy_order"].items():

@@ -1,0 +1,91 @@
+"""validation.sensitivity: elasticities, the factor to close a miss, the cache, bad input."""
+import json
+import math
+
+import pytest
+
+from validation import cli, report
+from validation.records import nan_to_null
+from validation.report import HAND_SET
+from validation.sensitivity import (SEEN, Runner, SensitivityError, analyse, cells, elasticity, factor_to_band)
+
+SHORT = ["scenario.warmup=1", "scenario.duration=2"]
+
+
+@pytest.mark.parametrize("y0,y1,step,want", [
+    (100.0, 80.0, 1.25, -1.0),            # inversely proportional
+    (100.0, 100.0, 1.25, 0.0),            # unseen
+    (100.0, 125.0, 1.25, 1.0),
+    (0.0, 10.0, 1.25, math.nan),          # no throughput at all: undefined, not 0
+    (100.0, 80.0, 1.0, math.nan),
+])
+def test_elasticity(y0, y1, step, want):
+    got = elasticity(y0, y1, step)
+    assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+
+
+@pytest.mark.parametrize("pred,meas,e,want", [
+    (120.0, 100.0, -1.0, 120 / 110),      # too high: raise the cost until 110
+    (80.0, 100.0, -1.0, 80 / 90),         # too low: lower it until 90
+    (105.0, 100.0, -1.0, 1.0),            # inside the band
+    (120.0, 100.0, -0.5, (110 / 120) ** -2),
+    (120.0, 100.0, SEEN / 2, math.nan),   # barely seen: no finite answer worth printing
+    (120.0, 100.0, math.nan, math.nan),
+])
+def test_factor_to_band(pred, meas, e, want):
+    got = factor_to_band(pred, meas, e)
+    assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+
+
+def test_cells_take_the_reports_roles():
+    cs = cells()
+    roles = {c.label: c.role for c in cs}
+    assert {lab for lab, r in roles.items() if r == "hand-set"} == set(HAND_SET)
+    assert all(r == "calibration" for lab, r in roles.items() if lab.startswith("userver/one-packet/"))
+    held = {lab for lab, r in roles.items() if r == "held-out"}
+    assert "tux/specweb99/-/accept-1@26000" in held and "knot/one-packet/-/accept-50@peak" in held
+    assert not any(lab.startswith("demand/") for lab in roles)
+
+
+def test_unused_cost_is_unseen_and_used_cost_is_seen(tmp_path):
+    """TUX charges no select: raising select_base changes nothing (same seed, exactly);
+    at 26,000 req/s TUX is CPU-bound, so its per-KB cost lowers throughput."""
+    c = next(c for c in cells() if c.label == "tux/specweb99/-/accept-1@26000")
+    runner = Runner(tmp_path / "cache", jobs=1, log=lambda s: None)
+    params = {"tux": ("tux_per_kb", "select_base")}
+    res = analyse([c], runner, params=params, sim_overrides=SHORT, what_if=False)
+    row, = res["rows"]
+    assert row["elasticity"]["select_base"] == 0.0
+    assert row["elasticity"]["tux_per_kb"] < -0.1
+    assert runner.n_run == 3
+    # only held-out rows here: nothing the profile was built on sees either cost
+    assert res["params"]["tux_per_kb"]["status"] == "unidentified"
+    # a second analysis is answered from the cache, identically
+    again = Runner(tmp_path / "cache", jobs=1, log=lambda s: None)
+    res2 = analyse([c], again, params=params, sim_overrides=SHORT, what_if=False)
+    assert again.n_run == 0
+    assert res2["rows"][0]["predicted"] == row["predicted"]
+    assert res2["rows"][0]["elasticity"] == row["elasticity"]
+    # the report reads the JSON back: a missing held-out cell is listed with its top cost
+    res["generated_at"] = "now"
+    (tmp_path / "sensitivity.json").write_text(json.dumps(nan_to_null(res)))
+    se = report._sensitivity_summary(tmp_path)
+    assert "tux_per_kb" in se["unidentified"]
+    md = "\n".join(report.sensitivity_markdown(se))
+    if not row["ok"]:
+        assert c.label in md and "`tux_per_kb`" in md
+    assert "Not run" in "\n".join(report.sensitivity_markdown(None))
+
+
+def test_bad_input_is_refused(tmp_path, capsys):
+    c = cells()[0]
+    with pytest.raises(SensitivityError, match="no_such_cost"):
+        analyse([c], Runner(tmp_path), params={"userver": ("no_such_cost",)})
+    with pytest.raises(SensitivityError, match="step"):
+        analyse([c], Runner(tmp_path), step=1.0)
+    assert cli.main(["sensitivity", "--jobs", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    assert cli.main(["sensitivity", "--out", str(tmp_path / "missing")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert cli.main(["sensitivity", "--out", str(tmp_path), "--step", "1"]) == 2
+    assert "step" in capsys.readouterr().err

@@ -1,0 +1,392 @@
+"""Which costs each thesis throughput cell answers to, and which of them the fit could see.
+
+The report says which held-out thesis cells miss; this module measures why, one cost
+at a time.  For every thesis throughput cell the simulator can run (calibration,
+hand-set and held-out alike), each cost its server uses is raised by :data:`STEP`
+(25 %) with every other cost at its ``thesis-2004`` value, and the cell is simulated
+again at the same seed.  The result is an *elasticity*:
+
+    E = ln(y_raised / y) / ln(STEP)      (y: replies/s, or the peak for a peak row)
+
+E = -1 means throughput is inversely proportional to that cost (the cost is all the
+CPU per reply); E = 0 means the cell does not see it at all.  Three readings follow:
+
+* **identified**: a cost the thesis-2004 fit chose (:data:`validation.thesis_fit.FIT_PARAMS`)
+  is pinned by the calibration rows; a hand-set cost is *seen* by the calibration
+  (or hand-set) rows only if some such row has |E| >= :data:`SEEN` -- otherwise no row
+  the profile was built on can tell its value, and a held-out cell that depends on it
+  is a prediction from an unmeasured number;
+* **factor to close**: for a held-out cell outside ±10 %, the factor on one cost that
+  would bring it to the near edge of the band, ``(edge / y) ** (1 / E)`` (linear in
+  logs: an estimate, flagged when far from 1);
+* **what-if**: for each missing cell, the unidentified cost with the smallest factor
+  is set to that factor and *every* cell is simulated again, to count how many held-out
+  cells that one change would bring inside (or push outside) the band, and what it
+  does to the calibration rows.
+
+Peak rows are simulated at :data:`PEAK_FACTORS` x the measured peak (wider than the
+fit's 0.9-1.2, so that a cost that raises the peak is not capped by the top rate).
+Every simulation is cached under ``out/validation-cache/sensitivity/`` by its
+scenario, as soon as it finishes: an interrupted run keeps what it did, and a second
+run recomputes nothing.
+
+``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25]`` writes
+``sensitivity.md`` and ``sensitivity.json`` (default ``docs/validation``); about 800
+simulations, 25-40 minutes on two cores the first time.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from simaccept.costs import COST_NAMES, load_costs
+from simaccept.record import RunRecord
+from simaccept.sweep import atomic_write
+
+from .records import ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, scenario_for, simulable
+
+STEP = 1.25
+#: Peak rows: simulated at these multiples of the measured peak (max replies/s = the peak).
+PEAK_FACTORS = (0.9, 1.0, 1.1, 1.2, 1.3, 1.4)
+#: |E| at or above which a row is said to see a cost.
+SEEN = 0.05
+TOLERANCE = 0.10
+DEFAULT_OUT = ROOT / "docs" / "validation"
+DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "sensitivity"
+
+#: Kernel packet work every server pays.
+KERNEL = ("k_syn", "k_syn_drop", "k_ack_establish", "k_data_rx", "k_fin_rx", "k_tx_per_segment")
+#: The costs each server's model charges (simaccept/servers/*.py), kernel included.
+PARAMS_BY_SERVER: dict[str, tuple[str, ...]] = {
+    "userver": ("select_base", "select_per_fd", "select_per_ready", "accept", "setsockopt", "read", "write",
+                "writev", "sendfile", "sendfile_per_kb", "close", "user_per_request") + KERNEL,
+    "tux": ("tux_accept", "tux_request", "tux_per_kb", "tux_close", "tux_phase", "tux_cold",
+            "tux_cache_touches") + KERNEL,
+    "knot": ("thread_switch", "sched_base", "sched_per_blocked", "sched_per_ready", "accept", "read", "write",
+             "setsockopt", "sendfile_per_kb", "close", "user_per_request") + KERNEL,
+}
+
+
+class SensitivityError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One thesis throughput number: the row, its role and what was measured."""
+    m: Measured
+    role: str            # calibration | hand-set | held-out
+    metric: str          # replies_per_s | peak_replies_per_s
+    measured: float
+
+    @property
+    def label(self) -> str:
+        return self.m.label
+
+    @property
+    def server(self) -> str:
+        return self.m.record.server
+
+
+def cells(rows: Iterable[Measured] | None = None) -> list[Cell]:
+    """Every simulable thesis throughput cell, with the report's role."""
+    from .report import CALIBRATION, HAND_SET
+    out = []
+    for m in (load_thesis() if rows is None else rows):
+        r = m.record
+        ok, _ = simulable(m, peaks=True)
+        if not ok or r.server not in PARAMS_BY_SERVER:
+            continue
+        metric = "peak_replies_per_s" if is_peak_row(m) else "replies_per_s"
+        v = m.get(metric)
+        if not (isinstance(v, float) and math.isfinite(v) and v > 0):
+            continue
+        role = ("calibration" if (r.server, r.workload) == CALIBRATION
+                else "hand-set" if m.label in HAND_SET else "held-out")
+        out.append(Cell(m, role, metric, v))
+    return out
+
+
+def elasticity(y0: float, y1: float, step: float = STEP) -> float:
+    """ln(y1 / y0) / ln(step); NaN unless both are positive and finite."""
+    if not (y0 > 0 and y1 > 0 and math.isfinite(y0) and math.isfinite(y1)) or step <= 0 or step == 1:
+        return math.nan
+    return math.log(y1 / y0) / math.log(step)
+
+
+def factor_to_band(pred: float, measured: float, e: float, tol: float = TOLERANCE, min_e: float = SEEN) -> float:
+    """The factor on one cost that moves ``pred`` to the near edge of ``measured`` ± tol.
+
+    1.0 if already inside; NaN if the cell barely sees the cost (|E| < ``min_e``: the
+    factor would be astronomically large or small) or the prediction is not positive.
+    Linear in logs, so an estimate.
+    """
+    if not (pred > 0 and measured > 0):
+        return math.nan
+    lo, hi = measured * (1 - tol), measured * (1 + tol)
+    if lo <= pred <= hi:
+        return 1.0
+    if not math.isfinite(e) or abs(e) < min_e:
+        return math.nan
+    edge = hi if pred > hi else lo
+    return (edge / pred) ** (1.0 / e)
+
+
+def _scenario_jsons(c: Cell, overrides: Sequence[str]) -> list[str]:
+    if c.metric == "peak_replies_per_s":
+        return [sc.to_json() for sc in peak_scenarios(c.m, overrides=overrides, factors=PEAK_FACTORS)]
+    return [scenario_for(c.m, overrides=overrides).to_json()]
+
+
+def _simulate(js: str) -> dict:
+    from .fitter import _simulate_json
+    return _simulate_json(js, "<sensitivity>")
+
+
+class Runner:
+    """Simulates scenario JSONs with a per-scenario cache; results as replies/s."""
+
+    def __init__(self, cache: Path, jobs: int = 1, log: Callable[[str], None] = print):
+        self.cache, self.jobs, self.log = Path(cache), max(1, int(jobs)), log
+        self.n_run = 0
+
+    def _path(self, js: str) -> Path:
+        return self.cache / (hashlib.sha256(js.encode()).hexdigest()[:24] + ".json")
+
+    def replies(self, jsons: Sequence[str]) -> dict[str, float]:
+        out, todo = {}, []
+        for js in dict.fromkeys(jsons):
+            p = self._path(js)
+            if p.is_file():
+                out[js] = float(json.loads(p.read_text())["replies_per_s"])
+            else:
+                todo.append(js)
+        if not todo:
+            return out
+        self.cache.mkdir(parents=True, exist_ok=True)
+        self.log(f"sensitivity: {len(todo)} simulations ({len(out)} cached)")
+
+        def keep(js, d):
+            if d.get("status") != "ok":
+                raise SensitivityError(f"a simulation failed: {(d.get('error') or '').splitlines()[:1]}")
+            rec = RunRecord(**d)
+            atomic_write(self._path(js), json.dumps({"replies_per_s": rec.replies_per_s}))
+            out[js] = float(rec.replies_per_s)
+            self.n_run += 1
+
+        if self.jobs > 1 and len(todo) > 1:
+            with ProcessPoolExecutor(max_workers=self.jobs) as ex:
+                futs = {ex.submit(_simulate, js): js for js in todo}
+                for f in as_completed(futs):
+                    keep(futs[f], f.result())
+        else:
+            for js in todo:
+                keep(js, _simulate(js))
+        return out
+
+
+def _value(c: Cell, ys: Sequence[float]) -> float:
+    return max(ys) if c.metric == "peak_replies_per_s" else ys[0]
+
+
+def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", step: float = STEP,
+            params: dict[str, Sequence[str]] | None = None, sim_overrides: Sequence[str] = (),
+            what_if: bool = True) -> dict:
+    """Base predictions, elasticities, factors to close and (optionally) the what-if runs."""
+    params = {k: tuple(v) for k, v in (params or PARAMS_BY_SERVER).items()}
+    bad = sorted({p for v in params.values() for p in v} - set(COST_NAMES))
+    if bad:
+        raise SensitivityError(f"unknown cost(s): {', '.join(bad)}")
+    if not step > 0 or step == 1:
+        raise SensitivityError(f"step must be > 0 and != 1, got {step}")
+    costs = load_costs(profile).as_dict()
+    base_over = [f'costs.profile="{profile}"'] + list(sim_overrides)
+
+    def over_for(p: str, f: float) -> list[str]:
+        return base_over + [f"costs.{p}={costs[p] * f!r}"]
+
+    plan: dict[tuple[str, str], list[str]] = {}
+    for c in cs:
+        plan[(c.label, "")] = _scenario_jsons(c, base_over)
+        for p in params.get(c.server, ()):
+            plan[(c.label, p)] = _scenario_jsons(c, over_for(p, step))
+    ys = runner.replies([js for v in plan.values() for js in v])
+    y = {k: _value(c, [ys[js] for js in plan[k]]) for c in cs for k in plan if k[0] == c.label}
+
+    from .thesis_fit import FIT_PARAMS
+    rows = []
+    for c in cs:
+        y0 = y[(c.label, "")]
+        el = {p: elasticity(y0, y[(c.label, p)], step) for p in params.get(c.server, ())}
+        err = (y0 - c.measured) / c.measured
+        rows.append({"row": c.label, "role": c.role, "server": c.server, "metric": c.metric,
+                     "measured": c.measured, "predicted": y0, "error": err, "ok": abs(err) <= TOLERANCE,
+                     "elasticity": el,
+                     "factor_to_band": {p: factor_to_band(y0, c.measured, e) for p, e in el.items()}})
+    seen_by: dict[str, dict[str, float]] = {}
+    for role in ("calibration", "hand-set"):
+        for r in rows:
+            if r["role"] != role:
+                continue
+            for p, e in r["elasticity"].items():
+                if math.isfinite(e):
+                    d = seen_by.setdefault(p, {})
+                    d[role] = max(d.get(role, 0.0), abs(e))
+    all_params = sorted({p for v in params.values() for p in v}, key=COST_NAMES.index)
+    status = {}
+    for p in all_params:
+        sb = seen_by.get(p, {})
+        if p in FIT_PARAMS:
+            st = "fitted"
+        elif sb.get("calibration", 0.0) >= SEEN:
+            st = "seen by calibration rows"
+        elif sb.get("hand-set", 0.0) >= SEEN:
+            st = "seen by hand-set rows"
+        else:
+            st = "unidentified"
+        status[p] = {"status": st, "value": costs[p], "max_abs_e_calibration": sb.get("calibration"),
+                     "max_abs_e_hand_set": sb.get("hand-set")}
+    res = {"profile": profile, "step": step, "seen_threshold": SEEN, "tolerance": TOLERANCE,
+           "peak_factors": list(PEAK_FACTORS), "rows": rows, "params": status, "what_if": []}
+    if what_if:
+        res["what_if"] = _what_if(cs, rows, status, runner, over_for, base_over)
+    return res
+
+
+def _what_if(cs, rows, status, runner: Runner, over_for, base_over) -> list[dict]:
+    """For each missing held-out cell: its unidentified cost with the smallest factor to close,
+    applied to every cell and simulated."""
+    picks: dict[tuple[str, float], list[str]] = {}
+    for r in rows:
+        if r["role"] != "held-out" or r["ok"]:
+            continue
+        cand = [(abs(math.log(f)), p, f) for p, f in r["factor_to_band"].items()
+                if status[p]["status"] == "unidentified" and math.isfinite(f) and f > 0]
+        if not cand:
+            continue
+        _, p, f = min(cand)
+        f = round(f, 2) if 0.05 <= f <= 20 else f
+        picks.setdefault((p, f), []).append(r["row"])
+    out = []
+    by_label = {c.label: c for c in cs}
+    for (p, f), for_rows in picks.items():
+        over = over_for(p, f)
+        jsons = {c.label: _scenario_jsons(c, over) for c in cs}
+        ys = runner.replies([js for v in jsons.values() for js in v])
+        cells_out = []
+        for r in rows:
+            c = by_label[r["row"]]
+            v = _value(c, [ys[js] for js in jsons[c.label]])
+            e = (v - c.measured) / c.measured
+            cells_out.append({"row": c.label, "role": c.role, "predicted": v, "error": e,
+                              "ok": abs(e) <= TOLERANCE, "was_ok": r["ok"], "was_error": r["error"]})
+        held = [x for x in cells_out if x["role"] == "held-out"]
+        cal = [x for x in cells_out if x["role"] == "calibration"]
+        out.append({"param": p, "factor": f, "value": status[p]["value"] * f, "chosen_for": for_rows,
+                    "heldout_within": sum(x["ok"] for x in held), "heldout_cells": len(held),
+                    "heldout_within_before": sum(x["was_ok"] for x in held),
+                    "calibration_max_abs_change": max((abs(x["error"] - x["was_error"]) for x in cal), default=0.0),
+                    "cells": cells_out})
+    return out
+
+
+# --------------------------------------------------------------------------- output
+def _e(v) -> str:
+    return "–" if v is None or not math.isfinite(v) else f"{v:+.2f}"
+
+
+def format_factor(f) -> str:
+    """A factor to close, or where it lies when the linear estimate means nothing."""
+    if f is None or not math.isfinite(f):
+        return "–"
+    if f > 10:
+        return "beyond x10"
+    if f < 0.1:
+        return "below x0.1"
+    return f"x{f:.2f}"
+
+
+def _pct(v) -> str:
+    return "–" if v is None or not math.isfinite(v) else f"{100 * v:+.1f} %"
+
+
+def markdown(res: dict) -> str:
+    rows, status = res["rows"], res["params"]
+    L = ["---", "orphan: true", "---", "",
+         "# Why the held-out thesis cells miss: elasticities and identification", "",
+         f"Generated {res['generated_at']} by `python -m validation sensitivity` (profile `{res['profile']}`).  "
+         "Method: `validation/sensitivity.py`.", "",
+         f"Each cost a server uses is raised by {100 * (res['step'] - 1):.0f} % alone and every thesis throughput "
+         "cell of that server is simulated again at the same seed.  **E** = ln(y raised / y) / ln("
+         f"{res['step']:g}): -1 means throughput is inversely proportional to that cost, 0 that the cell does not "
+         f"see it.  A cost is *seen* by a group of rows if one of them has |E| >= {res['seen_threshold']:g}; "
+         "*unidentified* means neither the calibration rows (the fit's) nor the hand-set rows see it: "
+         "no number the profile was built on constrains it.", ""]
+    L += ["## The costs", "", "| cost | value (µs) | status | max abs E, calibration rows | hand-set rows |",
+          "|---|---|---|---|---|"]
+    for p, s in status.items():
+        mc, mh = s["max_abs_e_calibration"], s["max_abs_e_hand_set"]
+        L.append(f"| `{p}` | {s['value']:.4g} | {s['status']} | {'–' if mc is None else f'{mc:.2f}'} | "
+                 f"{'–' if mh is None else f'{mh:.2f}'} |")
+    L += ["", "## Each held-out cell that misses", ""]
+    for r in rows:
+        if r["role"] != "held-out" or r["ok"]:
+            continue
+        L += [f"### {r['row']}", "",
+              f"Measured {r['measured']:,.0f}, simulated {r['predicted']:,.0f} ({_pct(r['error'])}).  "
+              "Costs with |E| >= 0.05, largest first; *factor* is the change of that cost alone that "
+              "would bring the cell to the edge of ±10 % (linear in logs; beyond 0.5-2 it is only a direction).", "",
+              "| cost | status | E | factor to close |", "|---|---|---|---|"]
+        el = sorted(((abs(e), p, e) for p, e in r["elasticity"].items() if math.isfinite(e) and abs(e) >= SEEN),
+                    reverse=True)
+        for _, p, e in el:
+            f = r["factor_to_band"][p]
+            L.append(f"| `{p}` | {status[p]['status']} | {_e(e)} | {format_factor(f)} |")
+        if not el:
+            L.append("| (no cost moves this cell by 5 % per 100 %) | | | |")
+        L.append("")
+    if res["what_if"]:
+        L += ["## What one unidentified cost would do", "",
+              "For each missing cell, its unidentified cost with the factor closest to 1 is set to that factor "
+              "and every cell is simulated again.  Not a fit and not a prediction: the factor was read off "
+              "the held-out cell itself.  It shows whether a single unmeasured number could explain the miss "
+              "without breaking the others.", "",
+              "| cost x factor | chosen for | held-out within ±10 % (before -> after) | largest change on a "
+              "calibration row |", "|---|---|---|---|"]
+        for w in res["what_if"]:
+            L.append(f"| `{w['param']}` x{w['factor']:.2f} ({w['value']:.3g} µs) | {', '.join(w['chosen_for'])} | "
+                     f"{w['heldout_within_before']} -> {w['heldout_within']} of {w['heldout_cells']} | "
+                     f"{100 * w['calibration_max_abs_change']:.1f} pp |")
+        L.append("")
+        for w in res["what_if"]:
+            L += [f"<details><summary><code>{w['param']}</code> x{w['factor']:.2f}: every cell</summary>", "",
+                  "| row | role | before | after |", "|---|---|---|---|"]
+            for x in w["cells"]:
+                L.append(f"| {x['row']} | {x['role']} | {_pct(x['was_error'])} | {_pct(x['error'])}"
+                         f"{'' if x['ok'] else ' (miss)'} |")
+            L += ["", "</details>", ""]
+    L += ["## Every cell's elasticities", "",
+          "| row | role | error | " + " | ".join(f"`{p}`" for p in status) + " |",
+          "|---|---|---|" + "---|" * len(status)]
+    for r in rows:
+        L.append(f"| {r['row']} | {r['role']} | {_pct(r['error'])} | "
+                 + " | ".join(_e(r["elasticity"].get(p)) if p in r["elasticity"] else "" for p in status) + " |")
+    return "\n".join(L) + "\n"
+
+
+def run(out: str | Path = DEFAULT_OUT, jobs: int = 2, step: float = STEP, profile: str = "thesis-2004",
+        cache: str | Path = DEFAULT_CACHE, log=print) -> dict:
+    out = Path(out)
+    if not out.is_dir():
+        raise SensitivityError(f"--out {str(out)!r}: not a directory")
+    res = analyse(cells(), Runner(Path(cache), jobs, log), profile=profile, step=step)
+    res["generated_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    atomic_write(out / "sensitivity.json", json.dumps(nan_to_null(res), indent=2))
+    atomic_write(out / "sensitivity.md", markdown(res))
+    return res
