@@ -272,6 +272,12 @@ def _what_if(cs, rows, status, runner: Runner, over_for, base_over) -> list[dict
             continue
         _, p, f = min(cand)
         f = round(f, 2) if 0.05 <= f <= 20 else f
+        # one run per cost when two cells ask for nearly the same change (within 5 %): the smaller change
+        near = next((k for k in picks if k[0] == p and abs(math.log(k[1] / f)) < math.log(1.05)), None)
+        if near is not None:
+            rows_ = picks.pop(near)
+            f = min(near[1], f, key=lambda x: abs(math.log(x)))
+            picks[(p, f)] = rows_
         picks.setdefault((p, f), []).append(r["row"])
     out = []
     by_label = {c.label: c for c in cs}
