@@ -159,9 +159,10 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("tux-specweb99", "*", "replies_per_s"):
         "sim TUX serves SPECweb99-like at ~15-16k replies/s, the thesis measured 11.8-12.7k.  These cells answer "
         "most to tux_per_kb (elasticity -0.35 to -0.46), which no calibration or hand-set row sees (one-packet "
-        "replies are one packet): its 2 us/KB is the μserver's sendfile_per_kb, itself unmeasured.  36-38 % more "
-        "per KB brings both TUX cells inside ±10 % and moves no other cell (sensitivity.md; read off these "
-        "cells, so not a prediction).  Not the workload: the client delay that fixes the μserver's Accept-1 "
+        "replies are one packet): its 2 us/KB is the μserver's sendfile_per_kb, itself unmeasured.  36 % more "
+        "per KB brings both TUX cells to the band's edge (+10.0 %, +9.9 %); of the other cells only TUX one-packet "
+        "Accept-Inf at 23,000 moves (-6.9 % -> -9.8 %) (sensitivity.md; read off these cells, so not a "
+        "prediction).  Not the workload: the client delay that fixes the μserver's Accept-1 "
         "leaves TUX at +18-27 % (specweb-idle.md)",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
@@ -179,8 +180,9 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "Accept-50 is CPU-bound in the sim at ~16.5k; the thesis's 14k suggests more per-connection CPU on cluster "
         "2 (knot_* / thread_switch not fitted; only the 47 ms client delay was chosen, on the Accept-1 peak).  "
         "The peak answers most to the per-connection kernel costs (k_ack_establish, k_syn: -0.2 each, fitted on "
-        "cluster 1's μserver) and then to Capriccio's thread_switch and sched_per_blocked (unidentified); "
-        "thread_switch x1.58 alone leaves it at +13 % (sensitivity.md): no single Knot cost closes it",
+        "cluster 1's μserver) and then to Capriccio's thread_switch and sched_per_blocked (unidentified).  "
+        "thread_switch x1.58 (9.5 us) alone brings it to +10.0 % and the hand-set Accept-1 peak from +6.8 % to "
+        "+4.3 % (sensitivity.md): an unmeasured Capriccio cost could carry most of this miss",
 }
 
 
