@@ -85,6 +85,48 @@ def _simulate_json(values_json: str, source: str) -> dict:
     return simulate(sc).to_dict()
 
 
+def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: str = "<cached>",
+                    on_done=None) -> dict[str, dict]:
+    """{scenario JSON: record dict} for ``jsons``, simulating only those not in ``cache``.
+
+    Files are named by the scenario's hash; a run that finished ``ok`` is written (atomically)
+    as soon as it finishes, so an interrupted batch keeps what it did.  Failed runs are
+    returned, not cached.  ``on_done(js, d)`` is called for each run simulated here.
+    """
+    import hashlib
+    from concurrent.futures import as_completed
+
+    from simaccept.sweep import atomic_write
+    cache = Path(cache)
+    out, todo = {}, []
+    for js in dict.fromkeys(jsons):
+        f = cache / (hashlib.sha256(js.encode()).hexdigest()[:20] + ".json")
+        if f.is_file():
+            out[js] = json.loads(f.read_text())
+        else:
+            todo.append((js, f))
+    if not todo:
+        return out
+    cache.mkdir(parents=True, exist_ok=True)
+
+    def keep(js, f, d):
+        if d.get("status") == "ok":
+            atomic_write(f, json.dumps(d))
+        out[js] = d
+        if on_done is not None:
+            on_done(js, d)
+
+    if jobs > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            futs = {ex.submit(_simulate_json, js, source): (js, f) for js, f in todo}
+            for fut in as_completed(futs):
+                keep(*futs[fut], fut.result())
+    else:
+        for js, f in todo:
+            keep(js, f, _simulate_json(js, source))
+    return out
+
+
 def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None) -> dict[str, float]:
     """``{"a": 1}`` or ``["a=1", "costs.b=2"]`` -> {name: value}."""
     if not spec:

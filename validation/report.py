@@ -291,32 +291,11 @@ def peak_runs(rows: list[Measured], base: str, cost_over: dict[str, float], quic
     """Per peak row (label), its fit-time peak simulations (0.9-1.2 x the measured peak,
     :func:`validation.records.peak_scenarios`, the scenarios :class:`CostFitter` fits), so that
     the report's simulated peak includes the points the fit saw.  Cached by scenario."""
-    import hashlib
-    from concurrent.futures import ProcessPoolExecutor
-
-    from .fitter import _simulate_json
+    from .fitter import simulate_cached
     over = _run_overrides(base, cost_over, quick, sim_overrides)
-    todo, out = [], {}
-    for m in rows:
-        if not is_peak_row(m):
-            continue
-        out[m.label] = []
-        for sc in peak_scenarios(m, overrides=over):
-            js = sc.to_json()
-            f = cache / (hashlib.sha256(js.encode()).hexdigest()[:20] + ".json")
-            if f.is_file():
-                out[m.label].append(RunRecord(**json.loads(f.read_text())))
-            else:
-                todo.append((m.label, js, f))
-    if todo:
-        cache.mkdir(parents=True, exist_ok=True)
-        with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
-            for (label, js, f), d in zip(todo, ex.map(_simulate_json, [t[1] for t in todo],
-                                                       ["<report peak>"] * len(todo))):
-                if d.get("status") == "ok":
-                    atomic_write(f, json.dumps(d))
-                out[label].append(RunRecord(**d))
-    return out
+    plan = {m.label: [sc.to_json() for sc in peak_scenarios(m, overrides=over)] for m in rows if is_peak_row(m)}
+    done = simulate_cached([js for v in plan.values() for js in v], cache, max(1, jobs), "<report peak>")
+    return {label: [RunRecord(**done[js]) for js in jsons] for label, jsons in plan.items()}
 
 
 # --------------------------------------------------------------------------- cells
@@ -330,12 +309,17 @@ def _cell_table(metric: str, cite: str) -> str:
     return texts[0] if texts else (cites[0] if cites else "?")
 
 
+def role_of(m: Measured) -> str:
+    """calibration (fitted to), hand-set (a model constant was set on it) or held-out."""
+    return ("calibration" if (m.record.server, m.record.workload) == CALIBRATION
+            else "hand-set" if m.label in HAND_SET else "held-out")
+
+
 def compare(m: Measured, sim: RunRecord | None, line: list[RunRecord]) -> list[dict[str, Any]]:
     """Cells (one per measured metric) of one thesis row against its simulated point / line."""
     r = m.record
     g = _group_name(_group_key(m))
-    role = ("calibration" if (r.server, r.workload) == CALIBRATION
-            else "hand-set" if m.label in HAND_SET else "held-out")
+    role = role_of(m)
     peak_sim = max((x.replies_per_s for x in line if x.status == "ok"), default=math.nan)
     cells = []
 

@@ -37,16 +37,13 @@ simulations, 25-40 minutes on two cores the first time.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import math
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from simaccept.costs import COST_NAMES, load_costs
-from simaccept.record import RunRecord
 from simaccept.sweep import atomic_write
 
 from .records import ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, scenario_for, simulable
@@ -96,7 +93,7 @@ class Cell:
 
 def cells(rows: Iterable[Measured] | None = None) -> list[Cell]:
     """Every simulable thesis throughput cell, with the report's role."""
-    from .report import CALIBRATION, HAND_SET
+    from .report import role_of
     out = []
     for m in (load_thesis() if rows is None else rows):
         r = m.record
@@ -107,9 +104,7 @@ def cells(rows: Iterable[Measured] | None = None) -> list[Cell]:
         v = m.get(metric)
         if not (isinstance(v, float) and math.isfinite(v) and v > 0):
             continue
-        role = ("calibration" if (r.server, r.workload) == CALIBRATION
-                else "hand-set" if m.label in HAND_SET else "held-out")
-        out.append(Cell(m, role, metric, v))
+        out.append(Cell(m, role_of(m), metric, v))
     return out
 
 
@@ -144,51 +139,27 @@ def _scenario_jsons(c: Cell, overrides: Sequence[str]) -> list[str]:
     return [scenario_for(c.m, overrides=overrides).to_json()]
 
 
-def _simulate(js: str) -> dict:
-    from .fitter import _simulate_json
-    return _simulate_json(js, "<sensitivity>")
-
-
 class Runner:
-    """Simulates scenario JSONs with a per-scenario cache; results as replies/s."""
+    """Simulates scenario JSONs through :func:`validation.fitter.simulate_cached`; results as replies/s."""
 
     def __init__(self, cache: Path, jobs: int = 1, log: Callable[[str], None] = print):
         self.cache, self.jobs, self.log = Path(cache), max(1, int(jobs)), log
         self.n_run = 0
 
-    def _path(self, js: str) -> Path:
-        return self.cache / (hashlib.sha256(js.encode()).hexdigest()[:24] + ".json")
-
     def replies(self, jsons: Sequence[str]) -> dict[str, float]:
-        out, todo = {}, []
-        for js in dict.fromkeys(jsons):
-            p = self._path(js)
-            if p.is_file():
-                out[js] = float(json.loads(p.read_text())["replies_per_s"])
-            else:
-                todo.append(js)
-        if not todo:
-            return out
-        self.cache.mkdir(parents=True, exist_ok=True)
-        self.log(f"sensitivity: {len(todo)} simulations ({len(out)} cached)")
+        from .fitter import simulate_cached
 
-        def keep(js, d):
-            if d.get("status") != "ok":
-                raise SensitivityError(f"a simulation failed: {(d.get('error') or '').splitlines()[:1]}")
-            rec = RunRecord(**d)
-            atomic_write(self._path(js), json.dumps({"replies_per_s": rec.replies_per_s}))
-            out[js] = float(rec.replies_per_s)
+        def counted(js, d):
             self.n_run += 1
-
-        if self.jobs > 1 and len(todo) > 1:
-            with ProcessPoolExecutor(max_workers=self.jobs) as ex:
-                futs = {ex.submit(_simulate, js): js for js in todo}
-                for f in as_completed(futs):
-                    keep(futs[f], f.result())
-        else:
-            for js in todo:
-                keep(js, _simulate(js))
-        return out
+        jsons = list(dict.fromkeys(jsons))
+        before = self.n_run
+        done = simulate_cached(jsons, self.cache, self.jobs, "<sensitivity>", on_done=counted)
+        if self.n_run > before:
+            self.log(f"sensitivity: {self.n_run - before} simulations ({len(jsons) - self.n_run + before} cached)")
+        bad = [d for d in done.values() if d.get("status") != "ok"]
+        if bad:
+            raise SensitivityError(f"a simulation failed: {(bad[0].get('error') or '').splitlines()[:1]}")
+        return {js: float(done[js]["replies_per_s"]) for js in jsons}
 
 
 def _value(c: Cell, ys: Sequence[float]) -> float:
@@ -217,7 +188,8 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
         for p in params.get(c.server, ()):
             plan[(c.label, p)] = _scenario_jsons(c, over_for(p, step))
     ys = runner.replies([js for v in plan.values() for js in v])
-    y = {k: _value(c, [ys[js] for js in plan[k]]) for c in cs for k in plan if k[0] == c.label}
+    by_label = {c.label: c for c in cs}
+    y = {k: _value(by_label[k[0]], [ys[js] for js in jsons]) for k, jsons in plan.items()}
 
     from .thesis_fit import FIT_PARAMS
     rows = []
@@ -229,15 +201,14 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
                      "measured": c.measured, "predicted": y0, "error": err, "ok": abs(err) <= TOLERANCE,
                      "elasticity": el,
                      "factor_to_band": {p: factor_to_band(y0, c.measured, e) for p, e in el.items()}})
-    seen_by: dict[str, dict[str, float]] = {}
-    for role in ("calibration", "hand-set"):
-        for r in rows:
-            if r["role"] != role:
-                continue
-            for p, e in r["elasticity"].items():
-                if math.isfinite(e):
-                    d = seen_by.setdefault(p, {})
-                    d[role] = max(d.get(role, 0.0), abs(e))
+    seen_by: dict[str, dict[str, float]] = {}       # cost -> role -> max |E| over that role's rows
+    for r in rows:
+        if r["role"] == "held-out":
+            continue
+        for p, e in r["elasticity"].items():
+            if math.isfinite(e):
+                d = seen_by.setdefault(p, {})
+                d[r["role"]] = max(d.get(r["role"], 0.0), abs(e))
     all_params = sorted({p for v in params.values() for p in v}, key=COST_NAMES.index)
     status = {}
     for p in all_params:
