@@ -362,6 +362,10 @@ def run(out: str | Path = DEFAULT_OUT, jobs: int = 2, step: float = STEP, profil
     out = Path(out)
     if not out.is_dir():
         raise SensitivityError(f"--out {str(out)!r}: not a directory")
+    try:
+        Path(cache).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SensitivityError(f"--cache {str(cache)!r}: {e.strerror or e}") from None
     res = analyse(cells(), Runner(Path(cache), jobs, log), profile=profile, step=step)
     res["generated_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     atomic_write(out / "sensitivity.json", json.dumps(nan_to_null(res), indent=2))

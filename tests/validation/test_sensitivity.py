@@ -89,3 +89,7 @@ def test_bad_input_is_refused(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
     assert cli.main(["sensitivity", "--out", str(tmp_path), "--step", "1"]) == 2
     assert "step" in capsys.readouterr().err
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert cli.main(["sensitivity", "--out", str(tmp_path), "--cache", str(blocker / "sub")]) == 2
+    assert "--cache" in capsys.readouterr().err
