@@ -9,7 +9,7 @@ keeps its points under ``OUT/<scenario>/points``, so a rerun only simulates
 what changed and an interrupted run resumes.
 
 ``simaccept figures [--out DIR] [--jobs N]`` (or ``make figures``) writes
-``DIR/fig4.12.png`` ... ``DIR/fig5.7.png`` and ``DIR/index.md`` (which figure
+``DIR/fig4.1.png`` ... ``DIR/fig5.7.png`` and ``DIR/index.md`` (which figure
 is which, the sweeps' wall times).  The thesis does not say which request
 rates figure 5.5 breaks down; this module uses 22,000, 26,000 and 30,000 req/s.
 """
