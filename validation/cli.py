@@ -11,6 +11,9 @@
   machine (:mod:`validation.machine`);
 * ``python -m validation thesis-fit [--jobs N] [--max-nfev N]``: thesis-2004, fitted to the
   thesis's μserver one-packet records (:mod:`validation.thesis_fit`);
+* ``python -m validation window [--out DIR] [--jobs N] [--cache DIR]``: every thesis row with a
+  target rate simulated in the report's window and in the thesis's (120 s from idle queues)
+  (:mod:`validation.window`);
 * ``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,50,...]``: the open
   connections the thesis's SPECweb99-like select statistics imply, and throughput by client
   delay (:mod:`validation.specweb_idle`);
@@ -167,6 +170,12 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--step", type=float, default=1.25, help="factor each cost is raised by (default 1.25)")
     se.add_argument("--profile", default="thesis-2004")
     se.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/sensitivity)")
+    wi = sub.add_parser("window", help="each thesis cell simulated in the report's window and in the thesis's "
+                        "(120 s from idle queues) -> docs/validation/window.md")
+    wi.add_argument("--out", default="docs/validation")
+    wi.add_argument("--jobs", type=int, default=2)
+    wi.add_argument("--profile", default="thesis-2004")
+    wi.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/window)")
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation)")
     r.add_argument("--profile", default="thesis-2004",
@@ -225,6 +234,17 @@ def main(argv=None) -> int:
         print(f"inferred client delay {rr['think_ms']:g} ms (ratio reading) to {res['best_think_ms']:g} ms "
               f"(absolute reading); within 10 %: {w0['within']}/{w0['cells']} as stated, "
               f"{rr['within_10pct']['within']} and {wb['within']} at those delays; wrote {args.out}/specweb-idle.md")
+        return 0
+    if args.cmd == "window":
+        from .window import DEFAULT_CACHE as WCACHE, WindowError, run as run_window
+        res, code = _guarded(lambda: run_window(out=args.out, jobs=args.jobs, profile=args.profile,
+                                                cache=args.cache or WCACHE),
+                             WindowError, failed=lambda msg: "simulation failed" in msg)
+        if code is not None:
+            return code
+        t = res["throughput_within_10pct"]
+        print(f"throughput within 10 %: {t['report_window']}/{t['cells']} in the report's window, "
+              f"{t['thesis_window']}/{t['cells']} in the thesis's (120 s from idle); wrote {args.out}/window.md")
         return 0
     if args.cmd == "sensitivity":
         from .sensitivity import DEFAULT_CACHE, SensitivityError, run as run_sens
