@@ -9,7 +9,7 @@
   held-out realsys results listed in :data:`validation.machine.HELDOUT`);
 * ``python -m validation machine-fit [--jobs N] [--max-nfev N]``: the cost profile for this
   machine (:mod:`validation.machine`);
-* ``python -m validation thesis-fit [--jobs N] [--max-nfev N]``: thesis-2004, fitted to the
+* ``python -m validation thesis-fit [--jobs N] [--max-nfev N] [--set K=V ...] [--check]``: thesis-2004, fitted to the
   thesis's μserver one-packet records (:mod:`validation.thesis_fit`);
 * ``python -m validation window [--out DIR] [--jobs N] [--cache DIR]``: every thesis row with a
   target rate simulated in the report's window and in the thesis's (120 s from idle queues)
@@ -156,6 +156,10 @@ def _parser() -> argparse.ArgumentParser:
                         "one-packet records")
     tf.add_argument("--jobs", type=int, default=2)
     tf.add_argument("--max-nfev", type=int, default=12)
+    tf.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="scenario override for every simulation of the fit (e.g. scenario.duration=120)")
+    tf.add_argument("--check", action="store_true",
+                    help="only print the fit's residuals at the shipped thesis-2004 values (writes nothing)")
     si = sub.add_parser("specweb-idle", help="open connections implied by the thesis's SPECweb99-like select "
                         "statistics, and throughput by client delay -> docs/validation/specweb-idle.md")
     si.add_argument("--out", default="docs/validation")
@@ -207,12 +211,23 @@ def main(argv=None) -> int:
         if args.cmd == "machine-fit":
             from .machine import fit as run_fit
         else:
-            from .thesis_fit import fit as run_fit
+            from .thesis_fit import check, fit as _fit
+            run_fit = lambda jobs, nfev: _fit(jobs, nfev, sim_overrides=args.set)  # noqa: E731
         try:
+            if args.cmd == "thesis-fit" and args.check:
+                res = check(args.jobs, sim_overrides=args.set)
+                for name, v in res["residuals"].items():
+                    print(f"{v:+.4f}  {name}")
+                print(f"residual norm {res['residual_norm']:.4f} at the shipped {res['profile']} "
+                      f"({res['n_sims']} simulations; overrides: {', '.join(args.set) or 'none'})")
+                return 0
             run_fit(args.jobs, args.max_nfev)
         except FitError as e:
             _err(f"fit failed: {e}")
             return 1
+        except ValueError as e:             # a bad --set (unknown key, wrong type)
+            _err(str(e))
+            return 2
         return 0
     if args.jobs < 1:
         _err(f"--jobs: must be >= 1, got {args.jobs}")

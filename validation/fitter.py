@@ -156,7 +156,7 @@ class CostFitter:
                  overrides: Mapping[str, float] | Iterable[str] = (), sim_overrides: Iterable[str] = (),
                  n_jobs: int = 1, diff_step: float = 0.05, max_nfev: int | None = None,
                  ftol: float = 1e-3, xtol: float = 1e-3, gtol: float = 1e-8, base_dir=None, verbose: int = 0,
-                 accept_max_nfev: bool = False):
+                 accept_max_nfev: bool = False, cache: str | Path | None = None):
         params = list(params)
         if not params:
             raise ValueError("params: give at least one cost name")
@@ -189,6 +189,9 @@ class CostFitter:
         #: Keep the last iterate when least_squares stops at max_nfev (status 0) instead of
         #: raising; the header and summary say so (``stopped_at_max_nfev_``).
         self.accept_max_nfev = bool(accept_max_nfev)
+        #: Directory of finished simulations (:func:`simulate_cached`): a fit that is stopped keeps
+        #: them, and the same fit run again replays its deterministic path from them and goes on.
+        self.cache = Path(cache) if cache is not None else None
         start_costs = load_costs(base_profile, self.overrides).us
         self.start_ = {p: float(start_costs[p]) for p in params}
         self.bounds = self._bounds(bounds)
@@ -265,7 +268,14 @@ class CostFitter:
             if key not in self._memo and key not in [k for k, _ in todo]:
                 todo.append((key, self._scenarios(u)))
         jobs = [(k, i, js) for k, scs in todo for i, jss in enumerate(scs) for js in jss]
-        if self._pool is not None and len(jobs) > 1:
+        if self.cache is not None and jobs:
+            fresh = []
+            done = simulate_cached([js for _, _, js in jobs], self.cache, self.n_jobs, "<fit>",
+                                   on_done=lambda js, d: fresh.append(js))
+            results = [done[js] for _, _, js in jobs]
+            self.n_cached_ += len({js for _, _, js in jobs}) - len(fresh)
+            self.n_sims_ -= len(jobs) - len(fresh)      # counted below per result; only fresh runs count
+        elif self._pool is not None and len(jobs) > 1:
             futs = [self._pool.submit(_simulate_json, js, "<fit>") for _, _, js in jobs]
             results = [f.result() for f in futs]
         else:
@@ -334,8 +344,8 @@ class CostFitter:
         return J
 
     # ------------------------------------------------------------------ fit
-    def fit(self, records: Iterable[RunRecord | Measured]) -> "CostFitter":
-        from scipy.optimize import least_squares
+    def _prepare(self, records: Iterable[RunRecord | Measured]) -> list[Measured]:
+        """The records that can be simulated and have a target (the rest in ``skipped_``); FitError if none."""
         recs, skipped = [], []
         for r in records:
             m = _as_measured(r)
@@ -350,17 +360,49 @@ class CostFitter:
         if not recs:
             raise FitError("no record can be simulated and has a target for the chosen metrics"
                            + (f" (skipped: {'; '.join(f'{a}: {b}' for a, b in skipped[:5])})" if skipped else ""))
-        n_res = sum(len(self._targets(m)) for m in recs)
-        if n_res < len(self.params):
-            raise FitError(f"{n_res} residual(s) for {len(self.params)} parameter(s): underdetermined")
         self._recs = recs
         self._memo: dict[tuple, np.ndarray] = {}
         self.n_sims_ = 0
+        self.n_cached_ = 0
+        return recs
+
+    def residuals(self, records: Iterable[RunRecord | Measured],
+                  values: Mapping[str, float] | None = None) -> tuple[list[str], np.ndarray]:
+        """The residuals the fit would see at ``values`` (default: the start values), without fitting.
+
+        Returns (names, residual vector) in the fit's order and weighting: how far a profile is
+        from ``records`` under this fitter's metrics and simulation overrides (e.g. another
+        measurement window).  Raises FitError as :meth:`fit` does.
+        """
+        recs = self._prepare(records)
+        v = dict(self.start_)
+        unknown = set(values or {}) - set(self.params)
+        if unknown:
+            raise FitError(f"values for parameters not fitted here: {sorted(unknown)}")
+        v.update(values or {})
+        u = np.array([v[p] for p in self.params]) / self._scale()
+        self._pool = (ProcessPoolExecutor(max_workers=self.n_jobs)
+                      if self.n_jobs > 1 and self.cache is None else None)
+        try:
+            r = self._fun(u)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+        return [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)], r
+
+    def fit(self, records: Iterable[RunRecord | Measured]) -> "CostFitter":
+        from scipy.optimize import least_squares
+        recs = self._prepare(records)
+        n_res = sum(len(self._targets(m)) for m in recs)
+        if n_res < len(self.params):
+            raise FitError(f"{n_res} residual(s) for {len(self.params)} parameter(s): underdetermined")
         scale = self._scale()
         lo, hi = self.bounds
         self._ubounds = (lo / scale, hi / scale)
         u0 = np.array([self.start_[p] for p in self.params]) / scale
-        self._pool = ProcessPoolExecutor(max_workers=self.n_jobs) if self.n_jobs > 1 else None
+        self._pool = (ProcessPoolExecutor(max_workers=self.n_jobs)
+                      if self.n_jobs > 1 and self.cache is None else None)
         try:
             kw = {} if self.max_nfev is None else {"max_nfev": self.max_nfev}
             res = least_squares(self._fun, u0, jac=self._jac, bounds=self._ubounds, method="trf", x_scale=1.0,
@@ -433,7 +475,8 @@ class CostFitter:
             f"Metrics: {', '.join(self.metrics)}; weights: {self.weights or 'all 1'}; "
             f"simulation overrides: {self.sim_overrides or 'none'}.",
             f"Residual norm: {self.residual_norm_:.4g} (start {self.start_residual_norm_:.4g}) over "
-            f"{len(self.result_.fun)} residuals; {self.result_.nfev} evaluations, {self.n_sims_} simulations; "
+            f"{len(self.result_.fun)} residuals; {self.result_.nfev} evaluations, {self.n_sims_} simulations"
+            + (f" (+{self.n_cached_} from the cache)" if self.n_cached_ else "") + "; "
             f"status {self.result_.status}: {self.result_.message}"
             + (" (NOT converged: stopped at max_nfev, last iterate kept)" if self.stopped_at_max_nfev_ else ""),
             "Fitted (value +- 1 stderr from the Jacobian, start):",
@@ -453,7 +496,7 @@ class CostFitter:
         self._check_fitted()
         return {"params": self.params_, "stderr": self.stderr_, "start": self.start_,
                 "residual_norm": self.residual_norm_, "start_residual_norm": self.start_residual_norm_,
-                "nfev": int(self.result_.nfev), "n_sims": self.n_sims_, "status": int(self.result_.status),
+                "nfev": int(self.result_.nfev), "n_sims": self.n_sims_, "n_cached": self.n_cached_, "status": int(self.result_.status),
                 "stopped_at_max_nfev": self.stopped_at_max_nfev_,
                 "records": [m.label for m in self.records_], "skipped": self.skipped_,
                 "residuals": dict(zip(self.residual_names_, map(float, self.result_.fun)))}

@@ -757,8 +757,13 @@ def window_markdown(w: dict[str, Any] | None) -> list[str]:
              f"within ±10 %: {t['report_window']} of {t['cells']} in the report's window, {t['thesis_window']} "
              f"in the thesis's.  {len(moved)} of {t['cells']} move by 3 % or more (workload: "
              f"{', '.join(sorted({c['row'].split('/')[1] for c in moved})) or '–'}).  "
-             "`thesis-2004` was fitted in the shorter window, so its one-packet calibration is biased by as much; "
-             "refitting it in the thesis's window is the next step (each run is 6-10x longer).\n")
+             "`thesis-2004` was fitted in the shorter window, so its one-packet calibration is biased by as much: "
+             "the fit's own residual at the shipped values is 0.217 in the fit's window and 0.429 in the thesis's "
+             "(`python -m validation thesis-fit --check --set scenario.warmup=0 --set scenario.duration=120`, "
+             "2026-11-21; the drop shares move most, DropRequest +21 pp at Accept-1 and +18 pp at Accept-Inf).  "
+             "Refitting in the thesis's window is the next step: each simulation is 6-10x longer (about 6 minutes "
+             "per fit evaluation on two cores), and `thesis-fit` keeps every finished simulation "
+             "(out/validation-cache/thesis-fit), so the fit can run over several sittings.\n")
     L += ["| row | role | thesis | report window | error | 120 s from t = 0 | error |", "|---|---|---|---|---|---|---|"]
     for c in w["throughput"]:
         e1, e2 = c["error_report_window"], c["error_thesis_window"]

@@ -107,3 +107,14 @@ def test_report_jobs_0_is_exit_2(tmp_path, capsys):
     assert vmain(["report", "--jobs", "0", "--out", str(tmp_path)]) == 2
     assert "--jobs" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("bad,named", [("scenario.no_such_key=1", "no_such_key"), ("scenario.duration=-5", "duration")])
+@pytest.mark.parametrize("check", [True, False])
+def test_thesis_fit_bad_set_is_exit_2_and_touches_nothing(bad, named, check, capsys):
+    from validation.cli import main as vmain
+    path = Path(simaccept.__file__).parent / "costs" / "thesis-2004.toml"
+    before = path.read_bytes()
+    assert vmain(["thesis-fit", "--jobs", "1", "--set", bad] + (["--check"] if check else [])) == 2
+    assert named in capsys.readouterr().err
+    assert path.read_bytes() == before

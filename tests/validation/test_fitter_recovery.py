@@ -82,3 +82,34 @@ def test_singular_jacobian_is_raised(synthetic):
 def test_predict_without_fit_refused():
     with pytest.raises(RuntimeError, match="not fitted"):
         CostFitter(params=["select_base"]).predict(Measured(simaccept.RunRecord()))
+
+
+def test_residuals_without_fitting(synthetic):
+    # At the true values the records (produced there, same seed and window) are reproduced exactly;
+    # 30 % too dear a select_base leaves Accept-1 short; a window override changes the runs.
+    f = CostFitter(params=list(TRUE), metrics=("replies_per_s",), n_jobs=1)
+    names, r = f.residuals(synthetic, values=TRUE)
+    assert names == [Measured(rec).label + ":replies_per_s" for rec in synthetic]
+    assert max(abs(r)) < 1e-12
+    _, r2 = f.residuals(synthetic, values={"select_base": 1.3 * TRUE["select_base"]})
+    assert r2[0] < -0.01 and r2[0] < r2[-1]          # Accept-1 @ 20,000 loses the most
+    with pytest.raises(FitError, match="not fitted here"):
+        f.residuals(synthetic, values={"thread_switch": 1.0})
+    g = CostFitter(params=list(TRUE), metrics=("replies_per_s",), n_jobs=1, sim_overrides=["scenario.duration=2"])
+    _, r3 = g.residuals(synthetic[:1], values=TRUE)
+    assert abs(r3[0]) > 1e-9
+
+
+def test_cached_fit_replays_without_simulating(synthetic, tmp_path):
+    # A fit with a cache, run twice with the same arguments: the second simulates nothing and
+    # lands on the same values (its path is deterministic) -- how a stopped fit resumes.
+    kw = dict(params=["select_base"], overrides={"select_base": 1.3 * TRUE["select_base"]}, n_jobs=2,
+              ftol=1e-2, xtol=1e-2, metrics=("replies_per_s",), cache=tmp_path / "fitcache")
+    a = CostFitter(**kw).fit(synthetic[:2])
+    assert a.n_sims_ > 0 and a.n_cached_ == 0
+    files = len(list((tmp_path / "fitcache").iterdir()))
+    assert files == a.n_sims_
+    b = CostFitter(**kw).fit(synthetic[:2])
+    assert b.n_sims_ == 0 and b.n_cached_ == a.n_sims_
+    assert b.params_ == a.params_
+    assert "from the cache" in b.header() and len(list((tmp_path / "fitcache").iterdir())) == files
