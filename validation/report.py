@@ -63,7 +63,7 @@ from .records import (ROOT, Measured, is_peak_row, load_records, load_thesis, na
 DEFAULT_OUT = ROOT / "docs" / "validation"
 DEFAULT_CACHE = ROOT / "out" / "validation-cache"
 
-#: metric -> (kind, tolerance, label).  kind: "rel" relative error, "pp" percentage points.
+#: metric -> (kind, tolerance, name in the tables).  kind: "rel" relative error, "pp" percentage points.
 METRICS = {
     "replies_per_s": ("rel", 0.10, "replies/s"),
     "peak_replies_per_s": ("rel", 0.10, "peak replies/s"),

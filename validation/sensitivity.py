@@ -13,7 +13,7 @@ CPU per reply); E = 0 means the cell does not see it at all.  Three readings fol
 
 * **identified**: a cost the thesis-2004 fit chose (:data:`validation.thesis_fit.FIT_PARAMS`)
   is pinned by the calibration rows; a hand-set cost is *seen* by the calibration
-  (or hand-set) rows only if some such row has |E| >= :data:`SEEN` -- otherwise no row
+  (or hand-set) rows only if some such row has ``|E|`` >= :data:`SEEN` -- otherwise no row
   the profile was built on can tell its value, and a held-out cell that depends on it
   is a prediction from an unmeasured number;
 * **factor to close**: for a held-out cell outside ±10 %, the factor on one cost that
@@ -51,7 +51,7 @@ from .records import ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak
 STEP = 1.25
 #: Peak rows: simulated at these multiples of the measured peak (max replies/s = the peak).
 PEAK_FACTORS = (0.9, 1.0, 1.1, 1.2, 1.3, 1.4)
-#: |E| at or above which a row is said to see a cost.
+#: ``|E|`` at or above which a row is said to see a cost.
 SEEN = 0.05
 TOLERANCE = 0.10
 DEFAULT_OUT = ROOT / "docs" / "validation"
@@ -59,7 +59,7 @@ DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "sensitivity"
 
 #: Kernel packet work every server pays.
 KERNEL = ("k_syn", "k_syn_drop", "k_ack_establish", "k_data_rx", "k_fin_rx", "k_tx_per_segment")
-#: The costs each server's model charges (simaccept/servers/*.py), kernel included.
+#: The costs each server's model charges (``simaccept/servers/*.py``), kernel included.
 PARAMS_BY_SERVER: dict[str, tuple[str, ...]] = {
     "userver": ("select_base", "select_per_fd", "select_per_ready", "accept", "setsockopt", "read", "write",
                 "writev", "sendfile", "sendfile_per_kb", "close", "user_per_request") + KERNEL,
@@ -118,7 +118,7 @@ def elasticity(y0: float, y1: float, step: float = STEP) -> float:
 def factor_to_band(pred: float, measured: float, e: float, tol: float = TOLERANCE, min_e: float = SEEN) -> float:
     """The factor on one cost that moves ``pred`` to the near edge of ``measured`` ± tol.
 
-    1.0 if already inside; NaN if the cell barely sees the cost (|E| < ``min_e``: the
+    1.0 if already inside; NaN if the cell barely sees the cost (``|E|`` < ``min_e``: the
     factor would be astronomically large or small) or the prediction is not positive.
     Linear in logs, so an estimate.
     """
