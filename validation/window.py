@@ -91,11 +91,11 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     windows = {(a["scenario"]["warmup"], a["scenario"]["duration"]) for a, _ in scen.values()}
     js = {lab: (a.to_json(), b.to_json()) for lab, (a, b) in scen.items()}
     done = simulate_cached([j for pair in js.values() for j in pair], cache, jobs, source="<window>")
-    bad = [lab for lab, pair in js.items() for j in pair if done[j].get("status") != "ok"]
+    bad = {lab: done[j].get("error") or "no error text" for lab, pair in js.items() for j in pair
+           if done[j].get("status") != "ok"}
     if bad:
-        raise WindowError(f"simulation failed for {sorted(set(bad))}: "
-                          + next(done[j].get("error", "") for lab, p in js.items() for j in p
-                                 if done[j].get("status") != "ok").splitlines()[0])
+        lab = sorted(bad)[0]
+        raise WindowError(f"simulation failed for {sorted(bad)}: {lab}: {bad[lab].splitlines()[0]}")
     cells = compare(rows, {lab: done[a] for lab, (a, _) in js.items()}, {lab: done[b] for lab, (_, b) in js.items()})
     thr = [c for c in cells if c["metric"] == "replies_per_s"]
     result = {

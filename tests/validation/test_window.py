@@ -85,3 +85,15 @@ def test_cli_refuses_bad_cache_and_jobs(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
     assert main(["window", "--jobs", "0", "--out", str(tmp_path)]) == 2
     assert main(["window", "--profile", "no-such-profile", "--out", str(tmp_path)]) == 2
+
+
+def test_failed_simulation_is_refused_with_the_row(tmp_path, monkeypatch, capsys):
+    real_rows = window.rows_with_rates
+    monkeypatch.setattr(window, "rows_with_rates", lambda: [m for m in real_rows() if m.label == SPEC_AL1])
+    monkeypatch.setattr(window, "simulate_cached",
+                        lambda jsons, *a, **k: {j: {"status": "error", "error": ""} for j in jsons})
+    with pytest.raises(window.WindowError, match=f"simulation failed.*{SPEC_AL1}: no error text"):
+        window.run(out=tmp_path, jobs=1, cache=tmp_path / "cache")
+    assert not (tmp_path / "window.md").exists()
+    assert main(["window", "--out", str(tmp_path), "--cache", str(tmp_path / "cache")]) == 1
+    assert "simulation failed" in capsys.readouterr().err
