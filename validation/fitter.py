@@ -45,6 +45,7 @@ none of the chosen metrics) raises :class:`FitError`; nothing is swallowed.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -268,24 +269,25 @@ class CostFitter:
             if key not in self._memo and key not in [k for k, _ in todo]:
                 todo.append((key, self._scenarios(u)))
         jobs = [(k, i, js) for k, scs in todo for i, jss in enumerate(scs) for js in jss]
+        ran = len(jobs)
         if self.cache is not None and jobs:
             fresh = []
             done = simulate_cached([js for _, _, js in jobs], self.cache, self.n_jobs, "<fit>",
                                    on_done=lambda js, d: fresh.append(js))
             results = [done[js] for _, _, js in jobs]
-            self.n_cached_ += len({js for _, _, js in jobs}) - len(fresh)
-            self.n_sims_ -= len(jobs) - len(fresh)      # counted below per result; only fresh runs count
+            ran = len(fresh)
+            self.n_cached_ += len(done) - ran
         elif self._pool is not None and len(jobs) > 1:
             futs = [self._pool.submit(_simulate_json, js, "<fit>") for _, _, js in jobs]
             results = [f.result() for f in futs]
         else:
             results = [_simulate_json(js, "<fit>") for _, _, js in jobs]
+        self.n_sims_ += ran
         per: dict[tuple, list] = {}
         for (k, i, _), d in zip(jobs, results):
             per.setdefault(k, [[] for _ in self._recs])[i].append(RunRecord(**d))
         for k, recs in per.items():
             self._memo[k] = self._residuals(recs)
-            self.n_sims_ += sum(map(len, recs))
             if self.verbose:
                 vals = ", ".join(f"{p}={v:.4g}" for p, v in zip(self.params, np.asarray(k) * self._scale()))
                 print(f"[fit] {vals}: |r| = {np.linalg.norm(self._memo[k]):.4g}", file=sys.stderr, flush=True)
@@ -344,6 +346,19 @@ class CostFitter:
         return J
 
     # ------------------------------------------------------------------ fit
+    @contextlib.contextmanager
+    def _pooled(self):
+        """Worker processes for the simulations of one fit or residual call (none with a cache:
+        :func:`simulate_cached` runs its own)."""
+        self._pool = (ProcessPoolExecutor(max_workers=self.n_jobs)
+                      if self.n_jobs > 1 and self.cache is None else None)
+        try:
+            yield
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
     def _prepare(self, records: Iterable[RunRecord | Measured]) -> list[Measured]:
         """The records that can be simulated and have a target (the rest in ``skipped_``); FitError if none."""
         recs, skipped = [], []
@@ -381,14 +396,8 @@ class CostFitter:
             raise FitError(f"values for parameters not fitted here: {sorted(unknown)}")
         v.update(values or {})
         u = np.array([v[p] for p in self.params]) / self._scale()
-        self._pool = (ProcessPoolExecutor(max_workers=self.n_jobs)
-                      if self.n_jobs > 1 and self.cache is None else None)
-        try:
+        with self._pooled():
             r = self._fun(u)
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(cancel_futures=True)
-            self._pool = None
         return [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)], r
 
     def fit(self, records: Iterable[RunRecord | Measured]) -> "CostFitter":
@@ -401,16 +410,10 @@ class CostFitter:
         lo, hi = self.bounds
         self._ubounds = (lo / scale, hi / scale)
         u0 = np.array([self.start_[p] for p in self.params]) / scale
-        self._pool = (ProcessPoolExecutor(max_workers=self.n_jobs)
-                      if self.n_jobs > 1 and self.cache is None else None)
-        try:
+        with self._pooled():
             kw = {} if self.max_nfev is None else {"max_nfev": self.max_nfev}
             res = least_squares(self._fun, u0, jac=self._jac, bounds=self._ubounds, method="trf", x_scale=1.0,
                                 ftol=self.ftol, xtol=self.xtol, gtol=self.gtol, verbose=self.verbose, **kw)
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(cancel_futures=True)
-            self._pool = None
         self.result_ = res
         self.records_ = recs
         self.residual_names_ = [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)]
