@@ -90,18 +90,20 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
                     on_done=None) -> dict[str, dict]:
     """{scenario JSON: record dict} for ``jsons``, simulating only those not in ``cache``.
 
-    Files are named by the scenario's hash; a run that finished ``ok`` is written (atomically)
-    as soon as it finishes, so an interrupted batch keeps what it did.  Failed runs are
-    returned, not cached.  ``on_done(js, d)`` is called for each run simulated here.
+    Files are named by :meth:`Scenario.content_hash`, which covers the *resolved* cost values
+    and the simulator's version: the JSON names a profile but not its costs, so a refitted
+    profile (or a changed simulator) must not be answered from runs made with the old one.
+    A run that finished ``ok`` is written (atomically) as soon as it finishes, so an
+    interrupted batch keeps what it did.  Failed runs are returned, not cached.
+    ``on_done(js, d)`` is called for each run simulated here.
     """
-    import hashlib
     from concurrent.futures import as_completed
 
     from simaccept.sweep import atomic_write
     cache = Path(cache)
     out, todo = {}, []
     for js in dict.fromkeys(jsons):
-        f = cache / (hashlib.sha256(js.encode()).hexdigest()[:20] + ".json")
+        f = cache / (Scenario(json.loads(js), source).content_hash() + ".json")
         if f.is_file():
             out[js] = json.loads(f.read_text())
         else:

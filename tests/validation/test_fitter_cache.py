@@ -1,0 +1,46 @@
+"""simulate_cached: a cached run is reused only for the same resolved costs.
+
+The scenario JSON names a cost profile, not its values; a profile refitted in place
+(thesis-fit rewrites thesis-2004.toml) must not be answered from the old profile's runs.
+"""
+import json
+import shutil
+
+import simaccept
+import simaccept.costs as costs_mod
+from validation.fitter import simulate_cached
+
+
+def _json(profile):
+    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                 ["workload.rate=3000", "server.accept_limit=1", "scenario.warmup=0.05",
+                                  "scenario.duration=0.2", f'costs.profile="{profile}"'])
+    return sc.to_json()
+
+
+def test_a_profile_edited_in_place_is_simulated_again(tmp_path, monkeypatch):
+    prof_dir = tmp_path / "costs"
+    prof_dir.mkdir()
+    for p in costs_mod.HERE.glob("*.toml"):
+        shutil.copy(p, prof_dir / p.name)
+    shutil.copy(costs_mod.HERE / "thesis-2004.toml", prof_dir / "cachetest.toml")
+    monkeypatch.setattr(costs_mod, "HERE", prof_dir)
+    costs_mod._read_profile.cache_clear()
+    try:
+        js = _json("cachetest")
+        ran = []
+        first = simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))[js]
+        again = simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))[js]
+        assert len(ran) == 1 and json.dumps(again, sort_keys=True) == json.dumps(first, sort_keys=True)
+
+        text = (prof_dir / "cachetest.toml").read_text()
+        old = next(line for line in text.splitlines() if line.startswith("user_per_request ="))
+        (prof_dir / "cachetest.toml").write_text(text.replace(old, "user_per_request = 40.0"))
+        costs_mod._read_profile.cache_clear()
+        assert _json("cachetest") == js        # same JSON: only the profile's contents changed
+        edited = simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))[js]
+        assert len(ran) == 2
+        assert edited["cpu_share_user"] > 2 * first["cpu_share_user"]
+        assert len(list((tmp_path / "cache").glob("*.json"))) == 2
+    finally:
+        costs_mod._read_profile.cache_clear()
