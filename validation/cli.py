@@ -258,8 +258,8 @@ def main(argv=None) -> int:
         if code is not None:
             return code
         t = res["throughput_within_10pct"]
-        print(f"throughput within 10 %: {t['report_window']}/{t['cells']} in the report's window, "
-              f"{t['thesis_window']}/{t['cells']} in the thesis's (120 s from idle); wrote {args.out}/window.md")
+        print(f"throughput within 10 %: {t['thesis_window']}/{t['cells']} in the thesis's window (120 s from idle, "
+              f"the report's), {t['file_window']}/{t['cells']} in the scenario files'; wrote {args.out}/window.md")
         return 0
     if args.cmd == "sensitivity":
         from .sensitivity import DEFAULT_CACHE, SensitivityError, run as run_sens

@@ -253,12 +253,30 @@ def _scenarios_by_name(base: str) -> dict[str, Path]:
     return out
 
 
+def record_window(record: RunRecord | Measured) -> list[str]:
+    """The overrides that simulate a paper row over the window the thesis measured it in.
+
+    The thesis measured each point as one httperf run of ``duration_s`` (120 s) started from
+    idle queues (a two-minute pause between runs let every socket leave TIME_WAIT, sec 3.2.1),
+    and httperf's rates are totals over the whole run: so no warm-up, ``duration_s`` measured.
+    Under one-packet overload this is not the steady state (rates keep falling for 20-30 s:
+    ``python -m validation window``).  Other sources carry their own window in their config:
+    ``[]``.
+    """
+    r = _as_measured(record).record
+    if r.source != "paper" or not (math.isfinite(r.duration_s) and r.duration_s > 0):
+        return []
+    return ["scenario.warmup=0", f"scenario.duration={float(r.duration_s)!r}"]
+
+
 def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = None,
                  overrides: Iterable[str] = (), *, seed: int | None = None, rate: float | None = None) -> Scenario:
     """The scalar simulator scenario that reproduces ``record``.
 
     ``base_dir`` is the directory of the thesis scenario files (default
-    ``scenarios/thesis``).  ``overrides`` (``section.key=value``) are applied last,
+    ``scenarios/thesis``); a paper row is simulated over its own window
+    (:func:`record_window`: from idle, ``duration_s`` measured), not the file's.
+    ``overrides`` (``section.key=value``) are applied last,
     e.g. ``costs.select_base=12`` or ``scenario.duration=5``.  ``rate`` replaces the
     record's target rate (how :func:`peak_scenarios` simulates a peak row at its peak rates).
     Raises :class:`NotSimulable` when the record names no server or no target rate.
@@ -282,7 +300,7 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
         pre = [f'server.kind="{r.server}"'] if set_kind else []
         if r.mux:
             pre.append(f'server.mux="{r.mux}"')
-        return load_scenario(path, pre + fix + overrides)
+        return load_scenario(path, pre + fix + record_window(r) + overrides)
     if r.config:
         try:
             doc = json.loads(r.config)

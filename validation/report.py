@@ -57,8 +57,8 @@ from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, drop_shares
 from .sensitivity import format_factor
-from .records import (ROOT, Measured, is_peak_row, load_records, load_thesis, nan_to_null, peak_scenarios, scenario_for,
-                      simulator_supports, thesis_scenario_file)
+from .records import (ROOT, Measured, is_peak_row, load_records, load_thesis, nan_to_null, peak_scenarios,
+                      record_window, scenario_for, simulator_supports, thesis_scenario_file)
 
 DEFAULT_OUT = ROOT / "docs" / "validation"
 DEFAULT_CACHE = ROOT / "out" / "validation-cache"
@@ -108,7 +108,9 @@ COLOURS = {"1": "tab:blue", "10": "tab:orange", "inf": "tab:green", "50": "tab:r
 #: Hypotheses, not findings: each names what would test it.
 MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "1", "peak_replies_per_s"):
-        "fitted to -10 %: the fit trades this peak against Accept-1's decline at 27,000 (see there)",
+        "the fit (in the thesis's window) trades this peak against Accept-1's decline (27,000: +2.7 %, 30,000: "
+        "-7.0 %): over 120 s from idle the sim's Accept-1 keeps up to 16,000 req/s and falls past it, where the "
+        "thesis's reaches 19,500.  The shorter-window fit had this peak at -10 % and 27,000 at +12.6 %",
     ("userver-one-packet-select", "1", "replies_per_s"):
         "the fit trades Accept-1's peak (-10 %) against its decline: the thesis falls 52 % from peak to 27k (19.5k "
         "-> 9.4k), the sim 39 % (17.6k -> 10.6k).  Both ends are set by the per-connection cost; what would cost "
@@ -120,13 +122,17 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "residual is worse (0.289 vs 0.217) with user_per_request at 0.006 us and k_syn_drop 11.2 us: per-drop "
         "cost alone cannot carry the decline, so 10 s is kept",
     ("userver-one-packet-select", "10", "replies_per_s"):
-        "the sim's Accept-10 at 27k switches between two regimes over a 10 s run (accept queue drained or not): "
-        "6 seeds give 11,417-14,091 replies/s (mean 13,250, -4 %); the fit's seed gave 13,866, this sweep's 12,014",
+        "the sim's Accept-10 at 27k switches between two regimes (accept queue drained or not), so the seed "
+        "matters: the fit's seed gives 13,708 (-1.0 %, window.md), this sweep's 12,015; with the shorter-window "
+        "fit, 6 seeds of a 10 s run gave 11,417-14,091",
     ("userver-one-packet-select", "10", "accept_rate"): "as its throughput and C_avg",
     ("userver-one-packet-select", "10", "pct_of_peak"):
-        "the fitted k_syn_drop (8.0 us, was 6) brings Accept-1 down at 27k and every policy down at 30k; without "
-        "the dead accepts (see Accept-1 replies/s) the fit puts all overload cost on dropped SYNs",
-    ("userver-one-packet-select", "inf", "pct_of_peak"): "as Accept-10's % of own peak",
+        "the fitted k_syn_drop (7.4 us, was 6) brings every policy down at 30k; without the dead accepts (table "
+        "4.8: accepts exceed replies by 14-17 %, the sim < 1 %) the fit puts all overload cost on dropped SYNs",
+    ("userver-one-packet-select", "inf", "pct_of_peak"):
+        "the sim's Accept-Inf falls to 55 % of its peak at 30,000, the thesis's to 71 %: past saturation it "
+        "pays for dropped SYNs (k_syn_drop, fitted) and for phases three times the thesis's (see C_avg); as "
+        "Accept-10's % of own peak",
     ("userver-one-packet-select", "10", "c_avg"):
         "sim Accept-10 finds the accept queue nearly empty (C_avg ~4.6 of 10) and cycles select<->accept 4x as "
         "often; the thesis's queue stays full: the sim admits fewer connections into the accept queue per cycle",
@@ -147,27 +153,27 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "too few open connections, not too cheap a select: with requests back to back the sim keeps ~50 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
         "tables 4.1, 4.3) implies hundreds (~870 if gprof counted kernel time; 20 % of Accept-Inf's if only user "
-        "time).  A client delay of 50-100 ms after each reply (not stated in the thesis) gives those counts and "
-        "brings this throughput to +17 % / +4 % (specweb-idle.md); the one-packet rows (one request per "
-        "connection) cannot constrain it.  Not a per-KB cost: sendfile_per_kb (this cell's largest elasticity, "
-        "seen by no calibration row) doubled brings it inside but Accept-10 and Accept-Inf 20-24 % below "
-        "(sensitivity.md)",
+        "time).  A client delay of 58-82 ms after each reply (not stated in the thesis) gives those counts and "
+        "brings this throughput to +9.6 % / +2.3 % (specweb-idle.md); the one-packet rows (one request per "
+        "connection) cannot constrain it.  Not a per-KB cost: with the shorter-window fit, sendfile_per_kb (this "
+        "cell's largest elasticity, seen by no calibration row) doubled brought it inside but Accept-10 and "
+        "Accept-Inf 20-24 % below (sensitivity.md)",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput (also within 10 % at the inferred delay)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
-        "as Accept-1, less so (fewer selects per connection); +10-13 % at the inferred delays (specweb-idle.md)",
+        "as Accept-1, less so (fewer selects per connection); +9.6 % / +7.8 % at the inferred delays "
+        "(specweb-idle.md)",
     ("userver-specweb99-select", "inf", "c_avg"): "as one-packet Accept-Inf: phases drain more than the queue",
     ("userver-specweb99-select", "inf", "fds_per_select"): "follows C_avg",
     ("userver-specweb99-select", "inf", "select_calls_per_s"): "follows C_avg",
     # whole configurations
     ("tux-specweb99", "*", "replies_per_s"):
-        "sim TUX serves SPECweb99-like at ~15-16k replies/s, the thesis measured 11.8-12.7k.  These cells answer "
-        "most to tux_per_kb (elasticity -0.35 to -0.46), which no calibration or hand-set row sees (one-packet "
-        "replies are one packet): its 2 us/KB is the μserver's sendfile_per_kb, itself unmeasured.  36 % more "
-        "per KB brings both TUX cells to the band's edge (+10.0 %, +9.9 %); of the other cells only TUX one-packet "
-        "Accept-Inf at 23,000 moves (-6.9 % -> -9.8 %) (sensitivity.md; read off these cells, so not a "
-        "prediction).  Not the workload: the client delay that fixes the μserver's Accept-1 "
-        "leaves TUX at +18-27 % (specweb-idle.md)",
+        "sim TUX serves SPECweb99-like at ~13.8-14.9k replies/s, the thesis measured 11.8-12.7k (+17 %; +23-27 % "
+        "with the shorter-window fit, whose tux_request was 5.5 us).  These cells answer most to tux_per_kb "
+        "(elasticity -0.35 to -0.46 in sensitivity.md), which no calibration or hand-set row sees (one-packet "
+        "replies are one packet): its 2 us/KB is the μserver's sendfile_per_kb, itself unmeasured.  The client "
+        "delay inferred from the μserver's select numbers brings Accept-1 to +8.4-8.6 % but leaves Accept-Inf at "
+        "+15.8 % (specweb-idle.md): TUX's Accept-Inf costs more per reply than the sim's, see its C_avg",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
         "thesis Accept-Inf accepted 504 per phase: its accept queue refilled during phases far longer than the "
@@ -180,13 +186,27 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "sim splits TUX's SYN-side drops more to DropRequest and less to ListenOverflow than the thesis's "
         "table 5.2: the SYN-ACK round trip (delay_ms 0.1) decides which queue a burst meets first",
     ("tux-one-packet", "*", "share:drops_listen_overflow"): "see DropRequest share",
+    ("tux-one-packet", "1", "share:drops_drop_request"):
+        "27,000 is past the sim's Accept-1 peak (25,012, where tux_request was set), and in the thesis's window "
+        "the sim collapses there (14.3k replies/s at 27,500): its ListenOverflowed requests wait in the SYN "
+        "queue and keep it past 3/4 full, so DropRequest takes the drops.  The thesis gives no throughput at "
+        "27,000 (table 5.2 is drop counts only); its drop mix (38 % ListenOverflow) says its Accept-1 had not "
+        "collapsed that far.  With the shorter-window fit (tux_request 5.5 us, peak ~26k) these shares were in",
+    ("tux-one-packet", "1", "share:drops_listen_overflow"): "see DropRequest share",
+    ("tux-one-packet", "inf", "replies_per_s"):
+        "over 120 s from idle the sim's Accept-Inf at 23,000 is in its collapsed, cold-cache regime (batches of "
+        "~100; -9.6 % in the scenario file's first 20 s, window.md).  tux_cache_touches puts the collapse just "
+        "past the Accept-Inf peak (20,457), which is right, but the sim's threshold cache model falls further "
+        "past it than the thesis's Accept-Inf did (18,470 at 23,000): a graded miss rate would test this (see "
+        "C_avg)",
     ("knot-one-packet", "50", "peak_replies_per_s"):
-        "Accept-50 is CPU-bound in the sim at ~16.5k; the thesis's 14k suggests more per-connection CPU on cluster "
+        "Accept-50 is CPU-bound in the sim at ~16.8k; the thesis's 14k suggests more per-connection CPU on cluster "
         "2 (knot_* / thread_switch not fitted; only the 47 ms client delay was chosen, on the Accept-1 peak).  "
         "The peak answers most to the per-connection kernel costs (k_ack_establish, k_syn: -0.2 each, fitted on "
         "cluster 1's μserver) and then to Capriccio's thread_switch and sched_per_blocked (unidentified).  "
-        "thread_switch x1.58 (9.5 us) alone brings it to +10.0 % and the hand-set Accept-1 peak from +6.8 % to "
-        "+4.3 % (sensitivity.md): an unmeasured Capriccio cost could carry most of this miss",
+        "With the shorter-window fit, thread_switch x1.58 (9.5 us) alone brought it to +10.0 % and the hand-set "
+        "Accept-1 peak from +6.8 % to +4.3 % (sensitivity.md): an unmeasured Capriccio cost could carry most of "
+        "this miss",
 }
 
 
@@ -279,7 +299,12 @@ def group_sweep(g, rows: list[Measured], base: str, cost_over: dict[str, float],
         over.append(f'server.mux="{mux}"')
     over += ["server.accept_limit=[" + ", ".join(_toml_limit(x) for x in limits) + "]",
              "workload.rate=[" + ", ".join(repr(r) for r in rates) + "]"]
-    return load_scenario(path, over + _run_overrides(base, cost_over, quick, sim_overrides))
+    # The cells are scored on these points, so they are simulated in the window the group's
+    # rows were measured in (record_window: the thesis's 120 s from idle), not the file's.
+    windows = {tuple(record_window(m)) for m in rows}
+    if len(windows) != 1:
+        raise ValueError(f"group {_group_name(g)}: rows measured over different windows {sorted(windows)}")
+    return load_scenario(path, over + list(windows.pop()) + _run_overrides(base, cost_over, quick, sim_overrides))
 
 
 def _run_overrides(base: str, cost_over: dict[str, float], quick: bool, sim_overrides: Iterable[str]) -> list[str]:
@@ -737,10 +762,10 @@ def _window_summary(out: Path) -> dict[str, Any] | None:
         return None
     d = json.loads(f.read_text())
     thr = [c for c in d["cells"] if c["metric"] == "replies_per_s"]
-    return {"generated_at": d["generated_at"], "report_window": d["report_window_s"],
+    return {"generated_at": d["generated_at"], "file_window": d["file_window_s"],
             "thesis_window": d["thesis_window"], "throughput_within_10pct": d["throughput_within_10pct"],
-            "throughput": [{k: c.get(k) for k in ("row", "role", "measured", "report_window", "thesis_window",
-                                              "error_report_window", "error_thesis_window", "change")} for c in thr]}
+            "throughput": [{k: c.get(k) for k in ("row", "role", "measured", "file_window", "thesis_window",
+                                              "error_file_window", "error_thesis_window", "change")} for c in thr]}
 
 
 def window_markdown(w: dict[str, Any] | None) -> list[str]:
@@ -749,25 +774,20 @@ def window_markdown(w: dict[str, Any] | None) -> list[str]:
         return L + ["Not run for this output: `python -m validation window --out <this directory>`.\n"]
     t = w["throughput_within_10pct"]
     moved = [c for c in w["throughput"] if c["change"] is not None and abs(c["change"]) >= 0.03]
-    L.append("Each thesis number is an httperf total over a 2-minute run from idle queues; the sweeps above "
-             f"simulate {', '.join(w['report_window'])}, as `thesis-fit` did when it fitted the profile.  Under "
+    L.append("Each thesis number is an httperf total over a 2-minute run from idle queues, and the sweeps above "
+             "simulate every paper row over that window: 120 s from t = 0, no warm-up "
+             "(`validation.records.record_window`), as `thesis-fit` did when it fitted the profile.  The thesis "
+             f"scenario files, as `simaccept run` gives them, simulate {', '.join(w['file_window'])}.  Under "
              "one-packet overload the simulated rates are still falling at 10 s (retransmitted SYNs, overflowed "
              "requests waiting in the SYN queue), so the two windows differ.  Throughput of every row with a "
              "target rate, same costs, both windows (details and the other metrics: [window.md](window.md)); "
-             f"within ±10 %: {t['report_window']} of {t['cells']} in the report's window, {t['thesis_window']} "
-             f"in the thesis's.  {len(moved)} of {t['cells']} move by 3 % or more (workload: "
-             f"{', '.join(sorted({c['row'].split('/')[1] for c in moved})) or '–'}).  "
-             "`thesis-2004` was fitted in the shorter window, so its one-packet calibration is biased by as much: "
-             "the fit's own residual at the shipped values is 0.217 in the fit's window and 0.429 in the thesis's "
-             "(`python -m validation thesis-fit --check --set scenario.warmup=0 --set scenario.duration=120`, "
-             "2026-11-21; the drop shares move most, DropRequest +21 pp at Accept-1 and +18 pp at Accept-Inf).  "
-             "Refitting in the thesis's window is the next step: each simulation is 6-10x longer (about 6 minutes "
-             "per fit evaluation on two cores), and `thesis-fit` keeps every finished simulation "
-             "(out/validation-cache/thesis-fit), so the fit can run over several sittings.\n")
-    L += ["| row | role | thesis | report window | error | 120 s from t = 0 | error |", "|---|---|---|---|---|---|---|"]
+             f"within ±10 %: {t['thesis_window']} of {t['cells']} in the thesis's window, {t['file_window']} "
+             f"in the files'.  {len(moved)} of {t['cells']} move by 3 % or more (workload: "
+             f"{', '.join(sorted({c['row'].split('/')[1] for c in moved})) or '–'}).\n")
+    L += ["| row | role | thesis | file window | error | 120 s from t = 0 | error |", "|---|---|---|---|---|---|---|"]
     for c in w["throughput"]:
-        e1, e2 = c["error_report_window"], c["error_thesis_window"]
-        L.append(f"| {c['row']} | {c.get('role') or '–'} | {c['measured']:,.0f} | {c['report_window']:,.0f} | {100 * e1:+.1f} % | "
+        e1, e2 = c["error_file_window"], c["error_thesis_window"]
+        L.append(f"| {c['row']} | {c.get('role') or '–'} | {c['measured']:,.0f} | {c['file_window']:,.0f} | {100 * e1:+.1f} % | "
                  f"{c['thesis_window']:,.0f} | {100 * e2:+.1f} % |")
     L.append("")
     return L
@@ -788,7 +808,14 @@ def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
         misses.append({"row": r["row"], "error": r["error"],
                        "top_costs": [{"cost": p, "elasticity": e, "status": params[p]["status"],
                                       "factor_to_band": r["factor_to_band"][p]} for _, p, e in top]})
-    return {"generated_at": d["generated_at"], "step": d["step"],
+    from simaccept.costs import load_costs
+    try:
+        now = load_costs(d["profile"]).us
+        stale = sorted(p for p, v in params.items()
+                       if v.get("value") is not None and not math.isclose(v["value"], now.get(p, math.nan), rel_tol=1e-9))
+    except (KeyError, ValueError):
+        stale = ["(profile " + repr(d.get("profile")) + " no longer exists)"]
+    return {"generated_at": d["generated_at"], "step": d["step"], "profile": d.get("profile"), "stale_costs": stale,
             "unidentified": sorted(p for p, v in params.items() if v["status"] == "unidentified"),
             "n_costs": len(params), "misses": misses,
             "what_if": [{k: w[k] for k in ("param", "factor", "value", "chosen_for", "heldout_within",
@@ -800,6 +827,11 @@ def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
     L = ["## Why the held-out cells miss: elasticities\n"]
     if not se:
         return L + ["Not run for this output: `python -m validation sensitivity --out <this directory>`.\n"]
+    if se.get("stale_costs"):
+        L.append(f"**Stale:** computed on {se['generated_at'][:10]} with an earlier `{se['profile']}`; these costs "
+                 "have changed since: " + ", ".join(f"`{p}`" for p in se["stale_costs"]) + ".  The elasticities "
+                 "below are of that profile, not of the one this report used; `python -m validation sensitivity "
+                 "--out <this directory>` refreshes them.\n")
     L.append(f"Each cost raised {100 * (se['step'] - 1):.0f} % alone, every thesis throughput cell simulated again "
              f"([sensitivity.md](sensitivity.md)).  {len(se['unidentified'])} of {se['n_costs']} costs are seen by "
              "no calibration or hand-set row (*unidentified*: nothing the profile was built on constrains them): "

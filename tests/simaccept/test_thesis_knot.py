@@ -4,7 +4,10 @@ Properties of the Knot model, the thesis-2004 profile's Capriccio costs and the
 cluster-2 client latency of the knot scenarios; they can fail.  Short runs
 (2 s warm-up + 2 s) at two rates keep the file under a minute; the full
 scenarios (10 s + 10 s, every rate) give the same orderings
-(docs/guides/knot.md).
+(docs/guides/knot.md).  Except the open connections: past saturation they build
+up until the 10 s client timeout bounds them, so those two points run the
+scenario's own window (after 4 s Accept-100 has not yet pulled away from
+Accept-50: 30,263 vs 25,916 at 24,000 req/s; after 20 s, 49,383 vs 25,915).
 """
 from concurrent.futures import ProcessPoolExecutor
 
@@ -18,11 +21,16 @@ SHORT = ["scenario.warmup=2", "scenario.duration=2"]
 
 POINTS = [(ONEPACKET, rate, lim) for lim in ("1", "50") for rate in (16000, 24000)]
 POINTS += [(ONEPACKET, 24000, "100"), (SPECWEB, 20000, "1"), (SPECWEB, 20000, "100")]
+#: Run in the scenario file's own window (10 s + 10 s), for the open connections.
+FULL = "full"
+POINTS += [(FULL, 24000, "50"), (FULL, 24000, "100")]
 
 
 def _run(point):
     path, rate, limit = point
-    sc = load_scenario(path, overrides=SHORT + [f"workload.rate={rate}", f"server.accept_limit={limit}"])
+    window = [] if path == FULL else SHORT
+    path = ONEPACKET if path == FULL else path
+    sc = load_scenario(path, overrides=window + [f"workload.rate={rate}", f"server.accept_limit={limit}"])
     rec = simulate(sc, raise_errors=True)
     assert rec.status == "ok"
     return rec
@@ -62,7 +70,8 @@ def test_accept_100_falls_below_accept_50_past_saturation(recs):
 
 def test_open_connections_grow_with_the_accept_limit(recs):
     """Thesis 4.2.3: ~25,000 active connections with Accept-50, 44,000-48,000 with Accept-100."""
-    o1, o50, o100 = (one(recs, 24000, lim).open_conns_mean for lim in ("1", "50", "100"))
+    o1 = one(recs, 24000, "1").open_conns_mean
+    o50, o100 = (recs[(FULL, 24000, lim)].open_conns_mean for lim in ("50", "100"))
     assert o1 < o50 < o100
     assert o50 > 10 * o1
     assert o100 > 1.3 * o50

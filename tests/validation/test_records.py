@@ -6,7 +6,7 @@ import math
 import pytest
 
 from simaccept.record import COLUMNS
-from validation.records import (REQUIRED, THESIS_CSV, NotSimulable, RecordError, load_records, load_thesis,
+from validation.records import (REQUIRED, THESIS_CSV, NotSimulable, RecordError, load_records, load_thesis, record_window,
                                 record_seed, scenario_for, simulator_supports)
 
 
@@ -54,6 +54,10 @@ def test_scenario_for_thesis_row_fixes_rate_limit_and_seed():
     assert sc["workload"]["kind"] == "one-packet" and sc["kernel"]["profile"] == "linux-2.4"
     assert sc["costs"]["select_base"] == 12.5 and sc["scenario"]["duration"] == 5
     assert sc["scenario"]["seed"] == record_seed(m.record) == record_seed(m.record)
+    # without overrides a paper row runs over the thesis's window: 120 s from idle, not the file's 10 + 10 s
+    own = scenario_for(m)
+    assert own["scenario"]["warmup"] == 0 and own["scenario"]["duration"] == 120.0 == m.record.duration_s
+    assert record_window(m) == ["scenario.warmup=0", "scenario.duration=120.0"]
     sw = next(m for m in ms if m.workload == "specweb99" and m.server == "userver" and m.accept_limit == "inf")
     assert scenario_for(sw)["workload"]["kind"] == "specweb99"
     assert scenario_for(sw)["server"]["accept_limit"] == "inf"
@@ -134,6 +138,7 @@ def test_results_csv_roundtrip(tmp_path):
     (m,) = load_records(p)
     assert m.extras == {} and m.source == "sim"
     again = scenario_for(m)
+    assert record_window(m) == []                    # a sim record carries its own window in its config
     assert again["scenario"]["duration"] == 0.3 and again["workload"]["rate"] == 5000.0
     assert again["server"]["accept_limit"] == 10
     assert simaccept.simulate(again).replies_per_s == rec.replies_per_s

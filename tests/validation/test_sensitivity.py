@@ -75,6 +75,13 @@ def test_unused_cost_is_unseen_and_used_cost_is_seen(tmp_path):
     if not row["ok"]:
         assert c.label in md and "`tux_per_kb`" in md
     assert "Not run" in "\n".join(report.sensitivity_markdown(None))
+    # computed with the shipped profile: not stale; a cost changed since is named
+    assert se["stale_costs"] == [] and "Stale" not in md
+    res["params"]["tux_per_kb"]["value"] *= 2
+    (tmp_path / "sensitivity.json").write_text(json.dumps(nan_to_null(res)))
+    se = report._sensitivity_summary(tmp_path)
+    assert se["stale_costs"] == ["tux_per_kb"]
+    assert "**Stale:**" in "\n".join(report.sensitivity_markdown(se))
 
 
 def test_bad_input_is_refused(tmp_path, capsys):

@@ -28,6 +28,9 @@ def test_shipped_profile_is_the_recorded_fit():
     for k, v in rec["fit"]["params"].items():
         assert fitted[k] == pytest.approx(v, rel=1e-12)
         assert rec["fit"]["start"][k] == pytest.approx(hand[k])
-    # every cost not fitted keeps its hand value (TUX's and Knot's included)
-    assert {k for k in fitted if fitted[k] != hand[k]} <= set(thesis_fit.FIT_PARAMS)
+    # every cost not fitted keeps its hand value (Knot's included), except TUX's two hand-set
+    # constants, set again on the TUX peak rows with the fitted kernel costs
+    assert {k for k in fitted if fitted[k] != hand[k]} <= set(thesis_fit.FIT_PARAMS) | set(thesis_fit.TUX_HAND_SET)
+    assert rec["hand_set_after_fit"] == thesis_fit.TUX_HAND_SET
+    assert all(fitted[k] == v for k, v in thesis_fit.TUX_HAND_SET.items())
     assert rec["fit"]["residual_norm"] < rec["fit"]["start_residual_norm"]

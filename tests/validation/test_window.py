@@ -1,4 +1,4 @@
-"""validation.window: the thesis rows simulated in the report's window and in the thesis's."""
+"""validation.window: the thesis rows simulated in the scenario files' window and in the thesis's."""
 from __future__ import annotations
 
 import json
@@ -32,15 +32,15 @@ def test_compare_errors_tolerances_and_change():
     b = {"replies_per_s": 7900.0, "c_avg": 1.5}
     cells = {c["metric"]: c for c in window.compare([m], {m.label: a}, {m.label: b})}
     thr = cells["replies_per_s"]
-    assert math.isclose(thr["error_report_window"], 9770 / 8888 - 1)     # +9.9 %: inside
-    assert thr["ok_report_window"] and thr["tolerance"] == 0.10
+    assert math.isclose(thr["error_file_window"], 9770 / 8888 - 1)     # +9.9 %: inside
+    assert thr["ok_file_window"] and thr["tolerance"] == 0.10
     assert math.isclose(thr["change"], 7900 / 9770 - 1)
     assert not thr["ok_thesis_window"]                                   # -11.1 %: outside
     cavg = cells["c_avg"]
-    assert cavg["tolerance"] == 0.25 and cavg["ok_report_window"] and not cavg["ok_thesis_window"]
+    assert cavg["tolerance"] == 0.25 and cavg["ok_file_window"] and not cavg["ok_thesis_window"]
     # a metric the simulation did not produce is NaN, never within tolerance
     acc = cells["accept_rate"]
-    assert math.isnan(acc["error_report_window"]) and not acc["ok_report_window"]
+    assert math.isnan(acc["error_file_window"]) and not acc["ok_file_window"]
 
 
 def test_run_writes_both_windows_and_caches(tmp_path, monkeypatch):
@@ -48,15 +48,14 @@ def test_run_writes_both_windows_and_caches(tmp_path, monkeypatch):
     monkeypatch.setattr(window, "THESIS_WINDOW", ("scenario.warmup=0", "scenario.duration=2"))
     real_rows = window.rows_with_rates
     monkeypatch.setattr(window, "rows_with_rates", lambda: [m for m in real_rows() if m.label == SPEC_AL1])
-    monkeypatch.setattr(window, "scenario_for",
-                        _shortened(window.scenario_for))
+    monkeypatch.setattr(window, "file_window", lambda m: ["scenario.warmup=1", "scenario.duration=2"])
     res = window.run(out=tmp_path, jobs=1, cache=tmp_path / "cache")
     assert res["throughput_within_10pct"]["cells"] == 1
-    assert res["report_window_s"] == ["1 s warm-up + 2 s"]
+    assert res["file_window_s"] == ["1 s warm-up + 2 s"]
     saved = json.loads((tmp_path / "window.json").read_text())
     thr = [c for c in saved["cells"] if c["metric"] == "replies_per_s"][0]
-    assert thr["report_window"] > 0 and thr["thesis_window"] > 0
-    assert thr["report_window"] != thr["thesis_window"]           # different windows, different runs
+    assert thr["file_window"] > 0 and thr["thesis_window"] > 0
+    assert thr["file_window"] != thr["thesis_window"]           # different windows, different runs
     assert "| userver/specweb99/select/accept-1@26000 | held-out | replies_per_s |" in (tmp_path / "window.md").read_text()
     n = len(list((tmp_path / "cache").iterdir()))
     assert n == 2
@@ -71,11 +70,12 @@ def test_run_writes_both_windows_and_caches(tmp_path, monkeypatch):
     assert report.window_markdown(None)[1].startswith("Not run for this output")
 
 
-def _shortened(scenario_for):
-    """The report's window shortened to 1 s + 2 s (the thesis window override still applies last)."""
-    def f(m, overrides=(), **kw):
-        return scenario_for(m, overrides=["scenario.warmup=1", "scenario.duration=2"] + list(overrides), **kw)
-    return f
+def test_file_window_is_the_scenario_files():
+    m = _row(SPEC_AL1)
+    assert window.file_window(m) == ["scenario.warmup=10.0", "scenario.duration=10.0"]
+    # the thesis side is what the report simulates: the row's own window
+    from validation.records import record_window
+    assert tuple(record_window(m)) == window.THESIS_WINDOW[:1] + ("scenario.duration=120.0",)
 
 
 def test_cli_refuses_bad_cache_and_jobs(tmp_path, capsys):
