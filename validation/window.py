@@ -16,8 +16,8 @@ For every thesis row with a target rate and at least one metric the report score
 simulates the row at its own seed in both windows (the scenario file's, and 120 s from t = 0
 with no warm-up) with the same costs, and reports each metric's value and error against the
 thesis in each.  Peak rows are left out: a peak is a maximum over rates, mostly below
-overload.  Runs are
-cached (:func:`validation.fitter.simulate_cached`), so a rerun recomputes nothing.
+overload.  Runs are cached (:func:`validation.fitter.simulate_cached`), so a rerun
+recomputes nothing.
 """
 from __future__ import annotations
 
