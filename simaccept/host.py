@@ -534,6 +534,22 @@ class Host:
     def reply_size(self, c: int) -> int:
         return self.sizes[self.req_off[c] + self.rq[c]]
 
+    def reply_acks(self, c: int, nbytes: int) -> int:
+        """Pure ACKs the client returns for the next ``nbytes`` of ``c``'s reply
+        (call before :meth:`write`).
+
+        A receiver ACKs at least every second full-sized segment (RFC 1122
+        4.2.3.2; Linux's __tcp_ack_snd_check), so a reply of n segments draws
+        n // 2 of them; an odd last segment's ACK waits (delayed ACK) and rides
+        on the client's next request or FIN, whose cost is already charged.
+        Segments are counted over the whole reply, as TCP_CORK and sendfile
+        coalesce across the server's chunks.  Not modelled: Linux's quick-ACK
+        mode, which ACKs each of the first segments of a connection.
+        """
+        mss = self.mss
+        sent = self.sizes[self.req_off[c] + self.rq[c]] - self.rem[c]
+        return (-(-(sent + nbytes) // mss) >> 1) - (-(-sent // mss) >> 1)
+
     def write(self, t: float, c: int, nbytes: int) -> int:
         """The server hands ``nbytes`` of the current reply to the kernel at ``t``."""
         tx_done = self.nics[self.nic_of[c]].transmit(t, nbytes, 66, self.mss)

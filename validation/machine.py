@@ -106,7 +106,7 @@ FIT_WEIGHTS = {"replies_per_s": 1.0, "select_calls_per_s": 0.3, "fds_per_select"
 KERNEL_START = (1.0, 10.0)
 KERNEL_BOUNDS = ((0.02, 0.0), (4.0, 60.0))
 KERNEL_COSTS = ("k_syn", "k_ack_establish", "k_ack_overflow", "k_synack_retx", "k_data_rx", "k_fin_rx",
-                "k_rst_rx", "k_tx_per_segment")
+                "k_rst_rx", "k_tx_per_segment", "k_ack_rx")
 SYSCALLS = ("select", "poll", "epoll_wait", "epoll_ctl", "accept", "read", "writev", "close", "setsockopt")
 
 

@@ -150,38 +150,41 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "follows the C_avg miss: longer phases keep the SYN queue past 3/4 full (the DropRequest rule) longer",
     ("userver-one-packet-select", "1", "pct_of_peak"): "follows the Accept-1 peak and decline misses above",
     ("userver-specweb99-select", "1", "replies_per_s"):
-        "too few open connections, not too cheap a select: with requests back to back the sim keeps ~50 open "
+        "too few open connections, not too cheap a select: with requests back to back the sim keeps ~30 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
-        "tables 4.1, 4.3) implies hundreds (~870 if gprof counted kernel time; 20 % of Accept-Inf's if only user "
-        "time).  A client delay of 58-82 ms after each reply (not stated in the thesis) gives those counts and "
-        "brings this throughput to +9.6 % / +2.3 % (specweb-idle.md); the one-packet rows (one request per "
-        "connection) cannot constrain it.  Not a per-KB cost: with the shorter-window fit, sendfile_per_kb (this "
-        "cell's largest elasticity, seen by no calibration row) doubled brought it inside but Accept-10 and "
-        "Accept-Inf 20-24 % below (sensitivity.md)",
-    ("userver-specweb99-select", "1", "accept_rate"): "as its throughput (also within 10 % at the inferred delay)",
+        "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay of 65-74 ms "
+        "after each reply (not stated in the thesis) gives those counts and brings this throughput to -5.1 % / "
+        "-7.3 %, but TUX Accept-1 to -12 % (specweb-idle.md); the one-packet rows (one request per connection) "
+        "cannot constrain it.  Charging the client's ACKs of each reply (k_ack_rx, stop 10) took this cell from "
+        "+40 % to +17 %",
+    ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
-        "as Accept-1, less so (fewer selects per connection); +9.6 % / +7.8 % at the inferred delays "
-        "(specweb-idle.md)",
+        "as Accept-1, less so (fewer selects per connection); -9.5 % at the inferred delays (specweb-idle.md)",
+    ("userver-specweb99-select", "inf", "replies_per_s"):
+        "the sim's μserver costs ~93 us per SPECweb99-like reply at full CPU, the thesis's ~82 us (1 / replies/s), "
+        "while the sim's TUX (82-89 us) matches the thesis's (79-85 us): the excess is in the μserver's own "
+        "per-reply path (sendfile with its per-KB term, ~30 of the 93 us, write, read, CORK/UNCORK), which no "
+        "one-packet row measures (sendfile, sendfile_per_kb and write are unidentified).  The client's ACKs "
+        "(k_ack_rx = k_data_rx a priori, ~17 us a reply) are shared with TUX, which is in band; without them this "
+        "cell was +7.6 %",
     ("userver-specweb99-select", "inf", "c_avg"): "as one-packet Accept-Inf: phases drain more than the queue",
     ("userver-specweb99-select", "inf", "fds_per_select"): "follows C_avg",
     ("userver-specweb99-select", "inf", "select_calls_per_s"): "follows C_avg",
     # whole configurations
     ("tux-specweb99", "*", "replies_per_s"):
-        "sim TUX serves SPECweb99-like at ~13.8-14.9k replies/s, the thesis measured 11.8-12.7k (+17 %; +23-27 % "
-        "with the shorter-window fit, whose tux_request was 5.5 us).  These cells answer most to tux_per_kb "
-        "(elasticity -0.35 to -0.46 in sensitivity.md), which no calibration or hand-set row sees (one-packet "
-        "replies are one packet): its 2 us/KB is the μserver's sendfile_per_kb, itself unmeasured.  The client "
-        "delay inferred from the μserver's select numbers brings Accept-1 to +8.4-8.6 % but leaves Accept-Inf at "
-        "+15.8 % (specweb-idle.md): TUX's Accept-Inf costs more per reply than the sim's, see its C_avg",
+        "within the band (-4 to -5 %) since each reply also pays the client's ACKs (k_ack_rx = k_data_rx a "
+        "priori, one per second segment, ~5 per 15 KB reply); before, +17 % (+23-27 % with the shorter-window "
+        "fit).  tux_per_kb (2 us/KB, the μserver's sendfile_per_kb) is still measured by no row.  The client "
+        "delay inferred from the μserver's select numbers takes Accept-1 to -12 % (specweb-idle.md)",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
         "thesis Accept-Inf accepted 504 per phase: its accept queue refilled during phases far longer than the "
         "sim's (11,083 vs 1,160 work items per phase); follows from the throughput miss",
     ("tux-one-packet", "inf", "c_avg"):
         "the sim's Accept-Inf is bistable (batches ~2 while it keeps up, ~100 once the cold-cache cost tips it); "
-        "the thesis's moderate batches (9.5) are never produced: a graded cache model (miss rate growing with "
-        "batch size instead of a 60-touch threshold) would test this",
+        "the thesis's moderate batches (9.5) are never produced; a graded cache model gives moderate batches "
+        "only on the way down (C_avg 17 at 21,000 req/s, 116 at 23,000; see replies/s)",
     ("tux-one-packet", "*", "share:drops_drop_request"):
         "sim splits TUX's SYN-side drops more to DropRequest and less to ListenOverflow than the thesis's "
         "table 5.2: the SYN-ACK round trip (delay_ms 0.1) decides which queue a burst meets first",
@@ -197,8 +200,11 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "over 120 s from idle the sim's Accept-Inf at 23,000 is in its collapsed, cold-cache regime (batches of "
         "~100; -9.6 % in the scenario file's first 20 s, window.md).  tux_cache_touches puts the collapse just "
         "past the Accept-Inf peak (20,457), which is right, but the sim's threshold cache model falls further "
-        "past it than the thesis's Accept-Inf did (18,470 at 23,000): a graded miss rate would test this (see "
-        "C_avg)",
+        "past it than the thesis's Accept-Inf did (18,470 at 23,000).  Tried, not adopted (stop 10): a graded "
+        "miss rate (a connection's lines evicted as in an LRU set with 3 ways left for them, P(cold) = "
+        "P(Poisson(3d/60) >= 3) after d touches) gives intermediate batches (C_avg 17 at 21,000 req/s) but the "
+        "same level at 23,000 (15,229, C_avg 116): that level is set by the cold cost and the SYN-drop work "
+        "(~31,000 SYN drops/s x k_syn_drop 7.4 us, 23 % of the CPU), not by the threshold's shape",
     ("knot-one-packet", "50", "peak_replies_per_s"):
         "Accept-50 is CPU-bound in the sim at ~16.8k; the thesis's 14k suggests more per-connection CPU on cluster "
         "2 (knot_* / thread_switch not fitted; only the 47 ms client delay was chosen, on the Accept-1 peak).  "
@@ -447,17 +453,27 @@ def _cross_server_note(rows: list[dict[str, Any]]) -> str:
     L = []
     if us_userver and us_tux_inf and us_tux_1:
         # At full CPU (both are CPU-bound past saturation) 1e6 / replies is the CPU per reply.
-        L.append(f"At 26,000 the sim's TUX spends {1e6 / us_tux_1:.0f}-{1e6 / us_tux_inf:.0f} us of CPU per "
+        tux_sim, tux_th = (1e6 / us_tux_1, 1e6 / us_tux_inf), (1e6 / 12710, 1e6 / 11788)
+        us_sim, us_th = 1e6 / us_userver, 1e6 / 12249
+        if max(tux_sim) < 0.9 * min(tux_th):
+            verdict = "so the sim's TUX is too cheap on this workload"
+        elif us_sim > 1.1 * us_th:
+            verdict = (f"so the sim's TUX is about right and its μserver {100 * (us_sim / us_th - 1):.0f} % dear: "
+                       "the μserver's own per-reply path (sendfile and its per-KB term, write, read, CORK/UNCORK) "
+                       "is measured by no one-packet row")
+        else:
+            verdict = "so the two servers' costs per reply are about right"
+        L.append(f"At 26,000 the sim's TUX spends {tux_sim[0]:.0f}-{tux_sim[1]:.0f} us of CPU per "
                  f"SPECweb99-like reply (Accept-1, Accept-Inf) against the μserver Accept-Inf's "
-                 f"{1e6 / us_userver:.0f} us; the thesis's replies/s at the same rate put both servers at about "
-                 f"the same cost (TUX {1e6 / 12710:.0f}-{1e6 / 11788:.0f} us, μserver {1e6 / 12249:.0f} us), so "
-                 "the sim's TUX is too cheap on this workload only.  Table 4.5 says where TUX's time may go: 46 "
+                 f"{us_sim:.0f} us; the thesis's replies/s at the same rate put both servers at about "
+                 f"the same cost (TUX {tux_th[0]:.0f}-{tux_th[1]:.0f} us, μserver {us_th:.0f} us), {verdict}.  "
+                 "TUX's work differs in kind too (table 4.5): 46 "
                  "work_pending items per work-phase at Accept-1 (one accept per phase) is 6.3 items per reply, "
                  "11,083 at Accept-Inf 2.8; the sim's TUX runs 1.2 per reply at both policies (one per request, "
                  "plus a continuation when a reply outgrows the send buffer; measured with `simaccept run`, "
                  "2026-11-21).  TUX queues a request once per atom and per socket callback (data ready, write "
-                 "space); a few microseconds per extra item would carry the gap, but the one-packet rows, where "
-                 "the items per reply are fixed, cannot tell a per-item cost from tux_request.")
+                 "space); the one-packet rows, where the items per reply are fixed, cannot tell a per-item cost "
+                 "from tux_request.")
     if tux_op:
         L.append(f"Under the one-packet workload the sim's TUX Accept-Inf at 30,000 ({tux_op:,.0f} replies/s) is "
                  f"below the 1.84 x 8,741 = {1.84 * 8741:,.0f} the text implies (8,741: μserver Accept-1 at 30,000, "
@@ -732,6 +748,30 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
     return summary
 
 
+def stale_costs(recorded: dict[str, float] | None, profile: str | None, new: bool = True) -> list[str]:
+    """The costs whose values in ``recorded`` (what an analysis file was computed with) differ from
+    ``profile``'s now, then (``new``) the costs the profile has that ``recorded`` lacks, as "name (new)";
+    a one-item explanation when that cannot be told; [] when the file is current."""
+    from simaccept.costs import load_costs
+    if not recorded:
+        return ["(the file does not record the costs it used)"]
+    try:
+        now = load_costs(profile).us
+    except (KeyError, ValueError, TypeError):
+        return ["(profile " + repr(profile) + " no longer exists)"]
+    out = sorted(p for p, v in recorded.items() if not math.isclose(v, now.get(p, math.nan), rel_tol=1e-9))
+    return out + (sorted(f"{p} (new)" for p in now if p not in recorded) if new else [])
+
+
+def stale_markdown(what: str, generated_at: str, profile: str | None, stale: list[str], refresh: str) -> list[str]:
+    if not stale:
+        return []
+    return [f"**Stale:** {what} was computed on {generated_at[:10]} with an earlier `{profile}`; these costs "
+            "have changed since: " + ", ".join(f"`{p}`" for p in stale) + f".  Its figures are of that profile, "
+            f"not of the one this report used; `python -m validation {refresh} --out <this directory>` "
+            "refreshes them.\n"]
+
+
 def _specweb_idle_summary(out: Path) -> dict[str, Any] | None:
     """The headline of ``python -m validation specweb-idle`` (its JSON in ``out``), or None if not run there.
     Conditional figures: the client delay is inferred from tables 4.1/4.3 of the held-out rows."""
@@ -750,7 +790,8 @@ def _specweb_idle_summary(out: Path) -> dict[str, Any] | None:
             "within_10pct_at_ratio_delay": rr["within_10pct"],
             "errors_at_inferred_delay": {p["row"]: p["error"] for p in d["predictions"] if p["think_ms"] == th},
             "errors_at_ratio_delay": {p["row"]: p["error"] for p in d["predictions"] if p["think_ms"] == thr},
-            "generated_at": d["generated_at"],
+            "generated_at": d["generated_at"], "profile": d.get("profile"),
+            "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
             "note": "conditional, not held-out: the delay is read from the same rows' select statistics "
                     "(tables 4.1, 4.3), not their throughput; see specweb-idle.md"}
 
@@ -762,7 +803,8 @@ def _window_summary(out: Path) -> dict[str, Any] | None:
         return None
     d = json.loads(f.read_text())
     thr = [c for c in d["cells"] if c["metric"] == "replies_per_s"]
-    return {"generated_at": d["generated_at"], "file_window": d["file_window_s"],
+    return {"generated_at": d["generated_at"], "profile": d.get("profile"),
+            "stale_costs": stale_costs(d.get("costs"), d.get("profile")), "file_window": d["file_window_s"],
             "thesis_window": d["thesis_window"], "throughput_within_10pct": d["throughput_within_10pct"],
             "throughput": [{k: c.get(k) for k in ("row", "role", "measured", "file_window", "thesis_window",
                                               "error_file_window", "error_thesis_window", "change")} for c in thr]}
@@ -772,6 +814,7 @@ def window_markdown(w: dict[str, Any] | None) -> list[str]:
     L = ["## The measurement window\n"]
     if not w:
         return L + ["Not run for this output: `python -m validation window --out <this directory>`.\n"]
+    L += stale_markdown("this comparison", w["generated_at"], w.get("profile"), w.get("stale_costs") or [], "window")
     t = w["throughput_within_10pct"]
     moved = [c for c in w["throughput"] if c["change"] is not None and abs(c["change"]) >= 0.03]
     L.append("Each thesis number is an httperf total over a 2-minute run from idle queues, and the sweeps above "
@@ -808,13 +851,13 @@ def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
         misses.append({"row": r["row"], "error": r["error"],
                        "top_costs": [{"cost": p, "elasticity": e, "status": params[p]["status"],
                                       "factor_to_band": r["factor_to_band"][p]} for _, p, e in top]})
-    from simaccept.costs import load_costs
-    try:
-        now = load_costs(d["profile"]).us
-        stale = sorted(p for p, v in params.items()
-                       if v.get("value") is not None and not math.isclose(v["value"], now.get(p, math.nan), rel_tol=1e-9))
-    except (KeyError, ValueError):
-        stale = ["(profile " + repr(d.get("profile")) + " no longer exists)"]
+    if d.get("costs"):
+        stale = stale_costs(d["costs"], d.get("profile"))
+    else:   # written before files recorded their costs: the raised costs' values, and costs added since
+        from .sensitivity import PARAMS_BY_SERVER
+        stale = stale_costs({p: v["value"] for p, v in params.items() if v.get("value") is not None},
+                            d.get("profile"), new=False)
+        stale += sorted(f"{p} (not analysed)" for p in {q for ps in PARAMS_BY_SERVER.values() for q in ps} - set(params))
     return {"generated_at": d["generated_at"], "step": d["step"], "profile": d.get("profile"), "stale_costs": stale,
             "unidentified": sorted(p for p, v in params.items() if v["status"] == "unidentified"),
             "n_costs": len(params), "misses": misses,
@@ -827,11 +870,7 @@ def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
     L = ["## Why the held-out cells miss: elasticities\n"]
     if not se:
         return L + ["Not run for this output: `python -m validation sensitivity --out <this directory>`.\n"]
-    if se.get("stale_costs"):
-        L.append(f"**Stale:** computed on {se['generated_at'][:10]} with an earlier `{se['profile']}`; these costs "
-                 "have changed since: " + ", ".join(f"`{p}`" for p in se["stale_costs"]) + ".  The elasticities "
-                 "below are of that profile, not of the one this report used; `python -m validation sensitivity "
-                 "--out <this directory>` refreshes them.\n")
+    L += stale_markdown("this analysis", se["generated_at"], se["profile"], se.get("stale_costs") or [], "sensitivity")
     L.append(f"Each cost raised {100 * (se['step'] - 1):.0f} % alone, every thesis throughput cell simulated again "
              f"([sensitivity.md](sensitivity.md)).  {len(se['unidentified'])} of {se['n_costs']} costs are seen by "
              "no calibration or hand-set row (*unidentified*: nothing the profile was built on constrains them): "
@@ -864,6 +903,8 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
         return L + ["Not run for this output: `python -m validation specweb-idle --out <this directory>`.\n"]
     w0, wb, wr = si["within_10pct_as_stated"], si["within_10pct_at_inferred_delay"], si["within_10pct_at_ratio_delay"]
     th, thr = si["inferred_client_delay_ms"], si["inferred_client_delay_ms_ratio_reading"]
+    L += stale_markdown("this analysis", si["generated_at"], si.get("profile"), si.get("stale_costs") or [],
+                        "specweb-idle")
     L.append("The thesis's select shares (gprof, tables 4.3 and 4.9) and select statistics (table 4.1) say its "
              "Accept-1 server had far more connections open than the simulator's, whose clients send a "
              "connection's requests back to back.  A client delay after each reply (the thesis states none) "

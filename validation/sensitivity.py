@@ -58,7 +58,7 @@ DEFAULT_OUT = ROOT / "docs" / "validation"
 DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "sensitivity"
 
 #: Kernel packet work every server pays.
-KERNEL = ("k_syn", "k_syn_drop", "k_ack_establish", "k_data_rx", "k_fin_rx", "k_tx_per_segment")
+KERNEL = ("k_syn", "k_syn_drop", "k_ack_establish", "k_data_rx", "k_fin_rx", "k_tx_per_segment", "k_ack_rx")
 #: The costs each server's model charges (``simaccept/servers/*.py``), kernel included.
 PARAMS_BY_SERVER: dict[str, tuple[str, ...]] = {
     "userver": ("select_base", "select_per_fd", "select_per_ready", "accept", "setsockopt", "read", "write",
@@ -223,7 +223,8 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
             st = "unidentified"
         status[p] = {"status": st, "value": costs[p], "max_abs_e_calibration": sb.get("calibration"),
                      "max_abs_e_hand_set": sb.get("hand-set")}
-    res = {"profile": profile, "step": step, "seen_threshold": SEEN, "tolerance": TOLERANCE,
+    res = {"profile": profile, "costs": dict(costs),     # the report flags this file stale when they change
+           "step": step, "seen_threshold": SEEN, "tolerance": TOLERANCE,
            "peak_factors": list(PEAK_FACTORS), "rows": rows, "params": status, "what_if": []}
     if what_if:
         res["what_if"] = _what_if(cs, rows, status, runner, over_for, base_over)

@@ -122,6 +122,8 @@ def fit(jobs: int = 2, max_nfev: int | None = 12, verbose: int = 1, sim_override
         "TUX's tux_* and Knot's thread_switch / sched_*, which were set by hand on those servers' rows,",
         "except " + ", ".join(f"{k} = {v:g}" for k, v in TUX_HAND_SET.items()) + ": set again by hand on TUX",
         "Accept-1's one-packet peak with this fit's kernel costs (validation.thesis_fit.TUX_HAND_SET).",
+        "k_ack_rx (the client's pure ACKs of multi-segment replies) keeps thesis-2004-hand's a-priori",
+        "value, k_data_rx: the one-packet rows never draw one, so the fit cannot see it.",
     ])
     save_profile(PROFILE_PATH, {**f.costs_(), **TUX_HAND_SET}, header=header)
     out = {"profile": PROFILE, "base_profile": BASE, "fit": f.summary(), "metrics": list(FIT_METRICS),

@@ -110,6 +110,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "profile": profile,
+        "costs": dict(load_costs(profile).us),      # the report flags this file stale when they change
         "file_window_s": sorted(f"{w:g} s warm-up + {d:g} s" for w, d in windows),
         "thesis_window": "120 s from t = 0 (no warm-up)",
         "cells": cells,

@@ -18,9 +18,10 @@ Where the terms come from:
 * kernel packet work, charged at interrupt priority (simaccept.cpu): a SYN
   queued (request + SYN-ACK), a SYN dropped, the final ACK creating the
   child socket, an ACK dropped by ListenOverflow, a SYN-ACK retransmission,
-  request and FIN/ACK segments, reply data segments (seed 002: 9 packets per
-  small HTTP/1.0 exchange), TIME_WAIT handling (seed 004); and a fixed cost
-  per softirq run, shared by the packets that arrive while one runs.
+  request and FIN/ACK segments, reply data segments and the client's ACKs of
+  them (seed 002: 9 packets per small HTTP/1.0 exchange), TIME_WAIT handling
+  (seed 004); and a fixed cost per softirq run, shared by the packets that
+  arrive while one runs.
 * threaded servers: a thread switch and a scheduler scan per blocked thread.
 """
 from __future__ import annotations
@@ -70,6 +71,11 @@ DEFAULTS: dict[str, float] = {
     "k_fin_rx": 4.0,
     "k_rst_rx": 2.0,
     "k_tx_per_segment": 1.0,
+    # k_ack_rx: one pure ACK of reply data received from the client (tcp_ack freeing
+    # the acknowledged skbs).  A client ACKs every second segment of a reply
+    # (Host.reply_acks); a one-segment reply's ACK rides on the client's FIN or next
+    # request (k_fin_rx, k_data_rx), so one-packet runs never pay it.
+    "k_ack_rx": 3.0,
     "k_timewait": 0.0,
     # k_softirq_run: the fixed cost of one softirq run (a busy period of kernel
     # packet work: interrupt or IPI entry and exit, net_rx_action's setup); packets

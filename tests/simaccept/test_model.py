@@ -193,3 +193,22 @@ def test_softirq_runs_batch_packets_and_cost_k_softirq_run_each():
     per_attempt_light = light.softirq_runs_per_s / light.conn_attempts_per_s
     per_attempt_heavy = heavy.softirq_runs_per_s / heavy.conn_attempts_per_s
     assert per_attempt_heavy < 0.5 * per_attempt_light
+
+
+@pytest.mark.parametrize("reply_segs, sndbuf, acks", [(1, 65536, 0), (10, 65536, 5), (7, 65536, 3),
+                                                      (100, 16384, 50), (101, 5000, 50)])
+def test_client_acks_of_a_reply_cost_k_ack_rx_each(reply_segs, sndbuf, acks):
+    """The client ACKs every second segment of a reply; each ACK costs the kernel k_ack_rx.
+
+    TUX at a light load (nothing queues, every reply is sent whole): the extra kernel time
+    with k_ack_rx = 20 us is 20 us x (segments // 2) per reply, however the reply is cut
+    into send-buffer chunks (a 101-segment reply in 5,000-byte chunks still draws 50).  A
+    one-segment reply draws none: its ACK rides on the client's FIN.
+    """
+    base = dict(server__kind="tux", workload__kind="one-packet", workload__reply_bytes=1448 * reply_segs,
+                workload__rate=300.0, scenario__duration=2.0, scenario__warmup=0.5, server__sndbuf=sndbuf)
+    off = simulate(scen(**base, costs__k_ack_rx=0.0), raise_errors=True)
+    on = simulate(scen(**base, costs__k_ack_rx=20.0), raise_errors=True)
+    assert on.replies_per_s == pytest.approx(off.replies_per_s, rel=1e-3) and on.replies_per_s > 250
+    extra = on.cpu_share_kernel_net - off.cpu_share_kernel_net
+    assert extra == pytest.approx(20e-6 * acks * on.replies_per_s, rel=0.02, abs=1e-9)

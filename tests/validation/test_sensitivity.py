@@ -78,9 +78,19 @@ def test_unused_cost_is_unseen_and_used_cost_is_seen(tmp_path):
     # computed with the shipped profile: not stale; a cost changed since is named
     assert se["stale_costs"] == [] and "Stale" not in md
     res["params"]["tux_per_kb"]["value"] *= 2
+    res["costs"]["tux_per_kb"] *= 2
     (tmp_path / "sensitivity.json").write_text(json.dumps(nan_to_null(res)))
     se = report._sensitivity_summary(tmp_path)
     assert se["stale_costs"] == ["tux_per_kb"]
+    # a cost the profile has that the analysis did not know (added since) makes it stale too
+    del res["costs"]["k_ack_rx"]
+    (tmp_path / "sensitivity.json").write_text(json.dumps(nan_to_null(res)))
+    assert report._sensitivity_summary(tmp_path)["stale_costs"] == ["tux_per_kb", "k_ack_rx (new)"]
+    # a file from before costs were recorded: the raised costs' values, and model costs it never raised
+    del res["costs"]
+    (tmp_path / "sensitivity.json").write_text(json.dumps(nan_to_null(res)))
+    old = report._sensitivity_summary(tmp_path)["stale_costs"]
+    assert old[0] == "tux_per_kb" and "k_ack_rx (not analysed)" in old
     assert "**Stale:**" in "\n".join(report.sensitivity_markdown(se))
 
 

@@ -68,6 +68,16 @@ def test_run_writes_both_windows_and_caches(tmp_path, monkeypatch):
     md = "\n".join(report.window_markdown(s))
     assert "## The measurement window" in md and "| userver/specweb99/select/accept-1@26000 | held-out |" in md
     assert report.window_markdown(None)[1].startswith("Not run for this output")
+    # it records the costs it used: current now; a cost changed since is named, in bold
+    assert s["stale_costs"] == [] and "Stale" not in md
+    saved["costs"]["select_base"] += 1.0
+    (tmp_path / "window.json").write_text(json.dumps(saved))
+    s = report._window_summary(tmp_path)
+    assert s["stale_costs"] == ["select_base"]
+    assert "**Stale:**" in "\n".join(report.window_markdown(s))
+    del saved["costs"]
+    (tmp_path / "window.json").write_text(json.dumps(saved))
+    assert report._window_summary(tmp_path)["stale_costs"] == ["(the file does not record the costs it used)"]
 
 
 def test_file_window_is_the_scenario_files():
