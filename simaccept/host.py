@@ -534,21 +534,22 @@ class Host:
     def reply_size(self, c: int) -> int:
         return self.sizes[self.req_off[c] + self.rq[c]]
 
-    def reply_acks(self, c: int, nbytes: int) -> int:
-        """Pure ACKs the client returns for the next ``nbytes`` of ``c``'s reply
-        (call before :meth:`write`).
+    def reply_kernel_cost(self, c: int, nbytes: int) -> float:
+        """Kernel CPU (s) for sending the next ``nbytes`` of ``c``'s reply (call before
+        :meth:`write`): ``k_tx_per_segment`` per segment of the chunk, and ``k_ack_rx`` per
+        pure ACK the client returns.
 
-        A receiver ACKs at least every second full-sized segment (RFC 1122
-        4.2.3.2; Linux's __tcp_ack_snd_check), so a reply of n segments draws
-        n // 2 of them; an odd last segment's ACK waits (delayed ACK) and rides
-        on the client's next request or FIN, whose cost is already charged.
-        Segments are counted over the whole reply, as TCP_CORK and sendfile
-        coalesce across the server's chunks.  Not modelled: Linux's quick-ACK
+        A receiver ACKs at least every second full-sized segment (RFC 1122 4.2.3.2; Linux's
+        __tcp_ack_snd_check), so a reply of n segments draws n // 2 ACKs; an odd last
+        segment's ACK waits (delayed ACK) and rides on the client's next request or FIN,
+        whose cost is already charged.  ACKs are counted over the whole reply, as TCP_CORK
+        and sendfile coalesce across the server's chunks.  Not modelled: Linux's quick-ACK
         mode, which ACKs each of the first segments of a connection.
         """
-        mss = self.mss
-        sent = self.sizes[self.req_off[c] + self.rq[c]] - self.rem[c]
-        return (-(-(sent + nbytes) // mss) >> 1) - (-(-sent // mss) >> 1)
+        mss, cs = self.mss, self.costs
+        sent = self.reply_size(c) - self.rem[c]
+        acks = (-(-(sent + nbytes) // mss) >> 1) - (-(-sent // mss) >> 1)
+        return cs.k_tx_per_segment * -(-nbytes // mss) + cs.k_ack_rx * acks
 
     def write(self, t: float, c: int, nbytes: int) -> int:
         """The server hands ``nbytes`` of the current reply to the kernel at ``t``."""

@@ -73,7 +73,7 @@ DEFAULTS: dict[str, float] = {
     "k_tx_per_segment": 1.0,
     # k_ack_rx: one pure ACK of reply data received from the client (tcp_ack freeing
     # the acknowledged skbs).  A client ACKs every second segment of a reply
-    # (Host.reply_acks); a one-segment reply's ACK rides on the client's FIN or next
+    # (Host.reply_kernel_cost); a one-segment reply's ACK rides on the client's FIN or next
     # request (k_fin_rx, k_data_rx), so one-packet runs never pay it.
     "k_ack_rx": 3.0,
     "k_timewait": 0.0,

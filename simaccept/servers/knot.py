@@ -180,7 +180,6 @@ class Knot(ServerModel):
         h, c = self.host, self.costs
         chunk = min(h.rem[conn], h.sndbuf)
         t = h.run(t, c.write + c.sendfile_per_kb * (chunk / 1024.0), "write")
-        acks = h.reply_acks(conn, chunk)
+        k = h.reply_kernel_cost(conn, chunk)
         h.write(t, conn, chunk)
-        segs = -(-chunk // h.mss)
-        return h.run_kernel(t, c.k_tx_per_segment * segs + c.k_ack_rx * acks)
+        return h.run_kernel(t, k)

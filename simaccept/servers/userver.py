@@ -265,10 +265,9 @@ class UServer(ServerModel):
             t = h.run(t, c.write, "write")               # header
         chunk = min(h.rem[conn], self.sndbuf)
         t = h.run(t, c.sendfile + c.sendfile_per_kb * (chunk / 1024.0), "sendfile")
-        acks = h.reply_acks(conn, chunk)
+        k = h.reply_kernel_cost(conn, chunk)
         left = h.write(t, conn, chunk)
-        segs = -(-chunk // h.mss)
-        t = h.run_kernel(t, c.k_tx_per_segment * segs + c.k_ack_rx * acks)
+        t = h.run_kernel(t, k)
         if left == 0:
             t = h.run(t, c.setsockopt, "setsockopt")     # TCP_UNCORK
         if self.mux == "epoll" and h.sst[conn] == S_READ:
