@@ -76,3 +76,55 @@ def test_failed_points_are_ignored():
                                                    replies_per_s=math.nan, status="error")
     r = _by_id(cross_server(lines))["onepacket-tux-inf-vs-userver-1"]
     assert r["holds"] is None and r["why"] == "no common rate"
+
+
+# --------------------------------------------------------------------------- the gprof time split (tables 4.3, 4.9)
+def _thesis_row(label):
+    from validation.records import load_thesis
+    return next(m for m in load_thesis() if m.label == label)
+
+
+def test_time_split_normalises_over_the_listed_functions_only():
+    from validation.report import time_split
+    shares = {"cpu_share_select": 0.2, "cpu_share_read": 0.1, "cpu_share_sendfile": 0.1, "cpu_share_writev": 0.5}
+    get = lambda c: shares.get(c, math.nan)  # noqa: E731
+    split = time_split(get)
+    assert set(split) == {"select", "read", "sendfile"}            # writev is never in the split
+    assert math.isclose(split["select"], 0.5) and math.isclose(split["read"], 0.25)
+    # Read over another row's list, a function the simulator never ran counts 0.
+    split = time_split(get, ("select", "read", "close"))
+    assert split == {"select": 2 / 3, "read": 1 / 3, "close": 0.0}
+    assert time_split(lambda c: math.nan) == {}
+    assert time_split(get, ("close",)) == {}
+
+
+def test_compare_scores_table_4_3_shares_against_the_simulated_split():
+    from validation.report import compare
+    m = _thesis_row("userver/specweb99/select/accept-inf@26000")
+    # Table 4.3, Accept-Inf: select 5.49, accept 1.32, read 15.02, setsockopt 10.75, write 6.66,
+    # sendfile 43.88, close 3.48 (sum 86.60).
+    sim = RunRecord(source="sim", target_rate=26000.0, replies_per_s=12000.0, status="ok",
+                    cpu_share_select=0.0549, cpu_share_accept=0.0132, cpu_share_read=0.1502,
+                    cpu_share_setsockopt=0.1075, cpu_share_write=0.0666, cpu_share_sendfile=0.8,
+                    cpu_share_close=0.0348, cpu_share_writev=0.3, cpu_share_kernel_net=0.4)
+    cells = {c["metric"]: c for c in compare(m, sim, [sim])}
+    t = {k[5:]: c for k, c in cells.items() if k.startswith("time:")}
+    assert set(t) == {"select", "accept", "read", "write", "sendfile", "close", "setsockopt"}
+    assert math.isclose(t["sendfile"]["measured"], 100 * 43.88 / 86.60, rel_tol=1e-6)
+    total = 0.8660 - 0.4388 + 0.8                               # writev and kernel work are not in it
+    assert math.isclose(t["sendfile"]["predicted"], 100 * 0.8 / total, rel_tol=1e-6)
+    assert not t["sendfile"]["ok"] and t["sendfile"]["table"] == "table 4.3"
+    assert t["close"]["ok"] and t["close"]["kind"] == "pp" and t["close"]["tolerance"] == 10.0
+    assert math.isclose(sum(c["predicted"] for c in t.values()), 100.0)
+
+
+def test_a_row_without_gprof_shares_gets_no_time_cells_and_a_failed_run_scores_none():
+    from validation.report import compare
+    m = _thesis_row("userver/specweb99/select/accept-10@26000")     # table 4.3 has no Accept-10 column
+    sim = RunRecord(source="sim", target_rate=26000.0, replies_per_s=11000.0, status="ok", cpu_share_select=0.5)
+    assert not [c for c in compare(m, sim, [sim]) if c["metric"].startswith("time:")]
+    m = _thesis_row("userver/one-packet/select/accept-1@27000")
+    failed = RunRecord(source="sim", target_rate=27000.0, status="failed")
+    t = [c for c in compare(m, failed, []) if c["metric"].startswith("time:")]
+    assert {c["metric"] for c in t} == {"time:select", "time:accept", "time:read", "time:close", "time:setsockopt"}
+    assert all(math.isnan(c["predicted"]) and not c["ok"] for c in t)
