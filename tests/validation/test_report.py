@@ -128,3 +128,20 @@ def test_a_row_without_gprof_shares_gets_no_time_cells_and_a_failed_run_scores_n
     t = [c for c in compare(m, failed, []) if c["metric"].startswith("time:")]
     assert {c["metric"] for c in t} == {"time:select", "time:accept", "time:read", "time:close", "time:setsockopt"}
     assert all(math.isnan(c["predicted"]) and not c["ok"] for c in t)
+
+
+def test_phase_statistics_the_thesis_measured_are_scored_and_cited_to_their_source():
+    from validation.report import compare
+    m = _thesis_row("tux/specweb99/-/accept-1@26000")                # table 4.5: 46 work items per phase
+    sim = RunRecord(source="sim", target_rate=26000.0, replies_per_s=12700.0, status="ok", work_items_per_phase=40.0)
+    c = next(c for c in compare(m, sim, [sim]) if c["metric"] == "work_items_per_phase")
+    assert c["ok"] and math.isclose(c["error"], 40 / 46 - 1) and c["table"] == "table 4.5"
+    m = _thesis_row("userver/one-packet/select/accept-inf@27000")    # sec 5.1.1: 192.8 connections per work-phase
+    sim = RunRecord(source="sim", target_rate=27000.0, status="ok", work_items_per_phase=300.0, fd_rate=50173.0)
+    cells = {c["metric"]: c for c in compare(m, sim, [sim])}
+    assert not cells["work_items_per_phase"]["ok"] and cells["work_items_per_phase"]["table"] == "sec 5.1.1 text"
+    assert cells["fd_rate"]["ok"] and cells["fd_rate"]["table"] == "table 4.7"
+    m = _thesis_row("knot/one-packet/-/accept-50@15000")             # Knot's printed ~25,000 active connections
+    sim = RunRecord(source="sim", target_rate=15000.0, status="ok", open_conns_mean=20000.0)
+    c = next(c for c in compare(m, sim, [sim]) if c["metric"] == "open_conns_mean")
+    assert c["ok"] and c["table"] == "sec 4.2.3 text" and c["role"] == "held-out"
