@@ -467,8 +467,7 @@ def time_split(get, functions: tuple[str, ...] | None = None) -> dict[str, float
     """
     if functions is None:
         functions = tuple(fn for fn in TIME_FUNCTIONS if not math.isnan(get(f"cpu_share_{fn}")))
-    vals = {fn: get(f"cpu_share_{fn}") for fn in functions}
-    vals = {fn: 0.0 if math.isnan(v) else v for fn, v in vals.items()}
+    vals = {fn: v if not math.isnan(v := get(f"cpu_share_{fn}")) else 0.0 for fn in functions}
     total = sum(vals.values())
     return {fn: v / total for fn, v in vals.items()} if total > 0 else {}
 
@@ -1021,13 +1020,15 @@ def time_split_markdown(cells: list[dict[str, Any]]) -> list[str]:
          "shares, so the split is a check it was not fitted to.\n",
          "| function | " + " | ".join(r.replace("/select/", " ") for r in rows) + " |",
          "|---|" + "---|" * len(rows)]
+    def pair(c):
+        if c is None:
+            return ""
+        sim = "–" if math.isnan(c["predicted"]) else f"{c['predicted']:.1f}"
+        return f"{c['measured']:.1f} / {sim}" + ("" if c["ok"] else " **✗**")
     for fn in TIME_FUNCTIONS:
         cs = [by.get((r, fn)) for r in rows]
-        if not any(cs):
-            continue
-        L.append(f"| {fn} | " + " | ".join(
-            "" if c is None else f"{c['measured']:.1f} / " + ("–" if math.isnan(c["predicted"]) else f"{c['predicted']:.1f}") + ("" if c["ok"] else " **✗**")
-            for c in cs) + " |")
+        if any(cs):
+            L.append(f"| {fn} | " + " | ".join(pair(c) for c in cs) + " |")
     L.append("")
     worst = {}
     for c in tc:
@@ -1264,7 +1265,8 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
              "throughput over the simulated line's maximum.  Drop-category shares are each category's share of "
              "AcceptQFull + DropRequest + ListenOverflow (the thesis prints run totals, the simulator counts over "
              "its own measured period; shares compare the two).  Throughput tolerance ±10 %, C_avg / accept rate "
-             "/ select rate / fds per select (and fds/s, work items per phase, open connections) ±25 %, drop shares and gprof time shares ±10 pp.  Per-table rows attribute a cell to the thesis "
+             "/ select rate / fds per select (and fds/s, work items per phase, open connections) ±25 %, drop "
+             "shares and gprof time shares ±10 pp.  Per-table rows attribute a cell to the thesis "
              "table that prints that metric for that row (else the section of the text).  All cells: `cells.csv`; "
              "headline figures: `summary.json`.\n")
     return "\n".join(L)
