@@ -145,3 +145,18 @@ def test_phase_statistics_the_thesis_measured_are_scored_and_cited_to_their_sour
     sim = RunRecord(source="sim", target_rate=15000.0, status="ok", open_conns_mean=20000.0)
     c = next(c for c in compare(m, sim, [sim]) if c["metric"] == "open_conns_mean")
     assert c["ok"] and c["table"] == "sec 4.2.3 text" and c["role"] == "held-out"
+
+
+def test_accepted_never_completed_is_scored_on_one_packet_rows_only():
+    from validation.report import compare
+    m = _thesis_row("userver/one-packet/select/accept-1@27000")      # table 4.8: 11,365 accepts/s, 9,442 replies/s
+    sim = RunRecord(source="sim", target_rate=27000.0, status="ok", replies_per_s=9900.0, accept_rate=10000.0)
+    c = next(c for c in compare(m, sim, [sim]) if c["metric"] == "accepted_never_completed")
+    assert math.isclose(c["measured"], 100 * (1 - 9442 / 11365)) and math.isclose(c["predicted"], 1.0)
+    assert not c["ok"] and c["kind"] == "pp" and c["table"] == "table 4.8" and c["note"]
+    sim = RunRecord(source="sim", target_rate=27000.0, status="ok", replies_per_s=9000.0, accept_rate=10800.0)
+    assert next(c for c in compare(m, sim, [sim]) if c["metric"] == "accepted_never_completed")["ok"]
+    # SPECweb99-like connections carry 7.2 requests each: replies and accepts are not comparable there
+    m = _thesis_row("userver/specweb99/select/accept-1@26000")
+    sim = RunRecord(source="sim", target_rate=26000.0, status="ok", replies_per_s=9000.0, accept_rate=1300.0)
+    assert not [c for c in compare(m, sim, [sim]) if c["metric"] == "accepted_never_completed"]
