@@ -187,7 +187,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "-14 % with throughput +3 %; Accept-10 -27 % with throughput -13 %).  Tried in scratch runs, none "
         "produces it (0.0-0.5 % in each): a 2 s client timeout; a client RTO of 3 s for the request (Karn's rule "
         "after a retransmitted SYN; DropRequest then takes 85-97 % of the drops); a timed-out client answering "
-        "the server's SYN-ACK retransmissions as an orphan in FIN_WAIT1 (ACK + FIN) instead of with a reset.  What "
+        "the server's SYN-ACK retransmissions as an orphan in FIN_WAIT1 (ACK + FIN) instead of with a reset; "
+        "the last two together.  What "
         "kept the thesis's dead connections queued past httperf's timeout is not known",
     ("userver-specweb99-select", "1", "replies_per_s"):
         "too few open connections, not too cheap a select: with requests back to back the sim keeps ~30 open "
