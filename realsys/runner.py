@@ -7,7 +7,7 @@ Per point (timeline, all on CLOCK_MONOTONIC)::
     t_lg    start load generators in both client ns on cpu_clients (fresh source addresses)
     t_meas  = t_lg + warmup: SIGUSR1 to the server (zero its statistics), counters + CPU snapshot
     t_end   = t_meas + duration: SIGUSR2 (statistics snapshot), counters + CPU snapshot
-    wait for the generators (they drain for at most client.timeout), stop bpftrace and server
+    wait for the generators (they drain for at most twice client.timeout: connect, then reply), stop bpftrace and server
 
 Results: ``DIR/results.csv`` (record.COLUMNS; rewritten atomically with one more complete
 row per point; a point whose (point label, resolved config) already has an ok row is
@@ -73,6 +73,9 @@ def check_real(sc: Scenario) -> None:
             raise ScenarioError("workload.idle_conns", "idle WAN connections are simulated only")
         if v["realsys"]["httperf"] and v["workload"]["kind"] != "one-packet":
             raise ScenarioError("realsys.httperf", "httperf is used for the one-packet workload only")
+        if v["realsys"]["httperf"] and v["client"]["timeout_from"] != "connect":
+            raise ScenarioError("client.timeout_from", "httperf's timer restarts at connect; "
+                                "first-syn needs our load generator (realsys.httperf = false)")
         ncpu = os.cpu_count() or 1
         for key in ("cpu_server", "cpu_clients"):
             if v["realsys"][key] >= ncpu:
@@ -222,7 +225,8 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
             else:
                 a = loadgen_argv(server_ip=tb.server_ips[host], port=PORT, binds=tb.client_addrs(host, 4),
                                  conn_rate=conn_rate / procs, duration=dur, warmup=warm, timeout=tmo,
-                                 arrivals=wl["arrivals"], seed=int(seeds[i]), workload=wl["kind"], out=out)
+                                 arrivals=wl["arrivals"], seed=int(seeds[i]), workload=wl["kind"], out=out,
+                                 timeout_from=cl["timeout_from"])
                 gens.append((tb.spawn(tb.client_ns[host], a, cpu=rs["cpu_clients"], nice=NICE, stdout=subprocess.DEVNULL,
                                       stderr=open(pdir / f"gen-{i}.log", "w")), out))
         if hook:
@@ -240,7 +244,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
         shares = cpu.shares()
         sirq1 = tb.softirq_snapshot()
         t_after = time.monotonic()
-        deadline = t_after + tmo + 15
+        deadline = t_after + 2 * tmo + 15      # connect, then (timeout_from connect) the reply
         for p, _ in gens:
             try:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))

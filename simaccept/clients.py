@@ -1,8 +1,15 @@
 """Open-loop, httperf-like clients.
 
 Domain model (thesis 3.3.1, httperf): connections start at the target rate
-whatever the server does.  Each has one timer covering connect and reply
-(``--timeout``); when it fires the client gives up and closes the socket.  A
+whatever the server does.  A timer (``--timeout``) covers the connect from the
+first SYN; httperf cancels it when the connection is established and arms a new
+one when it issues the request (``client.timeout_from = "connect"``, httperf's
+core.c; with httperf 0.9.0 here, a connection established 1.03 s after its
+first SYN gave up at 3.04 s with ``--timeout 2``).  ``"first-syn"`` keeps one
+deadline from the first SYN to the full reply (realsys/c/loadgen's
+``--timeout-from first-syn``).  httperf also re-arms the timer when the
+reply's first bytes arrive; not modelled: replies take milliseconds, timeouts
+seconds.  When the timer fires the client gives up and closes the socket.  A
 SYN that gets no answer is retransmitted at the kernel profile's SYN RTO,
 doubling (3, 9, 21 s after the first on Linux 2.4), while the deadline
 allows.  A request the server did not acknowledge (its handshake ACK hit a

@@ -14,7 +14,9 @@ a packet that finds the kernel idle starts a new one and pays
 Event sources, merged by time:
 
 * the arrival stream (first SYN of connection i, NumPy-drawn, sorted),
-* the first-reply deadlines (first SYN + timeout, sorted the same way),
+* the first deadlines (first SYN + timeout, sorted the same way; with
+  ``timeout_from = "connect"`` an established connection's deadline moves to
+  the heap, request issued + timeout),
 * the handshake ACKs (SYN queued + one round trip; FIFO, already sorted),
 * a heap for the rest (retransmissions, FINs, later requests, timers).
 
@@ -68,6 +70,7 @@ class Host:
         self._syn_off = [0.0] + [prof.syn_send_offset(k, self.syn_rto) for k in range(1, prof.syn_retries + 1)]
         self.data_rto = cl["data_rto"]
         self.timeout = cl["timeout"]
+        self.restart_at_connect = cl["timeout_from"] == "connect"
         self.think = cl["think_ms"] / 1000.0
         self.req_delay = cl["request_delay_ms"] / 1000.0
         net = sc["network"]
@@ -284,6 +287,11 @@ class Host:
             if t + 2 * d < self.nt:
                 self.nt = t + 2 * d
                 self.nsrc = 2
+            if self.restart_at_connect:
+                # httperf: the connect timer is cancelled at establishment and a new one
+                # armed when the request is issued (its first deadline is then ignored)
+                self.dl[c] = self.t_req[c] + self.timeout
+                self._push(self.dl[c], E_DEADLINE, c)
             return cs.k_syn
         # dropped: the client retransmits while its deadline allows
         k = self.syn_k[c]

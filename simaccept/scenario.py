@@ -158,7 +158,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "zipf_alpha": _nonneg(1.0, "specweb99: Zipf exponent within a file class."),
     },
     "client": {
-        "timeout": _pos(10.0, "httperf --timeout: seconds from first SYN to the full reply."),
+        "timeout": _pos(10.0, "httperf --timeout (s): see timeout_from."),
+        "timeout_from": Key("choice", "connect", "What the timeout counts from.  connect (httperf): the first "
+                            "SYN until the connection is established, then again from the request's issue to "
+                            "its reply.  first-syn: one deadline from the first SYN to the full reply.",
+                            choices=("connect", "first-syn")),
         "syn_rto": Key("float", -1.0, "Initial SYN RTO seconds; -1 = kernel profile's default.", lo=-1.0),
         "data_rto": _pos(0.2, "Client RTO for the request after the handshake (RTO_min)."),
         "hosts": Key("int", 2, "Client hosts (realsys) / arrival streams (sim).", lo=1, hi=1024),

@@ -306,6 +306,11 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             doc = json.loads(r.config)
         except ValueError as e:
             raise RecordError(f"config is not JSON: {e}", column="config") from None
+        if r.source == "real" and isinstance(doc.get("client"), dict) and "timeout_from" not in doc["client"]:
+            # Recorded before client.timeout_from existed, when loadgen had one deadline from
+            # the first SYN to the reply; httperf's timer has always restarted at connect.
+            rs = doc.get("realsys") if isinstance(doc.get("realsys"), dict) else {}
+            doc["client"]["timeout_from"] = "connect" if rs.get("httperf") else "first-syn"
         sc = scenario_from_dict(doc, fix + overrides)
         return with_spin(sc) if r.source == "real" else sc
     by_name = _scenarios_by_name(str(SCENARIO_DIR))

@@ -4,9 +4,12 @@
  * (httperf --rate) or Poisson inter-arrivals.  A one-shot absolute timerfd wakes the
  * loop at the next arrival; arrivals that are due are all launched (catch-up), and the
  * lag between schedule and launch is recorded so one can see whether the generator
- * kept up.  Each connection has a timeout like httperf's --timeout: measured from its
- * first SYN (and from each later request of a keep-alive session) to the full reply;
- * on expiry the socket is closed.
+ * kept up.  Each connection has a timeout like httperf's --timeout: from the first SYN
+ * until the connection is established, then again from the request's issue to its
+ * reply (--timeout-from connect, the default: httperf's core.c cancels its connect
+ * watchdog at establishment and arms one for the request), or from the first SYN to
+ * the full reply (--timeout-from first-syn: what the user waited); each later request
+ * of a keep-alive session gets its own.  On expiry the socket is closed.
  *
  * Workloads: one-packet (one request per new HTTP/1.1 connection, the client closes
  * after the reply) and specweb (SPECweb99-like: 4 classes x 9 files, class mix
@@ -130,6 +133,7 @@ static struct sockaddr_in server;
 static struct in_addr binds[256];
 static int nbinds, bind_rr;
 static double rate = 100, duration = 1, timeout_s = 10;
+static int timeout_from_syn = 0; /* 1: one deadline from the first SYN to the reply */
 static int poisson, specweb, http10, max_conns = 60000;
 static const char *uri = "/index.html", *out_path, *host_hdr = "server";
 static double zipf_alpha = 1.0;
@@ -442,6 +446,11 @@ static void on_event(struct lconn *c, uint32_t evm)
         c->st->established++;
         uint64_t now = now_ns();
         hist_add(&c->st->connect, (double)(now - c->t_start) / 1e3);
+        if (!timeout_from_syn) { /* httperf: a new timer for the request and its reply */
+            c->t_req = now;
+            list_del(c);
+            list_push(c, now + (uint64_t)(timeout_s * 1e9));
+        }
         pick_request(c);
         send_request(c);
         return;
@@ -472,9 +481,9 @@ static void write_json(FILE *o, double window)
     double achieved = S.last_launch > S.first_launch && S.attempts > 1
                           ? (double)(S.attempts - 1) / ((double)(S.last_launch - S.first_launch) / 1e9) : NAN;
     fprintf(o, "{\"target_rate\": %.3f, \"duration_s\": %.3f, \"warmup_s\": %.3f, \"window_s\": %.6f, \"arrivals\": \"%s\", "
-               "\"workload\": \"%s\", \"timeout_s\": %.3f,\n",
+               "\"workload\": \"%s\", \"timeout_s\": %.3f, \"timeout_from\": \"%s\",\n",
             rate, duration, warmup, window, poisson ? "poisson" : "deterministic", specweb ? "specweb" : "one-packet",
-            timeout_s);
+            timeout_s, timeout_from_syn ? "first-syn" : "connect");
     char ab[32], mb[32];
     double mid = t_mid1 > t_mid0 ? (double)S.mid_launches / ((double)(t_mid1 - t_mid0) / 1e9) : NAN;
     fprintf(o, " \"achieved_rate_mid\": %s,\n", num(mb, sizeof mb, mid));
@@ -508,7 +517,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: loadgen --server IP [--port P] [--bind IP[,IP...]] --rate CONN_PER_S --duration S\n"
-            "               [--timeout S] [--arrivals deterministic|poisson] [--seed N]\n"
+            "               [--timeout S] [--timeout-from connect|first-syn]\n"
+            "               [--arrivals deterministic|poisson] [--seed N]\n"
             "               [--workload one-packet|specweb] [--uri PATH] [--http10] [--zipf A]\n"
             "               [--max-conns N] [--warmup S] [--out FILE]\n");
     exit(2);
@@ -523,7 +533,8 @@ int main(int argc, char **argv)
         {"server", 1, 0, 'S'}, {"port", 1, 0, 'p'}, {"bind", 1, 0, 'b'}, {"rate", 1, 0, 'r'},
         {"duration", 1, 0, 'd'}, {"timeout", 1, 0, 't'}, {"arrivals", 1, 0, 'a'}, {"seed", 1, 0, 's'},
         {"workload", 1, 0, 'w'}, {"uri", 1, 0, 'u'}, {"http10", 0, 0, 'H'}, {"max-conns", 1, 0, 'm'},
-        {"out", 1, 0, 'o'}, {"zipf", 1, 0, 'z'}, {"warmup", 1, 0, 'W'}, {0, 0, 0, 0}};
+        {"out", 1, 0, 'o'}, {"zipf", 1, 0, 'z'}, {"warmup", 1, 0, 'W'}, {"timeout-from", 1, 0, 'T'},
+        {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (o) {
@@ -539,6 +550,11 @@ int main(int argc, char **argv)
         case 'r': rate = atof(optarg); break;
         case 'd': duration = atof(optarg); break;
         case 't': timeout_s = atof(optarg); break;
+        case 'T':
+            if (strcmp(optarg, "first-syn") == 0) timeout_from_syn = 1;
+            else if (strcmp(optarg, "connect") == 0) timeout_from_syn = 0;
+            else usage();
+            break;
         case 'a':
             if (strcmp(optarg, "poisson") == 0) poisson = 1;
             else if (strcmp(optarg, "deterministic") == 0) poisson = 0;
@@ -593,7 +609,8 @@ int main(int argc, char **argv)
     t_end = t_meas + (uint64_t)(duration * 1e9);
     t_mid0 = t_meas + (t_end - t_meas) / 10;
     t_mid1 = t_end - (t_end - t_meas) / 10;
-    uint64_t hard_end = t_end + (uint64_t)((timeout_s + 1.0) * 1e9);
+    /* a connection launched last may take a timeout to connect and, from connect, another */
+    uint64_t hard_end = t_end + (uint64_t)(((timeout_from_syn ? 1 : 2) * timeout_s + 1.0) * 1e9);
     uint64_t t_next = t0;
     double gap_ns = 1e9 / rate;
     int launching = 1;

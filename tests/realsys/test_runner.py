@@ -33,6 +33,14 @@ def test_nginx_accept_limit_refused(capsys, tmp_path):
     assert rc == 2 and "server.accept_limit" in capsys.readouterr().err
 
 
+def test_httperf_with_a_first_syn_timer_refused(capsys, tmp_path):
+    rc = cli.main(["run", SMOKE, "--set", "realsys.httperf=true", "--set", 'client.timeout_from="first-syn"',
+                   "--out", str(tmp_path)])
+    assert rc == 2 and "client.timeout_from" in capsys.readouterr().err
+    rc = cli.main(["run", SMOKE, "--set", 'client.timeout_from="from-nowhere"', "--out", str(tmp_path)])
+    assert rc == 2 and "client.timeout_from" in capsys.readouterr().err
+
+
 def test_append_is_complete_rows(tmp_path):
     p = tmp_path / "results.csv"
     for i in range(3):

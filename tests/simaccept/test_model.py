@@ -40,6 +40,7 @@ small = st.fixed_dictionaries({
     "workload__rate": st.sampled_from([500.0, 5000.0, 30000.0]),
     "workload__arrivals": st.sampled_from(["deterministic", "poisson"]),
     "client__timeout": st.sampled_from([0.3, 1.0, 5.0]),
+    "client__timeout_from": st.sampled_from(["connect", "first-syn"]),
     "network__delay_ms": st.sampled_from([0.0, 0.1, 5.0]),
 })
 
@@ -64,6 +65,11 @@ def test_invariants_on_random_scenarios(kw):
     comp = out == O_COMPLETED
     assert np.all(replies[comp] == nreq[comp])
     assert np.all(t_done[comp] >= t0[comp])
+    one = comp & (nreq == 1)
+    if kw["client__timeout_from"] == "first-syn":
+        assert np.all(t_done[one] <= t0[one] + kw["client__timeout"] + 1e-9)
+    else:
+        assert np.all(t_done[one] <= t_est[one] + kw["client__timeout"] + 1e-9)
     # timed out: it had its SYN-ACK; abandoned: it never did in time
     to = out == O_TIMEDOUT
     assert np.all((t_est[to] >= 0) & (t_est[to] <= t_done[to]))
@@ -212,3 +218,30 @@ def test_client_acks_of_a_reply_cost_k_ack_rx_each(reply_segs, sndbuf, acks):
     assert on.replies_per_s == pytest.approx(off.replies_per_s, rel=1e-3) and on.replies_per_s > 250
     extra = on.cpu_share_kernel_net - off.cpu_share_kernel_net
     assert extra == pytest.approx(20e-6 * acks * on.replies_per_s, rel=0.02, abs=1e-9)
+
+
+@pytest.mark.parametrize("timeout_from", ["connect", "first-syn"])
+def test_httperf_timer_restarts_when_the_connection_is_established(timeout_from):
+    """httperf cancels its connect timer at establishment and arms a new one for the reply.
+
+    Overloaded, Linux 6 (SYN retransmitted after 1 s), timeout 1.0005 s: a connection
+    whose first SYN was dropped is established at ~1 s.  Counted from the first SYN it
+    has half a millisecond left and times out; counted from the connect it gets the full
+    timeout and is served after first SYN + timeout.
+    """
+    timeout = 1.0005
+    sc = scen(**{"kernel__profile": "linux-6", "workload__rate": 30000.0, "server__accept_limit": 1,
+                 "scenario__duration": 2.5, "scenario__warmup": 0.0, "client__timeout": timeout,
+                 "client__timeout_from": timeout_from})
+    rec, host = simulate(sc, raise_errors=True, return_host=True)
+    out, t0, t_done = np.asarray(host.outcome), np.asarray(host.t0), np.asarray(host.t_done)
+    t_est = np.asarray(host.t_est)
+    retried = (t_est - t0 > 0.9) & (t_est >= 0)
+    assert retried.sum() > 100                      # the scenario does retransmit SYNs
+    late = (out == O_COMPLETED) & (t_done > t0 + timeout)
+    if timeout_from == "connect":
+        assert late.sum() > 0.5 * retried.sum()
+        assert np.all(t_done[late] <= t_est[late] + timeout)
+    else:
+        assert late.sum() == 0
+        assert (out[retried] == O_TIMEDOUT).mean() > 0.5

@@ -5,6 +5,7 @@ short simulations), the held-out figures are computed from stand-in simulations
 (monkeypatched) and from the committed rows.
 """
 import csv
+import dataclasses
 import json
 import math
 import statistics
@@ -43,6 +44,21 @@ def test_realsys_spin_is_user_work():
     # applied once, on top of an explicit override too
     sc2 = scenario_for(m, overrides=['costs.profile="realsys-linux6"', "costs.user_per_request=7"])
     assert sc2["costs"]["user_per_request"] == pytest.approx(207.0)
+
+
+def test_realsys_records_keep_the_timer_their_generator_had():
+    """Runs recorded before client.timeout_from existed: loadgen timed from the first SYN,
+    httperf from the connect; a config that names it keeps it."""
+    loadgen = next(iter(load_records(ROOT / "realsys/results/onepacket-select/results.csv")))
+    httperf = next(m for m in load_records(ROOT / "realsys/results/httperf-check/results.csv")
+                   if json.loads(m.record.config)["realsys"]["httperf"])
+    assert "timeout_from" not in json.loads(loadgen.record.config)["client"]
+    assert scenario_for(loadgen)["client"]["timeout_from"] == "first-syn"
+    assert scenario_for(httperf)["client"]["timeout_from"] == "connect"
+    doc = json.loads(loadgen.record.config)
+    doc["client"]["timeout_from"] = "connect"
+    named = dataclasses.replace(loadgen, record=dataclasses.replace(loadgen.record, config=json.dumps(doc)))
+    assert scenario_for(named)["client"]["timeout_from"] == "connect"
 
 
 def test_heldout_groups():

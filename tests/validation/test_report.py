@@ -160,3 +160,15 @@ def test_accepted_never_completed_is_scored_on_one_packet_rows_only():
     m = _thesis_row("userver/specweb99/select/accept-1@26000")
     sim = RunRecord(source="sim", target_rate=26000.0, status="ok", replies_per_s=9000.0, accept_rate=1300.0)
     assert not [c for c in compare(m, sim, [sim]) if c["metric"] == "accepted_never_completed"]
+
+
+def test_analyses_older_than_a_model_change_are_flagged_stale():
+    from validation.report import MODEL_CHANGES, model_changes_since, stale_markdown
+    when, what = MODEL_CHANGES[-1]
+    assert model_changes_since("2026-01-01T00:00:00+00:00")[-1] == what
+    assert model_changes_since("2099-01-01T00:00:00+00:00") == []
+    old = stale_markdown("this analysis", "2026-01-01T00:00:00+00:00", "thesis-2004", [], "window")
+    assert old and old[0].startswith("**Stale:**") and what in old[0] and "python -m validation window" in old[0]
+    both = stale_markdown("this analysis", "2026-01-01T00:00:00+00:00", "thesis-2004", ["k_syn"], "window")
+    assert "`k_syn`" in both[0] and what in both[0]
+    assert stale_markdown("this analysis", "2099-01-01T00:00:00+00:00", "thesis-2004", [], "window") == []
