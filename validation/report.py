@@ -151,7 +151,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "cost alone cannot carry the decline, so 10 s is kept",
     ("userver-one-packet-select", "10", "replies_per_s"):
         "the sim's Accept-10 at 27k switches between two regimes (accept queue drained or not), so the seed "
-        "matters: the fit's seed gives 13,708 (-1.0 %, window.md), this sweep's 12,118; with the shorter-window "
+        "matters: the fit's seed gives 13,913 (+0.5 %, window.md), this sweep's 12,118; with the shorter-window "
         "fit, 6 seeds of a 10 s run gave 11,417-14,091",
     ("userver-one-packet-select", "10", "accept_rate"): "as its throughput and C_avg",
     ("userver-one-packet-select", "10", "pct_of_peak"):
@@ -197,15 +197,15 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-specweb99-select", "1", "replies_per_s"):
         "too few open connections, not too cheap a select: with requests back to back the sim keeps ~30 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
-        "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay of 65-74 ms "
-        "after each reply (not stated in the thesis) gives those counts and brings this throughput to -5.1 % / "
-        "-7.3 %, but TUX Accept-1 to -12 % (specweb-idle.md); the one-packet rows (one request per connection) "
+        "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay of 64-73 ms "
+        "after each reply (not stated in the thesis) gives those counts and brings this throughput to -5.0 % / "
+        "-6.7 %, but TUX Accept-1 to -12 % (specweb-idle.md); the one-packet rows (one request per connection) "
         "cannot constrain it.  Charging the client's ACKs of each reply (k_ack_rx, stop 10) took this cell from "
         "+40 % to +17 %",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
-        "as Accept-1, less so (fewer selects per connection); -9.5 % at the inferred delays (specweb-idle.md)",
+        "as Accept-1, less so (fewer selects per connection); -9.4 % at the inferred delays (specweb-idle.md)",
     ("userver-specweb99-select", "inf", "replies_per_s"):
         "the sim's μserver costs ~93 us per SPECweb99-like reply at full CPU, the thesis's ~82 us (1 / replies/s), "
         "while the sim's TUX (82-89 us) matches the thesis's (79-85 us): the excess is in the μserver's own "
@@ -271,7 +271,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("tux-one-packet", "1", "share:drops_listen_overflow"): "see DropRequest share",
     ("tux-one-packet", "inf", "replies_per_s"):
         "over 120 s from idle the sim's Accept-Inf at 23,000 is in its collapsed, cold-cache regime (batches of "
-        "~100; -9.6 % in the scenario file's first 20 s, window.md).  tux_cache_touches puts the collapse just "
+        "~100; -9.5 % in the scenario file's first 20 s, window.md).  tux_cache_touches puts the collapse just "
         "past the Accept-Inf peak (20,457), which is right, but the sim's threshold cache model falls further "
         "past it than the thesis's Accept-Inf did (18,470 at 23,000).  Tried, not adopted (stop 10): a graded "
         "miss rate (a connection's lines evicted as in an LRU set with 3 ways left for them, P(cold) = "
