@@ -242,6 +242,11 @@ def test_httperf_timer_restarts_when_the_connection_is_established(timeout_from)
     if timeout_from == "connect":
         assert late.sum() > 0.5 * retried.sum()
         assert np.all(t_done[late] <= t_est[late] + timeout)
+        # established but never answered: it times out a full timeout after the connect
+        # (request issued at once here), not after the first SYN
+        est_to = (out == O_TIMEDOUT) & (t_est >= 0)
+        assert est_to.sum() > 20
+        assert np.allclose(t_done[est_to], t_est[est_to] + timeout, rtol=0, atol=1e-9)
     else:
         assert late.sum() == 0
         assert (out[retried] == O_TIMEDOUT).mean() > 0.5
