@@ -397,12 +397,13 @@ class Host:
         if self.outcome[c] != O_INFLIGHT:
             return 0.0
         if first and self.dl[c] != 0.0:
-            # A later deadline applies: the connect-restarted one, not yet on the
-            # heap, or a later request's, already there (a second entry at the same
-            # time is harmless: whichever runs second finds it decided).  Only the
-            # connections still in flight a whole timeout after their first SYN
-            # get here.
-            self._push(self.dl[c], E_DEADLINE, c)
+            # A later deadline applies: a later request's, already on the heap, or
+            # the connect-restarted one, which is not (a second entry at the same
+            # time, when both apply, is harmless: whichever runs second finds it
+            # decided).  Only connections still in flight a whole timeout after
+            # their first SYN get here.
+            if self.restart_at_connect:
+                self._push(self.dl[c], E_DEADLINE, c)
             return 0.0
         if not first and t != self.dl[c]:
             return 0.0              # stale
