@@ -290,7 +290,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "cluster 1's μserver) and then to Capriccio's thread_switch and sched_per_blocked (unidentified).  "
         "With the shorter-window fit, thread_switch x1.58 (9.5 us) alone brought it to +10.0 % and the hand-set "
         "Accept-1 peak from +6.8 % to +4.3 % (sensitivity.md): an unmeasured Capriccio cost could carry most of "
-        "this miss",
+        "this miss.  Not the poll() itself (stop 22, scratch runs in the thesis window): Capriccio's poller "
+        "(sockio_poll_poll) polls only its outstanding requests, one per blocked thread (<= 1,000 here), with "
+        "a zero timeout; charging that poll() at this profile's poll costs (11 us + 0.3 us per fd + 0.8 us per "
+        "ready fd) on top of the sched_* terms put this peak at 15,999 (+14.3 %) and Accept-1's at 11,890, and "
+        "in place of the sched_per_blocked term left it at 16,758.  The thesis's peak asks for at least 12 us "
+        "more per connection (1/14,000 - 1/16,800 s)",
 }
 
 

@@ -17,6 +17,13 @@ each thread poll() reports): the poll costs ``sched_base`` plus
 ``sched_per_blocked`` per blocked thread *and* per open connection, plus
 ``sched_per_ready`` per ready descriptor, and each resumed thread costs a
 ``thread_switch`` (switch, blocking-graph bookkeeping, the retried call).
+Capriccio's poll() set holds only the outstanding requests, one per blocked
+thread (sockio_poll_add_request), and is polled with a zero timeout (an idle
+scheduler spins on poll + sched_yield); so the per-open-connection part of
+the pass is not poll() but stands for the library overheads the thesis
+suspects grow with connections (4.1.3).  Charging the kernel's poll() over
+the blocked descriptors on top moves the Accept-50 peak by under 5 %
+(docs/validation, the Knot miss).
 
 Why the accept-limit matters (thesis 4.2.3).  A thread holds its connections
 while their clients react: the request comes ``client.request_delay_ms`` after
