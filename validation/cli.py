@@ -17,6 +17,8 @@
 * ``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,50,...]``: the open
   connections the thesis's SPECweb99-like select statistics imply, and throughput by client
   delay (:mod:`validation.specweb_idle`);
+* ``python -m validation seeds [--out DIR] [--seeds 4] [--jobs N]``: every held-out throughput
+  cell at several seeds, so that a miss can be told from seed noise (:mod:`validation.seeds`);
 * ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25]``: each thesis
   throughput cell's elasticity to every cost its server uses, which costs the fitted and
   hand-set rows can see, and what one unidentified cost would do (:mod:`validation.sensitivity`).
@@ -180,6 +182,13 @@ def _parser() -> argparse.ArgumentParser:
     wi.add_argument("--jobs", type=int, default=2)
     wi.add_argument("--profile", default="thesis-2004")
     wi.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/window)")
+    sd = sub.add_parser("seeds", help="every held-out throughput cell at several seeds: is a miss seed noise? "
+                        "-> docs/validation/seeds.md")
+    sd.add_argument("--out", default="docs/validation")
+    sd.add_argument("--seeds", type=int, default=4, help="seeds per cell: the row's own and the ones after it")
+    sd.add_argument("--jobs", type=int, default=2)
+    sd.add_argument("--profile", default="thesis-2004")
+    sd.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/seeds)")
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation)")
     r.add_argument("--profile", default="thesis-2004",
@@ -260,6 +269,17 @@ def main(argv=None) -> int:
         t = res["throughput_within_10pct"]
         print(f"throughput within 10 %: {t['thesis_window']}/{t['cells']} in the thesis's window (120 s from idle, "
               f"the report's), {t['file_window']}/{t['cells']} in the scenario files'; wrote {args.out}/window.md")
+        return 0
+    if args.cmd == "seeds":
+        from .seeds import DEFAULT_CACHE as SCACHE, SeedsError, run as run_seeds
+        res, code = _guarded(lambda: run_seeds(out=args.out, n=args.seeds, jobs=args.jobs, profile=args.profile,
+                                               cache=args.cache or SCACHE),
+                             SeedsError, failed=lambda msg: "simulation failed" in msg)
+        if code is not None:
+            return code
+        k = len(res["cells"])
+        print(f"held-out throughput cells in band at every one of {res['n_seeds']} seeds: "
+              f"{res['in_band_at_every_seed']}/{k}, at none: {res['in_band_at_no_seed']}/{k}; wrote {args.out}/seeds.md")
         return 0
     if args.cmd == "sensitivity":
         from .sensitivity import DEFAULT_CACHE, SensitivityError, run as run_sens

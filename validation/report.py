@@ -855,6 +855,7 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
         "specweb_idle": _specweb_idle_summary(out),
         "sensitivity": _sensitivity_summary(out),
         "window": _window_summary(out),
+        "seeds": _seeds_summary(out),
         "response_time_unscored": unscored,
         "cross_server": cross_server(lines_by_group),
         "realsys_pngs": real_pngs,
@@ -946,6 +947,40 @@ def _window_summary(out: Path) -> dict[str, Any] | None:
             "thesis_window": d["thesis_window"], "throughput_within_10pct": d["throughput_within_10pct"],
             "throughput": [{k: c.get(k) for k in ("row", "role", "measured", "file_window", "thesis_window",
                                               "error_file_window", "error_thesis_window", "change")} for c in thr]}
+
+
+def _seeds_summary(out: Path) -> dict[str, Any] | None:
+    """The headline of ``python -m validation seeds`` (its JSON in ``out``), or None if not run there."""
+    f = out / "seeds.json"
+    if not f.is_file():
+        return None
+    d = json.loads(f.read_text())
+    return {"generated_at": d["generated_at"], "profile": d.get("profile"),
+            "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
+            "stale_model": model_changes_since(d["generated_at"]), "n_seeds": d["n_seeds"],
+            "in_band_at_every_seed": d["in_band_at_every_seed"], "in_band_at_no_seed": d["in_band_at_no_seed"],
+            "cells": [{k: c.get(k) for k in ("row", "metric", "measured", "min", "max", "error_min", "error_max",
+                                             "within_10pct_seeds", "n_seeds", "at_top_rate")} for c in d["cells"]]}
+
+
+def seeds_markdown(sd: dict[str, Any] | None) -> list[str]:
+    L = ["## Held-out throughput across seeds\n"]
+    if not sd:
+        return L + ["Not run for this output: `python -m validation seeds --out <this directory>`.\n"]
+    L += stale_markdown("this comparison", sd["generated_at"], sd.get("profile"), sd.get("stale_costs") or [], "seeds")
+    n, cells = sd["n_seeds"], sd["cells"]
+    L.append(f"The cells above are one run per point.  Every held-out throughput cell again at {n} seeds (the "
+             f"row's own and the {n - 1} after it, the thesis's window, same costs; details: [seeds.md](seeds.md)): "
+             f"in band (±10 %) at every seed {sd['in_band_at_every_seed']} of {len(cells)}, at no seed "
+             f"{sd['in_band_at_no_seed']} of {len(cells)}.\n")
+    L += ["| row | thesis | simulated min – max | error min – max | in band (seeds) |", "|---|---|---|---|---|"]
+    for c in cells:
+        ge = "≥ " if c.get("at_top_rate") else ""         # a peak at the highest rate tried: a lower bound
+        L.append(f"| {c['row']} | {c['measured']:,.0f} | {ge}{c['min']:,.0f} – {c['max']:,.0f} | "
+                 f"{100 * c['error_min']:+.1f} % – {100 * c['error_max']:+.1f} % | "
+                 f"{c['within_10pct_seeds']} of {c['n_seeds']} |")
+    L.append("")
+    return L
 
 
 def window_markdown(w: dict[str, Any] | None) -> list[str]:
@@ -1274,6 +1309,7 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
     L += specweb_idle_markdown(summary.get("specweb_idle"))
     L += sensitivity_markdown(summary.get("sensitivity"))
     L += window_markdown(summary.get("window"))
+    L += seeds_markdown(summary.get("seeds"))
     L += cross_server_markdown(summary.get("cross_server") or [])
     L += time_split_markdown(cells)
     L += response_time_markdown(summary.get("response_time_unscored") or [])
