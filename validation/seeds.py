@@ -133,10 +133,14 @@ def markdown(res: dict) -> str:
          f"{res['in_band_at_no_seed']} of {len(cells)}.\n",
          "| row | metric | thesis | simulated min – max | error min – max | in band (seeds) |",
          "|---|---|---|---|---|---|"]
-    for c in cells:
-        ge = "≥ " if c.get("at_top_rate") else ""
-        L.append(f"| {c['row']} | {c['metric']} | {c['measured']:,.0f} | {ge}{c['min']:,.0f} – {c['max']:,.0f} | "
-                 f"{100 * c['error_min']:+.1f} % – {100 * c['error_max']:+.1f} % | "
-                 f"{c['within_10pct_seeds']} of {c['n_seeds']} |")
+    L += [f"| {c['row']} | {c['metric']} | {spread_columns(c)} |" for c in cells]
     L.append("")
     return "\n".join(L) + "\n"
+
+
+def spread_columns(c: dict[str, Any]) -> str:
+    """A cell's thesis | min – max | error min – max | seeds in band, as Markdown table columns
+    (here and in the report's section); ≥: a peak at the highest rate tried, a lower bound."""
+    ge = "≥ " if c.get("at_top_rate") else ""
+    return (f"{c['measured']:,.0f} | {ge}{c['min']:,.0f} – {c['max']:,.0f} | "
+            f"{100 * c['error_min']:+.1f} % – {100 * c['error_max']:+.1f} % | {c['within_10pct_seeds']} of {c['n_seeds']}")
