@@ -47,7 +47,9 @@ import json
 import math
 import os
 import re
+import select
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -154,8 +156,14 @@ class CpuMeter:
 
 
 # --------------------------------------------------------------------------- bpftrace
+# BEGIN's printf reaches us through the perf buffer, i.e. only once bpftrace has attached every
+# probe and entered its event loop.  "Attaching N probes..." comes earlier, and bpftrace 0.17
+# loses a SIGINT that arrives while it is still attaching (it then runs until killed), so the
+# ready line, not the banner, is what start() waits for.  @running makes a clean exit print
+# at least one map even when nothing was dropped (no map printed = counts unknown).
+READY = "simaccept-bpf-ready"
 BPF_PROGRAM = r"""
-BEGIN { @running = 1; }
+BEGIN { @running = 1; printf("simaccept-bpf-ready\n"); }
 tracepoint:skb:kfree_skb {FILTER} { @drop[args->reason] = count(); }
 tracepoint:tcp:tcp_retransmit_synack {FILTER} { @synack_retransmits = count(); }
 tracepoint:tcp:tcp_send_reset {FILTER} { @resets_sent = count(); }
@@ -186,6 +194,46 @@ def ensure_tracefs() -> bool:
     return (TRACEFS / "events").is_dir()
 
 
+def wait_ready(stream, timeout: float) -> bool:
+    """True once READY (the BEGIN probe's printf) is read from bpftrace's stdout, i.e. every
+    probe is attached; False at EOF or after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    fd, seen = stream.fileno(), b""
+    while time.monotonic() < deadline:
+        # Raw reads under select(): a bpftrace stuck before its event loop prints nothing, and
+        # a buffered readline() could both block past the deadline and hide a line it buffered.
+        r, _, _ = select.select([fd], [], [], min(1.0, max(0.0, deadline - time.monotonic())))
+        if not r:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return False
+        seen = seen[-64:] + chunk
+        if READY.encode() in seen:
+            return True
+    return False
+
+
+def interrupt(p: subprocess.Popen, grace: float = 30.0) -> tuple[str, bool]:
+    """Stops bpftrace so that it prints its maps: SIGINT, re-sent every 2 s (one sent while
+    bpftrace is still attaching is lost), SIGTERM after ``grace`` s, SIGKILL 5 s later.
+    Returns (stdout, clean) where clean means it exited 0 on SIGINT/SIGTERM."""
+    out = ""
+    deadline = time.monotonic() + grace
+    for sig in [signal.SIGINT] * max(1, int(grace // 2)) + [signal.SIGTERM]:
+        if p.poll() is None:
+            p.send_signal(sig)
+        try:
+            o, _ = p.communicate(timeout=2.0 if sig == signal.SIGINT else 5.0)
+            return out + (o or ""), p.returncode == 0
+        except subprocess.TimeoutExpired:
+            if time.monotonic() > deadline:
+                break
+    p.kill()
+    o, _ = p.communicate()
+    return out + (o or ""), False
+
+
 class DropTracer:
     """Runs the bpftrace program for the measured window.  ``available`` is False (with
     ``note``) when bpftrace or tracefs is missing; the run then goes on counter-only."""
@@ -210,18 +258,13 @@ class DropTracer:
     def program_window(self, t0_ns: int, t1_ns: int) -> None:
         self.window = (t0_ns, t1_ns)
 
-    def start(self, timeout: float = 20.0) -> None:
+    def start(self, timeout: float = 30.0) -> None:
         if not self.available:
             return
         self.proc = subprocess.Popen(["bpftrace", "-f", "json", "-e", bpf_program(self.window)], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if '"attached_probes"' in line or "Attaching" in line:
-                return
+        if wait_ready(self.proc.stdout, timeout):
+            return
         err = ""
         if self.proc.poll() is not None:
             err = self.proc.stderr.read().strip()[-300:]
@@ -233,21 +276,7 @@ class DropTracer:
         if self.proc is None:
             return self.result
         p, self.proc = self.proc, None
-        out, clean = "", False
-        for sig in (2, 15):  # SIGINT, then SIGTERM: bpftrace prints its maps and exits
-            if p.poll() is None:
-                p.send_signal(sig)
-            try:
-                o, _ = p.communicate(timeout=8)
-                out += o or ""
-                clean = p.returncode == 0
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        else:
-            p.kill()
-            o, _ = p.communicate()
-            out += o or ""
+        out, clean = interrupt(p)
         if not clean or '"type": "map"' not in out.replace('"type":"map"', '"type": "map"'):
             # No maps printed: the counts are unknown, not zero.
             self.note = "bpftrace did not exit cleanly: counter-only split for this point"

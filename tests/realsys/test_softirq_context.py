@@ -4,13 +4,14 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from realsys.kernel import ensure_tracefs
+from realsys.kernel import READY, DropTracer, ensure_tracefs, interrupt
 
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "softirq_context.bt"
 
@@ -20,9 +21,10 @@ def test_softirq_context_counts_runs_on_cpu0(tmp_path):
     """Loopback traffic from a thread pinned to CPU 0 makes NET_RX runs there; the script
     counts them by context (no server runs, so none is inside a "userver" system call)."""
     assert ensure_tracefs()
-    out = tmp_path / "bt.txt"
-    p = subprocess.Popen(["bpftrace", str(SCRIPT), "-o", str(out)], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+    out, err = tmp_path / "bt.txt", tmp_path / "bt.err"
+    # stdout to the file, not -o: bpftrace flushes stdout per line but buffers an -o file to exit.
+    with open(out, "w") as of, open(err, "w") as ef:
+        p = subprocess.Popen(["bpftrace", str(SCRIPT)], stdout=of, stderr=ef)
     stop = threading.Event()
 
     def traffic():
@@ -36,19 +38,58 @@ def test_softirq_context_counts_runs_on_cpu0(tmp_path):
         srv.close()
         cli.close()
 
-    time.sleep(1.5)          # attach
-    t = threading.Thread(target=traffic)
-    t.start()
     try:
-        time.sleep(1.5)
-        p.send_signal(signal.SIGINT)      # bpftrace prints its maps and exits
-        _, err = p.communicate(timeout=30)
+        deadline = time.monotonic() + 60
+        while READY not in (out.read_text() if out.exists() else ""):
+            # BEGIN's line: every probe attached (bpftrace 0.17 loses a SIGINT sent before that)
+            assert p.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, "bpftrace did not attach in 60 s"
+            time.sleep(0.1)
+        t = threading.Thread(target=traffic)
+        t.start()
+        try:
+            time.sleep(1.5)
+        finally:
+            stop.set()
+            t.join()
     finally:
-        stop.set()
-        t.join()
-    assert p.returncode == 0, err
+        _, clean = interrupt(p)      # bpftrace prints its maps and exits (killed if it will not)
+    assert clean, err.read_text()
     text = out.read_text()
     runs = {int(k): int(v) for k, v in re.findall(r"@runs\[(-?\d+)\]: (\d+)", text)}
     assert sum(runs.values()) > 10, text
     assert int(re.search(r"@pkts: (\d+)", text).group(1)) > 10
     assert all(k < 0 for k in runs), runs
+
+
+@pytest.mark.root
+def test_drop_tracer_start_returns_attached_so_an_immediate_stop_gets_the_maps():
+    """start() waits for the BEGIN probe's line, not the "Attaching" banner: a stop() right
+    after it must end bpftrace cleanly with its maps (a SIGINT during attach would be lost)."""
+    for _ in range(3):
+        tr = DropTracer()
+        assert tr.available, tr.note
+        t0 = time.monotonic()
+        tr.start()
+        assert tr.proc is not None, tr.note
+        res = tr.stop()
+        assert time.monotonic() - t0 < 30
+        assert set(res) == {"drop_reasons", "synack_retransmits", "resets_sent"}, tr.note
+
+
+def test_interrupt_resends_sigint_until_the_process_exits(tmp_path):
+    """A process that ignores its first SIGINT (as bpftrace does while attaching) still ends
+    cleanly on a later one, with its output."""
+    prog = ("import signal, sys, time\n"
+            "n = [0]\n"
+            "def h(*_):\n"
+            "    n[0] += 1\n"
+            "    if n[0] == 2:\n"
+            "        print('maps'); sys.exit(0)\n"
+            "signal.signal(signal.SIGINT, h)\n"
+            "print('ready', flush=True)\n"
+            "while True: time.sleep(0.05)\n")
+    p = subprocess.Popen([sys.executable, "-c", prog], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    out, clean = interrupt(p, grace=20)
+    assert clean and "maps" in out
