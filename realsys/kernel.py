@@ -218,20 +218,17 @@ def interrupt(p: subprocess.Popen, grace: float = 30.0) -> tuple[str, bool]:
     """Stops bpftrace so that it prints its maps: SIGINT, re-sent every 2 s (one sent while
     bpftrace is still attaching is lost), SIGTERM after ``grace`` s, SIGKILL 5 s later.
     Returns (stdout, clean) where clean means it exited 0 on SIGINT/SIGTERM."""
-    out = ""
-    deadline = time.monotonic() + grace
     for sig in [signal.SIGINT] * max(1, int(grace // 2)) + [signal.SIGTERM]:
         if p.poll() is None:
             p.send_signal(sig)
         try:
             o, _ = p.communicate(timeout=2.0 if sig == signal.SIGINT else 5.0)
-            return out + (o or ""), p.returncode == 0
+            return o or "", p.returncode == 0
         except subprocess.TimeoutExpired:
-            if time.monotonic() > deadline:
-                break
+            pass     # communicate() keeps what it has read so far for the next call
     p.kill()
     o, _ = p.communicate()
-    return out + (o or ""), False
+    return o or "", False
 
 
 class DropTracer:

@@ -93,3 +93,20 @@ def test_interrupt_resends_sigint_until_the_process_exits(tmp_path):
     assert p.stdout.readline().strip() == "ready"
     out, clean = interrupt(p, grace=20)
     assert clean and "maps" in out
+
+
+@pytest.mark.parametrize("on_term, clean", [("sys.exit(0)", True), ("None", False)])
+def test_interrupt_escalates_to_sigterm_then_sigkill(on_term, clean):
+    """A process deaf to SIGINT gets SIGTERM after the grace period, and SIGKILL if it is deaf
+    to that too; only an exit on SIGINT/SIGTERM with status 0 counts as clean."""
+    prog = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            f"signal.signal(signal.SIGTERM, lambda *_: {on_term})\n"
+            "print('ready', flush=True)\n"
+            "while True: time.sleep(0.05)\n")
+    p = subprocess.Popen([sys.executable, "-c", prog], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    t0 = time.monotonic()
+    _, ok = interrupt(p, grace=2)
+    assert ok is clean
+    assert p.returncode is not None and time.monotonic() - t0 < 15
