@@ -86,6 +86,17 @@ def _simulate_json(values_json: str, source: str) -> dict:
     return simulate(sc).to_dict()
 
 
+def check_run_inputs(profile: str, cache: str | Path, error: type[Exception]) -> Path:
+    """The cache directory as a Path, after refusing (before any run) an unknown profile
+    (KeyError from load_costs) or a ``--cache`` that is not a directory (``error``)."""
+    from simaccept.costs import load_costs
+    load_costs(profile)
+    cache = Path(cache)
+    if cache.exists() and not cache.is_dir():
+        raise error(f"--cache {cache}: not a directory")
+    return cache
+
+
 def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: str = "<cached>",
                     on_done=None) -> dict[str, dict]:
     """{scenario JSON: record dict} for ``jsons``, simulating only those not in ``cache``.

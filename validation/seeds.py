@@ -24,7 +24,7 @@ from typing import Any
 from simaccept.costs import load_costs
 from simaccept.sweep import atomic_write
 
-from .fitter import simulate_cached
+from .fitter import check_run_inputs, simulate_cached
 from .records import ROOT, load_thesis, nan_to_null, peak_scenarios, record_seed, scenario_for
 from .report import role_of
 
@@ -79,10 +79,7 @@ def run(out: str | Path = "docs/validation", n: int = 4, jobs: int = 1, profile:
         cache: str | Path = DEFAULT_CACHE) -> dict:
     if n < 1:
         raise SeedsError(f"--seeds: must be >= 1, got {n}")
-    load_costs(profile)                          # KeyError (before any run) if unknown
-    cache = Path(cache)
-    if cache.exists() and not cache.is_dir():
-        raise SeedsError(f"--cache {cache}: not a directory")
+    cache = check_run_inputs(profile, cache, SeedsError)
     rows = heldout_throughput_rows()
     if not rows:
         raise SeedsError("thesis.csv has no held-out row with a measured throughput")

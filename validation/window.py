@@ -31,7 +31,7 @@ from simaccept import load_scenario
 from simaccept.costs import load_costs
 from simaccept.sweep import atomic_write
 
-from .fitter import simulate_cached
+from .fitter import check_run_inputs, simulate_cached
 from .records import ROOT, load_thesis, nan_to_null, scenario_for, thesis_scenario_file
 from .report import role_of
 
@@ -87,10 +87,7 @@ def compare(rows, sims_file: dict[str, dict], sims_thesis: dict[str, dict]) -> l
 
 def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thesis-2004",
         cache: str | Path = DEFAULT_CACHE) -> dict:
-    load_costs(profile)                          # KeyError (before any run) if unknown
-    cache = Path(cache)
-    if cache.exists() and not cache.is_dir():
-        raise WindowError(f"--cache {cache}: not a directory")
+    cache = check_run_inputs(profile, cache, WindowError)
     rows = rows_with_rates()
     if not rows:
         raise WindowError("thesis.csv has no row with a target rate")
