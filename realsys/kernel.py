@@ -163,7 +163,7 @@ class CpuMeter:
 # at least one map even when nothing was dropped (no map printed = counts unknown).
 READY = "simaccept-bpf-ready"
 BPF_PROGRAM = r"""
-BEGIN { @running = 1; printf("simaccept-bpf-ready\n"); }
+BEGIN { @running = 1; printf("{READY}\n"); }
 tracepoint:skb:kfree_skb {FILTER} { @drop[args->reason] = count(); }
 tracepoint:tcp:tcp_retransmit_synack {FILTER} { @synack_retransmits = count(); }
 tracepoint:tcp:tcp_send_reset {FILTER} { @resets_sent = count(); }
@@ -174,7 +174,7 @@ def bpf_program(window: tuple[int, int] | None = None) -> str:
     """The program; with window=(t0, t1) in CLOCK_MONOTONIC ns (bpftrace's nsecs) it counts
     only events inside the measured window, so its counts line up with the counter deltas."""
     f = f"/nsecs >= {int(window[0])} && nsecs < {int(window[1])}/" if window else ""
-    return BPF_PROGRAM.replace("{FILTER}", f)
+    return BPF_PROGRAM.replace("{FILTER}", f).replace("{READY}", READY)
 TRACEFS = Path("/sys/kernel/tracing")
 
 
