@@ -11,6 +11,7 @@
  * as kernel scheduling, so getevents statistics stay 0.  Statistics are kept per
  * thread (no sharing in the fast path) and summed at exit. */
 #include "common.h"
+#include "opt.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -134,26 +135,23 @@ int main(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (o) {
         case 'a': addr = optarg; break;
-        case 'p': port = atoi(optarg); break;
-        case 'b': backlog = atoi(optarg); break;
-        case 't': nthreads = atoi(optarg); break;
+        case 'p': port = (int)opt_long("knot", "port", optarg, 1, 65535); break;
+        case 'b': backlog = (int)opt_long("knot", "backlog", optarg, 1, 1 << 20); break;
+        case 't': nthreads = (int)opt_long("knot", "threads", optarg, 1, 100000); break;
         case 'l':
-            if (strcmp(optarg, "inf") == 0)
-                accept_limit = -1;
-            else if ((accept_limit = atol(optarg)) < 1)
-                usage();
+            accept_limit = strcmp(optarg, "inf") == 0 ? -1 : opt_long("knot", "accept-limit", optarg, 1, 1L << 30);
             break;
-        case 's': spin_us = (unsigned)atoi(optarg); break;
+        case 's': spin_us = (unsigned)opt_long("knot", "spin-us", optarg, 0, 1000000); break;
         case 'd': docroot = optarg; break;
         case 'o': stats_path = optarg; break;
-        case 'S': sample_ms = atoi(optarg); break;
-        case 'i': idle_timeout_s = atoi(optarg); break;
+        case 'S': sample_ms = (int)opt_long("knot", "sample-ms", optarg, 1, 3600000); break;
+        case 'i': idle_timeout_s = (int)opt_long("knot", "idle-timeout", optarg, 1, 86400); break;
         case 'm': break; /* accepted and ignored: knot has no getevents-phase */
         default: usage();
         }
     }
-    if (nthreads < 1 || nthreads > 100000 || sample_ms < 1 || idle_timeout_s < 1)
-        usage();
+    if (optind < argc)
+        opt_stray("knot", argv[optind]);
     static struct stats main_stats;
     ST = &main_stats;
     install_signals();

@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opt.h"
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -535,53 +537,49 @@ int main(int argc, char **argv)
         {"workload", 1, 0, 'w'}, {"uri", 1, 0, 'u'}, {"http10", 0, 0, 'H'}, {"max-conns", 1, 0, 'm'},
         {"out", 1, 0, 'o'}, {"zipf", 1, 0, 'z'}, {"warmup", 1, 0, 'W'}, {"timeout-from", 1, 0, 'T'},
         {0, 0, 0, 0}};
+    static const char *const timeout_froms[] = {"connect", "first-syn", NULL};
+    static const char *const arrivals[] = {"deterministic", "poisson", NULL};
+    static const char *const workloads[] = {"one-packet", "specweb", "specweb99", NULL};
     int o;
     while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (o) {
         case 'S': srv = optarg; break;
-        case 'p': port = atoi(optarg); break;
+        case 'p': port = (int)opt_long("loadgen", "port", optarg, 1, 65535); break;
         case 'b': {
             char *s = strdup(optarg), *save = NULL;
             for (char *t = strtok_r(s, ",", &save); t && nbinds < 256; t = strtok_r(NULL, ",", &save))
-                if (inet_pton(AF_INET, t, &binds[nbinds++]) != 1) usage();
+                if (inet_pton(AF_INET, t, &binds[nbinds++]) != 1)
+                    opt_refuse("loadgen", "bind", "expected IPv4 addresses separated by commas", optarg);
             free(s);
             break;
         }
-        case 'r': rate = atof(optarg); break;
-        case 'd': duration = atof(optarg); break;
-        case 't': timeout_s = atof(optarg); break;
-        case 'T':
-            if (strcmp(optarg, "first-syn") == 0) timeout_from_syn = 1;
-            else if (strcmp(optarg, "connect") == 0) timeout_from_syn = 0;
-            else usage();
-            break;
-        case 'a':
-            if (strcmp(optarg, "poisson") == 0) poisson = 1;
-            else if (strcmp(optarg, "deterministic") == 0) poisson = 0;
-            else usage();
-            break;
-        case 's': seed = strtoull(optarg, NULL, 10); break;
-        case 'w':
-            if (strcmp(optarg, "specweb") == 0 || strcmp(optarg, "specweb99") == 0) specweb = 1;
-            else if (strcmp(optarg, "one-packet") == 0) specweb = 0;
-            else usage();
-            break;
+        /* Bounded by construction: a run's length and timeout are capped. */
+        case 'r': rate = opt_double("loadgen", "rate", optarg, 0, 1e6, 1); break;
+        case 'd': duration = opt_double("loadgen", "duration", optarg, 0, 3600, 1); break;
+        case 't': timeout_s = opt_double("loadgen", "timeout", optarg, 0, 600, 1); break;
+        case 'T': timeout_from_syn = opt_choice("loadgen", "timeout-from", optarg, timeout_froms); break;
+        case 'a': poisson = opt_choice("loadgen", "arrivals", optarg, arrivals) == 1; break;
+        case 's': seed = (uint64_t)opt_long("loadgen", "seed", optarg, 0, LONG_MAX); break;
+        case 'w': specweb = opt_choice("loadgen", "workload", optarg, workloads) >= 1; break;
         case 'u': uri = optarg; break;
         case 'H': http10 = 1; break;
-        case 'm': max_conns = atoi(optarg); break;
+        case 'm': max_conns = (int)opt_long("loadgen", "max-conns", optarg, 1, 1L << 22); break;
         case 'o': out_path = optarg; break;
-        case 'z': zipf_alpha = atof(optarg); break;
-        case 'W': warmup = atof(optarg); break;
+        case 'z': zipf_alpha = opt_double("loadgen", "zipf", optarg, 0, 100, 0); break;
+        case 'W': warmup = opt_double("loadgen", "warmup", optarg, 0, 600, 0); break;
         default: usage();
         }
     }
-    /* Bounded by construction: duration and timeout are capped. */
-    if (!srv || !(rate > 0) || rate > 1e6 || !(duration > 0) || duration > 3600 || !(timeout_s > 0) ||
-        timeout_s > 600 || max_conns < 1 || warmup < 0 || warmup > 600)
+    if (optind < argc)
+        opt_stray("loadgen", argv[optind]);
+    if (!srv) {
+        fprintf(stderr, "loadgen: --server is required\n");
         usage();
+    }
     server.sin_family = AF_INET;
     server.sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, srv, &server.sin_addr) != 1) usage();
+    if (inet_pton(AF_INET, srv, &server.sin_addr) != 1)
+        opt_refuse("loadgen", "server", "expected an IPv4 address", srv);
     host_hdr = srv;
     rng_state ^= seed * 0x9E3779B97F4A7C15ull;
     if (!rng_state) rng_state = 1;

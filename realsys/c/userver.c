@@ -12,6 +12,7 @@
  * SIGUSR1 zeroes the statistics (end of warm-up). */
 #include "common.h"
 #include "ev.h"
+#include "opt.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -148,7 +149,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    const char *addr = "0.0.0.0", *mux = "select", *docroot = ".", *stats_path = NULL;
+    const char *addr = "0.0.0.0", *docroot = ".", *stats_path = NULL;
     int port = 8080, backlog = 128, max_conns = 15000, sample_ms = 100;
     long accept_limit = -1; /* -1 = inf */
     static const struct option lo[] = {
@@ -157,36 +158,28 @@ int main(int argc, char **argv)
         {"stats", 1, 0, 'o'}, {"max-conns", 1, 0, 'c'}, {"sample-ms", 1, 0, 'S'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
+    static const char *const muxes[] = {"select", "poll", "epoll", NULL};
+    static const struct ev_backend *const backends[] = {&ev_select_backend, &ev_poll_backend, &ev_epoll_backend};
+    ev = &ev_select_backend;
     while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (o) {
         case 'a': addr = optarg; break;
-        case 'p': port = atoi(optarg); break;
-        case 'b': backlog = atoi(optarg); break;
-        case 'm': mux = optarg; break;
+        case 'p': port = (int)opt_long("userver", "port", optarg, 1, 65535); break;
+        case 'b': backlog = (int)opt_long("userver", "backlog", optarg, 1, 1 << 20); break;
+        case 'm': ev = backends[opt_choice("userver", "mux", optarg, muxes)]; break;
         case 'l':
-            if (strcmp(optarg, "inf") == 0)
-                accept_limit = -1;
-            else if ((accept_limit = atol(optarg)) < 1)
-                usage();
+            accept_limit = strcmp(optarg, "inf") == 0 ? -1 : opt_long("userver", "accept-limit", optarg, 1, 1L << 30);
             break;
-        case 's': spin_us = (unsigned)atoi(optarg); break;
+        case 's': spin_us = (unsigned)opt_long("userver", "spin-us", optarg, 0, 1000000); break;
         case 'd': docroot = optarg; break;
         case 'o': stats_path = optarg; break;
-        case 'c': max_conns = atoi(optarg); break;
-        case 'S': sample_ms = atoi(optarg); break;
+        case 'c': max_conns = (int)opt_long("userver", "max-conns", optarg, 1, 1L << 22); break;
+        case 'S': sample_ms = (int)opt_long("userver", "sample-ms", optarg, 1, 3600000); break;
         default: usage();
         }
     }
-    if (strcmp(mux, "select") == 0)
-        ev = &ev_select_backend;
-    else if (strcmp(mux, "poll") == 0)
-        ev = &ev_poll_backend;
-    else if (strcmp(mux, "epoll") == 0)
-        ev = &ev_epoll_backend;
-    else
-        usage();
-    if (max_conns < 1 || sample_ms < 1 || port <= 0 || backlog < 1)
-        usage();
+    if (optind < argc)
+        opt_stray("userver", argv[optind]);
     ST = &stats_main;
     install_signals();
     int maxfds = max_conns + 64;

@@ -1,0 +1,79 @@
+/* Command-line values, checked and refused by name.
+ *
+ * atoi()/atof() turn "abc" into 0 and "10x" into 10, so a typo on the command line
+ * used to become a silent value (port 0, spin 0 us, rate 0) or a bare usage text that
+ * did not say which option was wrong.  These parse the whole argument or exit(2) with
+ * "PROG: --OPTION: expected ..., got 'ARG'".  Header-only so that loadgen, which links
+ * nothing of the servers, shares it.
+ */
+#ifndef SIMACCEPT_OPT_H
+#define SIMACCEPT_OPT_H
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Prints "prog: --opt: WHAT, got 'arg'" and exits with status 2 (bad input). */
+static inline void opt_refuse(const char *prog, const char *opt, const char *what, const char *arg)
+{
+    fprintf(stderr, "%s: --%s: %s, got '%s'\n", prog, opt, what, arg);
+    exit(2);
+}
+
+/* Prints "prog: unexpected argument 'arg' ..." and exits with status 2: every option
+ * is --name value, so a bare word is a mistake (a missing --, a value without a name). */
+static inline void opt_stray(const char *prog, const char *arg)
+{
+    fprintf(stderr, "%s: unexpected argument '%s' (every option is --name value)\n", prog, arg);
+    exit(2);
+}
+
+/* Returns arg as a decimal integer in [lo, hi]; anything else (empty, trailing text,
+ * out of range, overflow) exits via opt_refuse. */
+static inline long opt_long(const char *prog, const char *opt, const char *arg, long lo, long hi)
+{
+    char *end = NULL, what[96];
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+        snprintf(what, sizeof what, "expected an integer from %ld to %ld", lo, hi);
+        opt_refuse(prog, opt, what, arg);
+    }
+    return v;
+}
+
+/* Returns arg as a finite number in [lo, hi], or in (lo, hi] when lo_open; anything
+ * else (empty, trailing text, nan, inf, out of range) exits via opt_refuse. */
+static inline double opt_double(const char *prog, const char *opt, const char *arg, double lo, double hi,
+                                int lo_open)
+{
+    char *end = NULL, what[96];
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno == ERANGE || !isfinite(v) || (lo_open ? !(v > lo) : !(v >= lo)) ||
+        v > hi) {
+        snprintf(what, sizeof what, "expected a number %s %g and <= %g", lo_open ? ">" : ">=", lo, hi);
+        opt_refuse(prog, opt, what, arg);
+    }
+    return v;
+}
+
+/* Returns the index of arg in the NULL-terminated choices; anything else exits via
+ * opt_refuse, listing the choices. */
+static inline int opt_choice(const char *prog, const char *opt, const char *arg, const char *const *choices)
+{
+    char what[160] = "expected one of:";
+    for (int i = 0; choices[i]; i++) {
+        if (strcmp(arg, choices[i]) == 0)
+            return i;
+        size_t n = strlen(what);
+        snprintf(what + n, sizeof what - n, " %s", choices[i]);
+    }
+    opt_refuse(prog, opt, what, arg);
+    return -1;
+}
+
+#endif
