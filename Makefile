@@ -10,7 +10,7 @@ JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,plot,progress,dask]'
+	$(PY) -m pip install -q -e '.[test,plot,progress,dask,parquet]'
 	touch $(STAMP)
 
 venv: $(STAMP)

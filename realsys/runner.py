@@ -176,7 +176,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     sv, wl, cl, rs, sc = v["server"], v["workload"], v["client"], v["realsys"], v["scenario"]
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t_wall0 = time.monotonic()
-    h = pt.content_hash()
+    h = pt.content_hash(simulator=False)
     pdir = work / h
     pdir.mkdir(parents=True, exist_ok=True)
     docroot = make_docroot(work / f"docroot-{wl['reply_bytes']}", wl["reply_bytes"], rs["docroot_files"])
@@ -401,7 +401,7 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                         raise ScenarioError(getattr(e, "key", "?"), getattr(e, "reason", str(e))) from None
                     # the point's details first, then its row: a row on disk always
                     # has its complete point file (both written atomically)
-                    atomic_write(out_dir / "points" / f"{pt.content_hash()}.json",
+                    atomic_write(out_dir / "points" / f"{pt.content_hash(simulator=False)}.json",
                                  json.dumps(extra, indent=1, default=str, allow_nan=True))
                     append_record(csv_path, rec)
                     recs.append(rec)

@@ -27,11 +27,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--dask", default=None, metavar="ADDRESS|local")
     s.add_argument("--out", required=True)
     s.add_argument("--no-progress", action="store_true")
+    s.add_argument("--parquet", action="store_true",
+                   help="also write OUT/results.parquet (typed columns; needs pyarrow, installed by make venv)")
     g = sub.add_parser("figures", help="regenerate every figure of thesis chapters 4 and 5 in simulation")
     g.add_argument("--out", default="out/figures")
     g.add_argument("--jobs", type=int, default=1)
     f = sub.add_parser("fit", help="fit cost parameters to records (validation package)")
-    f.add_argument("--records", required=True, help="CSV of RunRecords (e.g. validation/data/thesis.csv)")
+    f.add_argument("--records", required=True, help="RunRecords as CSV (e.g. validation/data/thesis.csv) or Parquet (a sweep's results.parquet)")
     f.add_argument("--params", required=True, help="comma-separated cost names to fit")
     f.add_argument("--out", required=True, help="profile TOML to write")
     f.add_argument("--metrics", default=None, help="comma-separated record columns to match")
@@ -68,10 +70,17 @@ def main(argv=None) -> int:
             if args.jobs < 1:
                 raise ScenarioError("--jobs", f"must be >= 1, got {args.jobs}")
             sc = load_scenario(args.scenario, args.set)
-            from .sweep import run_sweep
-            recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress)
+            from .sweep import _pyarrow, run_sweep
+            if args.parquet:
+                try:
+                    _pyarrow()
+                except ImportError as e:
+                    raise ScenarioError("--parquet", str(e)) from None
+            recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
+                             parquet=args.parquet)
             failed = [r for r in recs if r.status != "ok"]
-            print(f"{len(recs)} points -> {args.out}/results.csv ({len(failed)} failed)")
+            also = " and results.parquet" if args.parquet else ""
+            print(f"{len(recs)} points -> {args.out}/results.csv{also} ({len(failed)} failed)")
             return 1 if failed else 0
         if args.cmd == "figures":
             if args.jobs < 1:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -22,6 +23,30 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
+
+
+#: Modules of the package that only orchestrate or draw: their code cannot change a
+#: simulated record, so editing them (a plot tweak) does not invalidate cached points.
+NOT_MODEL = frozenset({"__main__.py", "cli.py", "figures.py", "plots.py", "sweep.py"})
+
+
+@functools.lru_cache(maxsize=None)
+def model_fingerprint(root: str | None = None) -> str:
+    """Hash of the simulator's source (every ``.py`` of the package under ``root``,
+    default this package, but :data:`NOT_MODEL`).
+
+    A researcher's first move is to edit the model; a sweep cache keyed only by the
+    scenario and a version string that nobody bumps would then answer the new model
+    with points the old one computed.  Cost profiles are not hashed here: their
+    resolved values are part of :meth:`Scenario.content_hash` already."""
+    base = Path(root) if root is not None else Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted(base.rglob("*.py")):
+        rel = p.relative_to(base).as_posix()
+        if rel in NOT_MODEL or "__pycache__" in rel:
+            continue
+        h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 class ScenarioError(ValueError):
@@ -257,11 +282,14 @@ class Scenario:
     def to_json(self) -> str:
         return json.dumps(self.values, sort_keys=True)
 
-    def content_hash(self) -> str:
+    def content_hash(self, simulator: bool = True) -> str:
         """Hash of everything that determines the result (for sweep caching):
         the resolved values, the point's seed key, the *resolved cost values*
-        (editing a profile file must not reuse stale points) and the
-        simulator's version."""
+        (editing a profile file must not reuse stale points), the simulator's
+        version and, unless ``simulator`` is False, :func:`model_fingerprint`
+        (editing the model must not reuse them either).  realsys names its
+        measured points with ``simulator=False``: they do not depend on the
+        simulator's code."""
         from . import __version__
         from .costs import load_costs
         costs = self.values["costs"]
@@ -271,6 +299,8 @@ class Scenario:
                                                  if k != "profile" and not isinstance(v, list)}).as_dict(),
                                sort_keys=True))
         key = self.to_json() + repr(self.point_key) + resolved + __version__
+        if simulator:
+            key += model_fingerprint()
         return hashlib.sha256(key.encode()).hexdigest()[:20]
 
     def with_overrides(self, overrides: Iterable[str]) -> "Scenario":

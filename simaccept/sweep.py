@@ -10,7 +10,10 @@
 * Points run on a local process pool (``jobs``) or on a Dask cluster
   (``dask="local"`` or a scheduler address).
 * ``OUT/results.csv`` (one row per point, the record columns, written
-  atomically) and the thesis-style plots are produced at the end.
+  atomically) and the thesis-style plots are produced at the end; with
+  ``parquet=True`` also ``OUT/results.parquet``: the same rows with typed
+  columns (text as strings, every number as float64, "not measured" as null,
+  where a CSV has an empty cell), for pandas/Arrow users.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .record import COLUMNS, RunRecord
+from .record import _TEXT, COLUMNS, RunRecord
 from .scenario import Scenario
 
 
@@ -69,6 +72,37 @@ def read_csv(path) -> list[RunRecord]:
         return [RunRecord.from_dict(row) for row in csv.DictReader(f)]
 
 
+def _pyarrow():
+    """pyarrow and pyarrow.parquet, or ImportError saying how to install them."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise ImportError("Parquet needs pyarrow: pip install 'simaccept[parquet]' (make venv installs it)") from None
+    return pyarrow, pyarrow.parquet
+
+
+def write_parquet(records: Iterable[RunRecord], path) -> None:
+    """Write records to a Parquet file atomically: one row per record, the record
+    columns in order, text as string and every number as float64 with NaN stored as
+    null (the schema is fixed by RunRecord, so an all-NaN column keeps its type)."""
+    pa, pq = _pyarrow()
+    from . import __version__
+    schema = pa.schema([(c, pa.string() if c in _TEXT else pa.float64()) for c in COLUMNS],
+                       metadata={"simaccept_version": __version__})
+    rows = [r.to_dict() for r in records]
+    cols = {c: [None if isinstance(d[c], float) and math.isnan(d[c]) else d[c] for d in rows] for c in COLUMNS}
+    table = pa.Table.from_pydict(cols, schema=schema)
+    atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp))
+
+
+def read_parquet(path) -> list[RunRecord]:
+    """Records from a Parquet file written by :func:`write_parquet` (or any file with
+    record columns); an unknown column is refused by RunRecord.from_dict."""
+    _, pq = _pyarrow()
+    return [RunRecord.from_dict(row) for row in pq.read_table(path).to_pylist()]
+
+
 def _run_point(values_json: str, point_key, coords, source: str) -> dict:
     from .sim import simulate
     sc = Scenario(json.loads(values_json), source, tuple(point_key), tuple(tuple(c) for c in coords))
@@ -85,8 +119,13 @@ def _load_cached(path: Path) -> RunRecord | None:
 
 def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: str | None = None,
               progress: bool = False, plots: bool = True,
-              on_point: Callable[[RunRecord], None] | None = None) -> list[RunRecord]:
-    """Run every point; return records in grid order."""
+              on_point: Callable[[RunRecord], None] | None = None, parquet: bool = False) -> list[RunRecord]:
+    """Run every point; return records in grid order.  ``parquet`` (needs ``out``) also
+    writes ``OUT/results.parquet``; pyarrow is checked before any point runs."""
+    if parquet:
+        if out is None:
+            raise ValueError("parquet=True needs an out directory")
+        _pyarrow()
     points = sc.points()
     from .sim import SIMULATED_SERVERS
     kinds = sc["server"]["kind"]
@@ -133,6 +172,8 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     records = [results[i] for i in range(len(points))]
     if out is not None:
         atomic_write(out / "results.csv", records_to_csv(records))
+        if parquet:
+            write_parquet(records, out / "results.parquet")
         if plots:
             try:
                 from .plots import thesis_plots

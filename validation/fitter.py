@@ -102,8 +102,9 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     """{scenario JSON: record dict} for ``jsons``, simulating only those not in ``cache``.
 
     Files are named by :meth:`Scenario.content_hash`, which covers the *resolved* cost values
-    and the simulator's version: the JSON names a profile but not its costs, so a refitted
-    profile (or a changed simulator) must not be answered from runs made with the old one.
+    and the simulator's code (:func:`simaccept.scenario.model_fingerprint`): the JSON names a
+    profile but not its costs, so a refitted profile (or a changed simulator) must not be
+    answered from runs made with the old one.
     A run that finished ``ok`` is written (atomically) as soon as it finishes, so an
     interrupted batch keeps what it did.  Failed runs are returned, not cached.
     ``on_done(js, d)`` is called for each run simulated here.

@@ -183,8 +183,11 @@ def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, 
 
 
 def load_records(path: str | Path) -> list[Measured]:
-    """Read a records CSV (thesis.csv or any results.csv); raise RecordError on bad input."""
+    """Read a records CSV (thesis.csv or any results.csv) or Parquet file (a sweep's
+    results.parquet; rows are numbered from 1); raise RecordError on bad input."""
     p = Path(path)
+    if p.suffix.lower() == ".parquet":
+        return _load_parquet(p)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
@@ -195,6 +198,21 @@ def load_records(path: str | Path) -> list[Measured]:
     if not reader.fieldnames:
         raise RecordError("empty file (no header row)", path=str(p))
     return parse_rows(reader, reader.fieldnames, path=str(p))
+
+
+def _load_parquet(p: Path) -> list[Measured]:
+    from simaccept.sweep import _pyarrow
+    try:
+        _, pq = _pyarrow()
+    except ImportError as e:
+        raise RecordError(str(e), path=str(p)) from None
+    try:
+        table = pq.read_table(p)
+    except OSError as e:                    # missing or unreadable
+        raise RecordError(f"cannot read: {e.strerror or e}", path=str(p)) from None
+    except ValueError as e:                 # pyarrow's ArrowInvalid: not a Parquet file
+        raise RecordError(f"not a Parquet file: {e}", path=str(p)) from None
+    return parse_rows(table.to_pylist(), table.column_names, path=str(p), first_line=1)
 
 
 def nan_to_null(o: Any) -> Any:

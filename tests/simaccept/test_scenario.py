@@ -1,5 +1,6 @@
 """Scenario files: every key checked before anything runs."""
 import math
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +99,36 @@ def test_every_shipped_scenario_loads(path):
     assert sc.points()
     if path.startswith("scenarios/thesis/"):
         assert sc["kernel"]["profile"] == "linux-2.4" and sc["kernel"]["backlog"] == 128
+
+
+def test_model_fingerprint_follows_the_model_code_only(tmp_path):
+    # A copy of the package hashes the same; one byte changed in a model module (or a
+    # new model module) changes it; a change to plotting or the CLI does not.
+    import shutil
+    import simaccept
+    from simaccept.scenario import model_fingerprint
+    pkg = Path(simaccept.__file__).resolve().parent
+    copy_ = tmp_path / "simaccept"
+    shutil.copytree(pkg, copy_, ignore=shutil.ignore_patterns("__pycache__"))
+    same = model_fingerprint(str(copy_))
+    assert same == model_fingerprint()
+    (copy_ / "plots.py").write_text((copy_ / "plots.py").read_text() + "\n# a plot tweak\n")
+    (copy_ / "cli.py").write_text((copy_ / "cli.py").read_text() + "\n")
+    model_fingerprint.cache_clear()
+    assert model_fingerprint(str(copy_)) == same
+    (copy_ / "servers" / "userver.py").write_text((copy_ / "servers" / "userver.py").read_text() + "\n")
+    model_fingerprint.cache_clear()
+    edited = model_fingerprint(str(copy_))
+    assert edited != same
+    (copy_ / "servers" / "adaptive.py").write_text("X = 1\n")
+    model_fingerprint.cache_clear()
+    assert model_fingerprint(str(copy_)) not in (same, edited)
+
+
+def test_content_hash_covers_the_model_but_realsys_names_do_not(monkeypatch):
+    import simaccept.scenario as scenario_mod
+    sc = load_scenario(text='[workload]\nrate = 1000\n')
+    sim_key, real_key = sc.content_hash(), sc.content_hash(simulator=False)
+    monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None: "an-edited-model")
+    assert sc.content_hash() != sim_key
+    assert sc.content_hash(simulator=False) == real_key

@@ -112,3 +112,68 @@ def test_cli_run_json_and_bad_input(tmp_path):
         r = subprocess.run(base + bad, env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert r.returncode == 2
         assert key in r.stderr and "Traceback" not in r.stderr
+
+
+def _same(a, b):
+    """Records equal field by field, NaN equal to NaN."""
+    import math
+    da, db = a.to_dict(), b.to_dict()
+    return all(da[k] == db[k] or (isinstance(da[k], float) and math.isnan(da[k]) and math.isnan(db[k])) for k in da)
+
+
+def test_parquet_holds_the_csv_rows_with_typed_columns(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from simaccept.record import _TEXT, COLUMNS
+    from simaccept.sweep import read_parquet
+    sc = load_scenario(text=SMALL.replace("rate = [2000, 6000, 12000]", "rate = [2000, 12000]"))
+    recs = run_sweep(sc, tmp_path / "o", jobs=2, plots=False, parquet=True)
+    back = read_parquet(tmp_path / "o" / "results.parquet")
+    from_csv = read_csv(tmp_path / "o" / "results.csv")
+    assert len(back) == len(recs) == 4
+    assert all(_same(x, y) for x, y in zip(back, recs)) and all(_same(x, y) for x, y in zip(back, from_csv))
+    t = pq.read_table(tmp_path / "o" / "results.parquet")
+    assert t.column_names == list(COLUMNS)
+    assert all(t.schema.field(c).type == (pa.string() if c in _TEXT else pa.float64()) for c in COLUMNS)
+    # "not measured" is null, not a NaN a reader would average over: the simulator has no gprof
+    # share for poll in a select run, so that column is null in every row.
+    assert t.column("cpu_share_poll").null_count == 4
+    assert t.column("replies_per_s").null_count == 0
+
+
+def test_cli_parquet_without_pyarrow_is_refused_before_running(tmp_path, monkeypatch, capsys):
+    from simaccept.cli import main
+    spec = tmp_path / "s.toml"
+    spec.write_text(SMALL)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)      # import pyarrow now raises ImportError
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--parquet", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--parquet" in err and "pip install" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_validation_reads_a_results_parquet_like_its_csv(tmp_path):
+    from validation.records import RecordError, load_records
+    sc = load_scenario(text=SMALL.replace("rate = [2000, 6000, 12000]", "rate = [6000]"))
+    run_sweep(sc, tmp_path / "o", jobs=1, plots=False, parquet=True)
+    a = load_records(tmp_path / "o" / "results.parquet")
+    b = load_records(tmp_path / "o" / "results.csv")
+    assert len(a) == len(b) == 2 and all(_same(x.record, y.record) for x, y in zip(a, b))
+    fake = tmp_path / "fake.parquet"
+    fake.write_text("source,scenario\nsim,x\n")
+    with pytest.raises(RecordError, match="not a Parquet file"):
+        load_records(fake)
+
+
+def test_an_edited_model_does_not_reuse_cached_points(tmp_path, monkeypatch):
+    # The cache answers the same model with the same points and recomputes them all
+    # once the model's code is different (here: its fingerprint).
+    import simaccept.scenario as scenario_mod
+    sc = load_scenario(text=SMALL.replace("rate = [2000, 6000, 12000]", "rate = [2000]"))
+    run_sweep(sc, tmp_path / "o", jobs=1, plots=False)
+    ran = []
+    run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
+    assert ran == []
+    monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None: "an-edited-model")
+    run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
+    assert len(ran) == 2
