@@ -889,13 +889,24 @@ MODEL_CHANGES: tuple[tuple[str, str], ...] = (
 )
 
 
-def model_changes_since(generated_at: str) -> list[str]:
-    """The :data:`MODEL_CHANGES` made after ``generated_at`` (an ISO-8601 UTC time)."""
-    return [what for when, what in MODEL_CHANGES if generated_at < when]
+def model_changes_since(generated_at: str, fingerprint: str | None = None) -> list[str]:
+    """The :data:`MODEL_CHANGES` made after ``generated_at`` (an ISO-8601 UTC time), and, for an
+    analysis that recorded the simulator's :func:`~simaccept.scenario.model_fingerprint`, any change
+    to the simulator's code since (no list to keep up to date; files written before 2026-11-25 have
+    no fingerprint and rely on the list)."""
+    out = [what for when, what in MODEL_CHANGES if generated_at < when]
+    if fingerprint is not None:
+        from simaccept.scenario import model_fingerprint
+        now = model_fingerprint()
+        if fingerprint != now:
+            out.append(f"a change to the simulator's code (model fingerprint `{fingerprint}` then, `{now}` now)")
+    return out
 
 
-def stale_markdown(what: str, generated_at: str, profile: str | None, stale: list[str], refresh: str) -> list[str]:
-    changed = model_changes_since(generated_at)
+def stale_markdown(what: str, generated_at: str, profile: str | None, stale: list[str], refresh: str,
+                   changed: list[str] | None = None) -> list[str]:
+    """``changed``: the summary's ``stale_model`` (default: the dated model changes only)."""
+    changed = model_changes_since(generated_at) if changed is None else changed
     if not stale and not changed:
         return []
     why = []
@@ -929,7 +940,7 @@ def _specweb_idle_summary(out: Path) -> dict[str, Any] | None:
             "errors_at_ratio_delay": {p["row"]: p["error"] for p in d["predictions"] if p["think_ms"] == thr},
             "generated_at": d["generated_at"], "profile": d.get("profile"),
             "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
-            "stale_model": model_changes_since(d["generated_at"]),
+            "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint")),
             "note": "conditional, not held-out: the delay is read from the same rows' select statistics "
                     "(tables 4.1, 4.3), not their throughput; see specweb-idle.md"}
 
@@ -943,7 +954,7 @@ def _window_summary(out: Path) -> dict[str, Any] | None:
     thr = [c for c in d["cells"] if c["metric"] == "replies_per_s"]
     return {"generated_at": d["generated_at"], "profile": d.get("profile"),
             "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
-            "stale_model": model_changes_since(d["generated_at"]), "file_window": d["file_window_s"],
+            "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint")), "file_window": d["file_window_s"],
             "thesis_window": d["thesis_window"], "throughput_within_10pct": d["throughput_within_10pct"],
             "throughput": [{k: c.get(k) for k in ("row", "role", "measured", "file_window", "thesis_window",
                                               "error_file_window", "error_thesis_window", "change")} for c in thr]}
@@ -957,7 +968,7 @@ def _seeds_summary(out: Path) -> dict[str, Any] | None:
     d = json.loads(f.read_text())
     return {"generated_at": d["generated_at"], "profile": d.get("profile"),
             "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
-            "stale_model": model_changes_since(d["generated_at"]), "n_seeds": d["n_seeds"],
+            "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint")), "n_seeds": d["n_seeds"],
             "in_band_at_every_seed": d["in_band_at_every_seed"], "in_band_at_no_seed": d["in_band_at_no_seed"],
             "cells": [{k: c.get(k) for k in ("row", "metric", "measured", "min", "max", "error_min", "error_max",
                                              "within_10pct_seeds", "n_seeds", "at_top_rate")} for c in d["cells"]]}
@@ -967,7 +978,8 @@ def seeds_markdown(sd: dict[str, Any] | None) -> list[str]:
     L = ["## Held-out throughput across seeds\n"]
     if not sd:
         return L + ["Not run for this output: `python -m validation seeds --out <this directory>`.\n"]
-    L += stale_markdown("this comparison", sd["generated_at"], sd.get("profile"), sd.get("stale_costs") or [], "seeds")
+    L += stale_markdown("this comparison", sd["generated_at"], sd.get("profile"), sd.get("stale_costs") or [], "seeds",
+                        sd.get("stale_model"))
     n, cells = sd["n_seeds"], sd["cells"]
     L.append(f"The cells above are one run per point.  Every held-out throughput cell again at {n} seeds (the "
              f"row's own and the {n - 1} after it, the thesis's window, same costs; details: [seeds.md](seeds.md)): "
@@ -984,7 +996,8 @@ def window_markdown(w: dict[str, Any] | None) -> list[str]:
     L = ["## The measurement window\n"]
     if not w:
         return L + ["Not run for this output: `python -m validation window --out <this directory>`.\n"]
-    L += stale_markdown("this comparison", w["generated_at"], w.get("profile"), w.get("stale_costs") or [], "window")
+    L += stale_markdown("this comparison", w["generated_at"], w.get("profile"), w.get("stale_costs") or [], "window",
+                        w.get("stale_model"))
     t = w["throughput_within_10pct"]
     moved = [c for c in w["throughput"] if c["change"] is not None and abs(c["change"]) >= 0.03]
     L.append("Each thesis number is an httperf total over a 2-minute run from idle queues, and the sweeps above "
@@ -1029,7 +1042,7 @@ def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
                             d.get("profile"), new=False)
         stale += sorted(f"{p} (not analysed)" for p in {q for ps in PARAMS_BY_SERVER.values() for q in ps} - set(params))
     return {"generated_at": d["generated_at"], "step": d["step"], "profile": d.get("profile"), "stale_costs": stale,
-            "stale_model": model_changes_since(d["generated_at"]),
+            "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint")),
             "unidentified": sorted(p for p, v in params.items() if v["status"] == "unidentified"),
             "n_costs": len(params), "misses": misses,
             "what_if": [{k: w[k] for k in ("param", "factor", "value", "chosen_for", "heldout_within",
@@ -1041,7 +1054,8 @@ def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
     L = ["## Why the held-out cells miss: elasticities\n"]
     if not se:
         return L + ["Not run for this output: `python -m validation sensitivity --out <this directory>`.\n"]
-    L += stale_markdown("this analysis", se["generated_at"], se["profile"], se.get("stale_costs") or [], "sensitivity")
+    L += stale_markdown("this analysis", se["generated_at"], se["profile"], se.get("stale_costs") or [], "sensitivity",
+                        se.get("stale_model"))
     L.append(f"Each cost raised {100 * (se['step'] - 1):.0f} % alone, every thesis throughput cell simulated again "
              f"([sensitivity.md](sensitivity.md)).  {len(se['unidentified'])} of {se['n_costs']} costs are seen by "
              "no calibration or hand-set row (*unidentified*: nothing the profile was built on constrains them): "
@@ -1075,7 +1089,7 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
     w0, wb, wr = si["within_10pct_as_stated"], si["within_10pct_at_inferred_delay"], si["within_10pct_at_ratio_delay"]
     th, thr = si["inferred_client_delay_ms"], si["inferred_client_delay_ms_ratio_reading"]
     L += stale_markdown("this analysis", si["generated_at"], si.get("profile"), si.get("stale_costs") or [],
-                        "specweb-idle")
+                        "specweb-idle", si.get("stale_model"))
     L.append("The thesis's select shares (gprof, tables 4.3 and 4.9) and select statistics (table 4.1) say its "
              "Accept-1 server had far more connections open than the simulator's, whose clients send a "
              "connection's requests back to back.  A client delay after each reply (the thesis states none) "

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from simaccept.costs import load_costs
+from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .fitter import check_run_inputs, simulate_cached
@@ -103,6 +104,7 @@ def run(out: str | Path = "docs/validation", n: int = 4, jobs: int = 1, profile:
         cells.append(c)
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model_fingerprint": model_fingerprint(),   # the report flags this file stale when the model changes
         "profile": profile,
         "costs": dict(load_costs(profile).us),
         "n_seeds": n,

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from simaccept.costs import COST_NAMES, load_costs
+from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .records import ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, scenario_for, simulable
@@ -369,6 +370,7 @@ def run(out: str | Path = DEFAULT_OUT, jobs: int = 2, step: float = STEP, profil
         raise SensitivityError(f"--cache {str(cache)!r}: {e.strerror or e}") from None
     res = analyse(cells(), Runner(Path(cache), jobs, log), profile=profile, step=step)
     res["generated_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    res["model_fingerprint"] = model_fingerprint()   # the report flags this file stale when the model changes
     atomic_write(out / "sensitivity.json", json.dumps(nan_to_null(res), indent=2))
     atomic_write(out / "sensitivity.md", markdown(res))
     return res

@@ -56,6 +56,7 @@ from typing import Iterable, Sequence
 
 from simaccept.costs import load_costs
 from simaccept.record import RunRecord
+from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .records import Measured, load_thesis, nan_to_null, scenario_for
@@ -281,6 +282,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
     pred = prediction_table(rows, sims, sorted(set(think_ms) | {float(th_best), float(th_ratio)}))
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model_fingerprint": model_fingerprint(),   # the report flags this file stale when the model changes
         "profile": profile,
         "costs": dict(costs),      # the report flags this file stale when they change
         "think_ms_grid": think_ms,

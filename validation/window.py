@@ -29,6 +29,7 @@ from typing import Any
 
 from simaccept import load_scenario
 from simaccept.costs import load_costs
+from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .fitter import check_run_inputs, simulate_cached
@@ -106,6 +107,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     thr = [c for c in cells if c["metric"] == "replies_per_s"]
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model_fingerprint": model_fingerprint(),   # the report flags this file stale when the model changes
         "profile": profile,
         "costs": dict(load_costs(profile).us),      # the report flags this file stale when they change
         "file_window_s": sorted(f"{w:g} s warm-up + {d:g} s" for w, d in windows),

@@ -172,3 +172,15 @@ def test_analyses_older_than_a_model_change_are_flagged_stale():
     both = stale_markdown("this analysis", "2026-01-01T00:00:00+00:00", "thesis-2004", ["k_syn"], "window")
     assert "`k_syn`" in both[0] and what in both[0]
     assert stale_markdown("this analysis", "2099-01-01T00:00:00+00:00", "thesis-2004", [], "window") == []
+
+
+def test_an_analysis_that_recorded_another_model_is_flagged_stale_without_a_dated_entry():
+    from simaccept.scenario import model_fingerprint
+    from validation.report import model_changes_since, stale_markdown
+    later = "2099-01-01T00:00:00+00:00"             # after every dated entry of MODEL_CHANGES
+    assert model_changes_since(later, model_fingerprint()) == []
+    assert model_changes_since(later, None) == []    # written before fingerprints: the dated list only
+    changed = model_changes_since(later, "feedfacefeedface")
+    assert len(changed) == 1 and "`feedfacefeedface` then" in changed[0] and model_fingerprint() in changed[0]
+    md = stale_markdown("this analysis", later, "thesis-2004", [], "seeds", changed)
+    assert md[0].startswith("**Stale:**") and "python -m validation seeds" in md[0]

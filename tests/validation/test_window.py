@@ -78,6 +78,14 @@ def test_run_writes_both_windows_and_caches(tmp_path, monkeypatch):
     del saved["costs"]
     (tmp_path / "window.json").write_text(json.dumps(saved))
     assert report._window_summary(tmp_path)["stale_costs"] == ["(the file does not record the costs it used)"]
+    # it records the simulator's code it ran: current now; a different model is named in the stale line
+    from simaccept.scenario import model_fingerprint
+    assert saved["model_fingerprint"] == model_fingerprint() and s["stale_model"] == []
+    saved["model_fingerprint"] = "0123456789abcdef"
+    (tmp_path / "window.json").write_text(json.dumps(saved))
+    s = report._window_summary(tmp_path)
+    assert len(s["stale_model"]) == 1 and "`0123456789abcdef` then" in s["stale_model"][0]
+    assert "`0123456789abcdef` then" in "\n".join(report.window_markdown(s))
 
 
 def test_file_window_is_the_scenario_files():
