@@ -88,8 +88,9 @@ def write_parquet(records: Iterable[RunRecord], path) -> None:
     null (the schema is fixed by RunRecord, so an all-NaN column keeps its type)."""
     pa, pq = _pyarrow()
     from . import __version__
+    from .scenario import model_fingerprint
     schema = pa.schema([(c, pa.string() if c in _TEXT else pa.float64()) for c in COLUMNS],
-                       metadata={"simaccept_version": __version__})
+                       metadata={"simaccept_version": __version__, "simaccept_model_fingerprint": model_fingerprint()})
     rows = [r.to_dict() for r in records]
     cols = {c: [None if isinstance(d[c], float) and math.isnan(d[c]) else d[c] for d in rows] for c in COLUMNS}
     table = pa.Table.from_pydict(cols, schema=schema)

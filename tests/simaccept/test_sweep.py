@@ -139,6 +139,8 @@ def test_parquet_holds_the_csv_rows_with_typed_columns(tmp_path):
     # share for poll in a select run, so that column is null in every row.
     assert t.column("cpu_share_poll").null_count == 4
     assert t.column("replies_per_s").null_count == 0
+    from simaccept.scenario import model_fingerprint
+    assert t.schema.metadata[b"simaccept_model_fingerprint"] == model_fingerprint().encode()
 
 
 def test_cli_parquet_without_pyarrow_is_refused_before_running(tmp_path, monkeypatch, capsys):
