@@ -129,12 +129,19 @@ def available_profiles() -> list[str]:
     return sorted(p.stem for p in HERE.glob("*.toml"))
 
 
-@functools.lru_cache(maxsize=64)
 def _read_profile(name: str) -> tuple[tuple[str, float], ...]:
     path = HERE / f"{name}.toml"
     if not path.is_file():
         raise KeyError(f"no cost profile {name!r} (have: {', '.join(available_profiles())})")
-    doc = tomllib.loads(path.read_text())
+    # Keyed by size and mtime too: a profile edited by hand in a live session (a
+    # notebook) is read again, not answered from the first reading.
+    st = path.stat()
+    return _parse_profile(str(path), name, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_profile(path: str, name: str, _size: int, _mtime_ns: int) -> tuple[tuple[str, float], ...]:
+    doc = tomllib.loads(Path(path).read_text())
     table = doc.get("costs", {})
     unknown = set(table) - set(COST_NAMES)
     if unknown:
@@ -168,5 +175,4 @@ def save_profile(path: str | Path, costs: Mapping[str, float], header: str = "")
     with os.fdopen(fd, "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(tmp, path)
-    _read_profile.cache_clear()
     return path

@@ -103,7 +103,8 @@ def test_every_shipped_scenario_loads(path):
 
 def test_model_fingerprint_follows_the_model_code_only(tmp_path):
     # A copy of the package hashes the same; one byte changed in a model module (or a
-    # new model module) changes it; a change to plotting or the CLI does not.
+    # new model module) changes it; a change to plotting or the CLI does not.  No
+    # cache_clear() between edits: a live process (a notebook with %autoreload) sees them.
     import shutil
     import simaccept
     from simaccept.scenario import model_fingerprint
@@ -114,14 +115,11 @@ def test_model_fingerprint_follows_the_model_code_only(tmp_path):
     assert same == model_fingerprint()
     (copy_ / "plots.py").write_text((copy_ / "plots.py").read_text() + "\n# a plot tweak\n")
     (copy_ / "cli.py").write_text((copy_ / "cli.py").read_text() + "\n")
-    model_fingerprint.cache_clear()
     assert model_fingerprint(str(copy_)) == same
     (copy_ / "servers" / "userver.py").write_text((copy_ / "servers" / "userver.py").read_text() + "\n")
-    model_fingerprint.cache_clear()
     edited = model_fingerprint(str(copy_))
     assert edited != same
     (copy_ / "servers" / "adaptive.py").write_text("X = 1\n")
-    model_fingerprint.cache_clear()
     assert model_fingerprint(str(copy_)) not in (same, edited)
 
 
