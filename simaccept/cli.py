@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--jobs", type=int, default=1)
     f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
                    help="only records whose column has this value (repeatable)")
-    f.add_argument("--base-profile", default="thesis-2004")
+    f.add_argument("--base-profile", default="thesis-2004",
+                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
     f.add_argument("--max-nfev", type=int, default=None)
     return p
 

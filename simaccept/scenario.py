@@ -211,7 +211,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                     "its first request (slow or loaded clients)."),
     },
     "costs": {
-        "profile": Key("str", "thesis-2004", "Named cost profile (simaccept/costs/<name>.toml)."),
+        "profile": Key("str", "thesis-2004", "Named cost profile (simaccept/costs/<name>.toml), or the path "
+                       "of a profile TOML file (ends in .toml; relative to the working directory)."),
         # per-cost overrides are validated against the profile's names at load time
     },
     "realsys": {
@@ -381,12 +382,25 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
     for p in (pol if isinstance(pol, list) else [pol]):
         if p not in REGISTRY:
             raise ScenarioError("server.policy", f"unknown policy {_fmt(p)} (have: {', '.join(REGISTRY)})")
-    # A profile name is a file; check it exists now rather than mid-sweep.
-    from .costs import available_profiles
+    # A profile is a file; read it now rather than mid-sweep.  A path is made absolute so
+    # that workers (and the record's config) name the same file whatever their directory.
+    from .costs import available_profiles, is_profile_path, read_profile
     profiles = values["costs"]["profile"]
+    resolved = []
     for p in (profiles if isinstance(profiles, list) else [profiles]):
-        if p not in available_profiles():
-            raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)} (have: {', '.join(available_profiles())})")
+        if is_profile_path(p):
+            p = str(Path(p).expanduser().resolve())
+        elif p not in available_profiles():
+            raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)} (have: {', '.join(available_profiles())}; "
+                                "or give the path of a .toml file)")
+        try:
+            read_profile(p)
+        except KeyError as e:
+            raise ScenarioError("costs.profile", e.args[0]) from None
+        except ValueError as e:
+            raise ScenarioError("costs.profile", str(e)) from None
+        resolved.append(p)
+    values["costs"]["profile"] = resolved if isinstance(profiles, list) else resolved[0]
     return Scenario(values, source)
 
 

@@ -79,6 +79,7 @@ def _select(records, selectors):
 
 def fit_main(args) -> int:
     """``simaccept fit``: fit ``args.params`` to the records in ``args.records``; write ``args.out``."""
+    from simaccept.costs import read_profile
     from .fitter import DEFAULT_METRICS, CostFitter, FitError
     from .records import RecordError, load_records
     params = [p.strip() for p in str(args.params).split(",") if p.strip()]
@@ -97,9 +98,15 @@ def fit_main(args) -> int:
     if isinstance(selectors, str):          # one selector given as a plain string
         selectors = [selectors]
     args.select = selectors
+    base_profile = getattr(args, "base_profile", None) or "thesis-2004"
+    try:
+        read_profile(base_profile)
+    except (KeyError, ValueError) as e:
+        _err(f"--base-profile: {e.args[0]}")
+        return 2
     try:
         fitter = CostFitter(params=params, metrics=metrics,
-                            base_profile=getattr(args, "base_profile", None) or "thesis-2004",
+                            base_profile=base_profile,
                             sim_overrides=getattr(args, "set", None) or (),
                             n_jobs=int(jobs),
                             max_nfev=getattr(args, "max_nfev", None), verbose=int(getattr(args, "verbose", 0) or 0))
@@ -147,7 +154,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="fit only records whose column has this value (repeatable)")
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario override for every simulation, e.g. scenario.duration=5")
-    f.add_argument("--base-profile", default="thesis-2004")
+    f.add_argument("--base-profile", default="thesis-2004",
+                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
     f.add_argument("--jobs", type=int, default=1)
     f.add_argument("--max-nfev", type=int, default=None)
     f.add_argument("--verbose", type=int, default=0)

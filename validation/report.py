@@ -53,12 +53,11 @@ import os
 import statistics
 import sys
 import tempfile
-import tomllib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from simaccept.costs import COST_NAMES, available_profiles
+from simaccept.costs import available_profiles, read_profile
 from simaccept.record import RunRecord
 from simaccept.scenario import load_scenario, model_fingerprint as _model_fingerprint
 from simaccept.sweep import atomic_write, run_sweep
@@ -326,12 +325,11 @@ def resolve_profile(profile: str) -> tuple[str, dict[str, float], str]:
     """(base profile name, cost overrides, label) for a profile name or a profile TOML file."""
     p = Path(profile)
     if p.suffix == ".toml" and p.is_file():
-        doc = tomllib.loads(p.read_text())
-        table = doc.get("costs", {})
-        unknown = sorted(set(table) - set(COST_NAMES))
-        if unknown:
-            raise ReportError(f"--profile {profile}: unknown cost(s) {', '.join(unknown)}")
-        return "thesis-2004", {k: float(v) for k, v in table.items()}, str(p)
+        try:
+            table = read_profile(str(p))
+        except ValueError as e:
+            raise ReportError(f"--profile {profile}: {e}") from None
+        return "thesis-2004", table, str(p)
     if profile not in available_profiles():
         raise ReportError(f"--profile: no cost profile named {profile!r} (have: {', '.join(available_profiles())};"
                           f" or give a .toml file)")

@@ -4,7 +4,9 @@ Every cost is a number a fitter may change (``validation.CostFitter``).  A
 *profile* is a TOML file beside this module, ``<name>.toml``, with one table
 ``[costs]`` naming some or all of :data:`COST_NAMES`; names it omits take
 :data:`DEFAULTS`.  A scenario's ``[costs]`` section picks the profile and may
-override single costs.
+override single costs.  A profile may also be named by the path of a TOML file
+anywhere (anything ending in ``.toml``): what ``simaccept fit --out`` wrote for a
+researcher's own machine, used without copying it into the package.
 
 Where the terms come from:
 
@@ -126,27 +128,61 @@ class CostModel:
 
 
 def available_profiles() -> list[str]:
+    """The named profiles (files beside this module); a path to a ``.toml`` is accepted too."""
     return sorted(p.stem for p in HERE.glob("*.toml"))
 
 
-def _read_profile(name: str) -> tuple[tuple[str, float], ...]:
-    path = HERE / f"{name}.toml"
+def is_profile_path(profile: str) -> bool:
+    """True when ``profile`` names a TOML file by its path rather than a packaged profile."""
+    return str(profile).endswith(".toml")
+
+
+def _profile_file(profile: str) -> Path:
+    if is_profile_path(profile):
+        path = Path(profile).expanduser()
+        if not path.is_file():
+            raise KeyError(f"no cost profile file {str(path)!r}")
+        return path
+    path = HERE / f"{profile}.toml"
     if not path.is_file():
-        raise KeyError(f"no cost profile {name!r} (have: {', '.join(available_profiles())})")
+        raise KeyError(f"no cost profile named {profile!r} (have: {', '.join(available_profiles())}; "
+                       "or give the path of a .toml file)")
+    return path
+
+
+def read_profile(profile: str) -> dict[str, float]:
+    """The ``[costs]`` table of ``profile`` (a packaged name or a ``.toml`` path), in µs.
+    KeyError if there is no such profile; ValueError (naming the cost) if the file is not
+    TOML, names an unknown cost, or gives a value that is not a finite number >= 0."""
+    return dict(_read_profile(profile))
+
+
+def _read_profile(name: str) -> tuple[tuple[str, float], ...]:
+    path = _profile_file(name)
     # Keyed by size and mtime too: a profile edited by hand in a live session (a
     # notebook) is read again, not answered from the first reading.
     st = path.stat()
-    return _parse_profile(str(path), name, st.st_size, st.st_mtime_ns)
+    return _parse_profile(str(path.resolve()), name, st.st_size, st.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=64)
 def _parse_profile(path: str, name: str, _size: int, _mtime_ns: int) -> tuple[tuple[str, float], ...]:
-    doc = tomllib.loads(Path(path).read_text())
+    try:
+        doc = tomllib.loads(Path(path).read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"cost profile {name!r}: not a TOML file ({e})") from None
     table = doc.get("costs", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"cost profile {name!r}: [costs] must be a table")
     unknown = set(table) - set(COST_NAMES)
     if unknown:
         raise ValueError(f"cost profile {name!r}: unknown cost(s) {sorted(unknown)}")
-    return tuple((k, float(v)) for k, v in table.items())
+    out = []
+    for k, v in table.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"cost profile {name!r}: cost {k!r} must be a finite number >= 0, got {v!r}")
+        out.append((k, float(v)))
+    return tuple(out)
 
 
 def load_costs(profile: str, overrides: Mapping[str, Any] | None = None) -> CostModel:

@@ -130,3 +130,51 @@ def test_content_hash_covers_the_model_but_realsys_names_do_not(monkeypatch):
     monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None: "an-edited-model")
     assert sc.content_hash() != sim_key
     assert sc.content_hash(simulator=False) == real_key
+
+
+BAD_PROFILE_FILES = [
+    # (file text or None for "no file", fragment of the reason)
+    (None, "no cost profile file"),
+    ("[costs\nk_syn = 1\n", "not a TOML file"),
+    (b"[costs]\nk_syn = 1\xff\n", "not a TOML file"),
+    ("[costs]\nk_sin = 1.0\n", "unknown cost(s) ['k_sin']"),
+    ("[costs]\nk_syn = -1.0\n", "'k_syn' must be a finite number >= 0"),
+    ("[costs]\nk_syn = nan\n", "'k_syn' must be a finite number >= 0"),
+    ("[costs]\nk_syn = \"5\"\n", "'k_syn' must be a finite number >= 0"),
+    ("[costs]\nk_syn = true\n", "'k_syn' must be a finite number >= 0"),
+    ("costs = 3\n", "[costs] must be a table"),
+]
+
+
+@pytest.mark.parametrize("text,reason", BAD_PROFILE_FILES)
+def test_a_bad_profile_file_is_refused_naming_costs_profile(tmp_path, text, reason):
+    path = tmp_path / "mine.toml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    elif text is not None:
+        path.write_text(text)
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text='[workload]\nrate = 1000\n', overrides=[f'costs.profile="{path}"'])
+    assert ei.value.key == "costs.profile" and reason in ei.value.reason
+
+
+def test_a_profile_named_by_path_is_used_and_resolved_against_the_working_directory(tmp_path, monkeypatch):
+    # What `simaccept fit --out my.toml` wrote is usable without copying it into the package.
+    import json
+    from simaccept import simulate
+    from simaccept.costs import load_costs
+    (tmp_path / "mine.toml").write_text("[costs]\nuser_per_request = 40.0\n")
+    monkeypatch.chdir(tmp_path)
+    over = ["scenario.duration=1", "scenario.warmup=0.5", "workload.rate=2000", "server.accept_limit=1"]
+    sc = load_scenario(text='[workload]\nrate = 1000\n',
+                       overrides=over + ['costs.profile="mine.toml"'])
+    assert sc["costs"]["profile"] == str((tmp_path / "mine.toml").resolve())       # absolute: workers agree
+    assert load_costs(sc["costs"]["profile"]).us["user_per_request"] == 40.0
+    base = load_scenario(text='[workload]\nrate = 1000\n', overrides=over)
+    mine, stock = simulate(sc), simulate(base)
+    assert mine.cost_profile == str((tmp_path / "mine.toml").resolve())
+    assert json.loads(mine.config)["costs"]["profile"] == str((tmp_path / "mine.toml").resolve())
+    assert mine.cpu_share_user > 2 * stock.cpu_share_user
+    key = sc.content_hash()
+    (tmp_path / "mine.toml").write_text("[costs]\nuser_per_request = 41.0\n")
+    assert sc.content_hash() != key                  # an edited profile file is a new point

@@ -35,6 +35,26 @@ def test_fit_ok_writes_profile(sim_csv, tmp_path, capsys):
     assert "Residual norm" in out.read_text() and "Fitted to 2 record(s)" in out.read_text()
 
 
+def test_a_fitted_profile_is_used_by_its_path(sim_csv, tmp_path, capsys):
+    # The researcher's loop: fit to their records, then simulate (or fit again) with the
+    # profile where --out wrote it, without copying it into simaccept/costs/.
+    import json
+    out = tmp_path / "mybox.toml"
+    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)]) == 0
+    fitted = tomllib.loads(out.read_text())["costs"]
+    assert load_costs(str(out)).us == {**load_costs("thesis-2004").us, **fitted}
+    capsys.readouterr()
+    rc = main(["run", "scenarios/thesis/userver-onepacket.toml", "--set", "workload.rate=2000",
+               "--set", "server.accept_limit=1", "--set", "scenario.duration=0.5", "--set", "scenario.warmup=0.2",
+               "--set", f"costs.profile={out}", "--json"])
+    rec = json.loads(capsys.readouterr().out)
+    assert rc == 0 and rec["status"] == "ok" and rec["cost_profile"] == str(out.resolve())
+    again = tmp_path / "again.toml"
+    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(again),
+                 "--base-profile", str(out)]) == 0, capsys.readouterr().err
+    assert f"Base profile: {out}" in again.read_text()
+
+
 def test_fit_failure_is_exit_1(sim_csv, tmp_path, capsys):
     rc = main(["fit", "--records", str(sim_csv), "--params", "thread_switch", "--out", str(tmp_path / "x.toml")])
     err = capsys.readouterr().err
@@ -83,6 +103,8 @@ def test_unreadable_records_and_bad_out_dir_are_exit_2(sim_csv, tmp_path, capsys
     (["--max-nfev", "-3"], "--max-nfev"),
     (["--select", "bogus"], "'bogus'"),
     (["--select", "server=nosuch"], "no records"),
+    (["--base-profile", "nosuch"], "--base-profile: no cost profile named 'nosuch'"),
+    (["--base-profile", "no/such.toml"], "--base-profile: no cost profile file 'no/such.toml'"),
 ])
 def test_bad_fit_flags_are_exit_2(sim_csv, tmp_path, capsys, flags, named):
     out = tmp_path / "x.toml"
