@@ -216,7 +216,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         # per-cost overrides are validated against the profile's names at load time
     },
     "realsys": {
-        "spin_us": _nonneg(0.0, "Extra CPU work per request in the real servers."),
+        "spin_us": _nonneg(0.0, "Extra CPU work per request in the real servers; the simulated "
+                           "server does it too (user work per request, simaccept.costs.scenario_costs)."),
         "procs": Key("int", 2, "Load-generator processes.", lo=1, hi=256),
         "cpu_server": Key("int", 0, "CPU the server and its NIC receive processing run on.", lo=0, hi=4095),
         "cpu_clients": Key("int", 1, "CPU the load generators run on.", lo=0, hi=4095),

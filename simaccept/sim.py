@@ -21,7 +21,7 @@ import numpy as np
 import simpy
 
 from . import metrics
-from .costs import load_costs
+from .costs import scenario_costs
 from .host import Host
 from .record import RunRecord
 from .scenario import Scenario, ScenarioError
@@ -89,7 +89,7 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     host = None
     try:
         rng = np.random.default_rng(sc.seed_sequence())
-        costs = load_costs(sc["costs"]["profile"], {k: v for k, v in sc["costs"].items() if k != "profile"})
+        costs = scenario_costs(sc)
         warm = sc["scenario"]["warmup"]
         t_stop = warm + sc["scenario"]["duration"]
         env = simpy.Environment()

@@ -52,7 +52,7 @@ How the profile is built
 
 Runs during which another process took the server's CPU are left out (:func:`contaminated`).
 The realsys spin (``realsys.spin_us``) is added to ``user_per_request`` for every
-real record by :func:`validation.records.with_spin` (the simulator has no spin knob).
+simulation by :func:`simaccept.costs.scenario_costs`, as the real servers burn it.
 """
 from __future__ import annotations
 
@@ -435,7 +435,7 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
         "Not fitted (held out): " + ", ".join(f"{k}={v:.4g}" for k, v in derived.items())
         + " (poll from fitted select x thesis poll/select ratios; epoll = thesis x syscall scale "
         f"{syscall_scale(measured):.3g}).",
-        "realsys.spin_us is added to user_per_request for realsys records (validation.records.with_spin).",
+        "realsys.spin_us is added to user_per_request when a scenario is simulated (simaccept.costs.scenario_costs).",
     ])
     save_profile(PROFILE_PATH, costs, header=header)
     out = {"profile": PROFILE, "fit": f.summary(), "fixed": fixed, "derived": derived,

@@ -4,7 +4,7 @@ Used by ``python -m validation report --real RESULTS.csv ... --real-profile real
 
 * Every realsys record (source = real, status ok, with a target rate) is simulated with
   the profile, with its own scenario (the record's ``config``), its seed, and its
-  ``realsys.spin_us`` charged as user work (:func:`validation.records.with_spin`).
+  ``realsys.spin_us`` charged as user work (:func:`simaccept.costs.scenario_costs`).
 * A record is *held out* unless it is one of the fit's records (select at accept-limit
   1 or inf, :mod:`validation.machine`); held-out records fall in groups (AL10, poll,
   epoll, knot; :func:`validation.machine.heldout_group`).  The policy order is checked per

@@ -330,7 +330,7 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             rs = doc.get("realsys") if isinstance(doc.get("realsys"), dict) else {}
             doc["client"]["timeout_from"] = "connect" if rs.get("httperf") else "first-syn"
         sc = scenario_from_dict(doc, fix + overrides)
-        return with_spin(sc) if r.source == "real" else sc
+        return sc
     by_name = _scenarios_by_name(str(SCENARIO_DIR))
     if r.scenario in by_name:
         pre = [f'server.kind="{r.server}"', f'workload.kind="{r.workload}"']
@@ -368,24 +368,6 @@ def peak_scenarios(record: RunRecord | Measured, base_dir: str | Path | None = N
                    overrides: Iterable[str] = (), factors: Sequence[float] = PEAK_FACTORS) -> list[Scenario]:
     """One scalar scenario per :func:`peak_rates` rate (same seed): max replies/s = the peak."""
     return [scenario_for(record, base_dir, overrides, rate=x) for x in peak_rates(record, factors)]
-
-
-def with_spin(sc: Scenario) -> Scenario:
-    """Charge a realsys scenario's ``realsys.spin_us`` as simulated per-request user work.
-
-    The real servers burn ``spin_us`` of CPU per request on top of their own work; the
-    simulator has no such knob (it ignores the ``[realsys]`` section), so the resolved
-    ``costs.user_per_request`` (profile + overrides) is raised by ``spin_us``.  A cost
-    profile fitted to realsys runs therefore holds the server's own per-request user work,
-    without the spin.  Applied once, to the scenario's final costs.
-    """
-    spin = float(sc["realsys"].get("spin_us", 0.0) or 0.0)
-    if spin <= 0:
-        return sc
-    from simaccept.costs import load_costs
-    c = dict(sc["costs"])
-    base = load_costs(c.pop("profile", "thesis-2004"), c).us["user_per_request"]
-    return sc.with_overrides([f"costs.user_per_request={base + spin!r}"])
 
 
 @functools.lru_cache(maxsize=64)

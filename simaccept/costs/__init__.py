@@ -200,6 +200,23 @@ def load_costs(profile: str, overrides: Mapping[str, Any] | None = None) -> Cost
     return CostModel(profile, us)
 
 
+def scenario_costs(sc) -> CostModel:
+    """The costs a simulation of scenario ``sc`` runs with: its profile and per-cost
+    overrides, plus ``realsys.spin_us`` charged as user work per request.
+
+    The real servers burn ``spin_us`` of CPU on every request on top of their own work
+    (realsys/c/common.c).  A scenario file means one experiment in both halves, so the
+    simulator does the same work; a profile fitted to realsys runs therefore holds the
+    server's own per-request work, without the spin."""
+    c = sc["costs"]
+    over = {k: v for k, v in c.items() if k != "profile"}
+    costs = load_costs(c["profile"], over)
+    spin = float(sc["realsys"]["spin_us"])
+    if spin > 0:
+        costs = load_costs(c["profile"], {**over, "user_per_request": costs.us["user_per_request"] + spin})
+    return costs
+
+
 def save_profile(path: str | Path, costs: Mapping[str, float], header: str = "") -> Path:
     """Write a profile TOML atomically (used by the fitter)."""
     import os

@@ -39,3 +39,22 @@ def test_a_small_run_is_not_followed_by_a_collection(monkeypatch):
                         "scenario.duration=0.1"])
     assert simulate(sc).status == "ok"
     assert calls == []
+
+
+def test_a_realsys_spin_is_simulated_as_user_work_per_request():
+    # One scenario file means one experiment in both halves: the real servers burn
+    # realsys.spin_us of CPU on every request, so the simulated server must too (it used
+    # to ignore [realsys]: `simaccept run scenarios/realsys/onepacket-select.toml` at
+    # 6,000 req/s answered all 6,000, where with the spin it saturates at ~3,800).
+    import json
+    from simaccept.costs import load_costs
+    over = ["scenario.warmup=0.2", "scenario.duration=0.5", "server.accept_limit=1", "workload.rate=6000"]
+    spun = simulate(load_scenario("scenarios/realsys/onepacket-select.toml", over))
+    base = load_costs("thesis-2004").us["user_per_request"]
+    by_cost = simulate(load_scenario("scenarios/realsys/onepacket-select.toml",
+                                     over + ["realsys.spin_us=0", f"costs.user_per_request={base + 200.0!r}"]))
+    bare = simulate(load_scenario("scenarios/realsys/onepacket-select.toml", over + ["realsys.spin_us=0"]))
+    strip = ("config", "started_at", "wall_s")
+    a, b = ({k: v for k, v in r.to_dict().items() if k not in strip} for r in (spun, by_cost))
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert bare.replies_per_s > 1.4 * spun.replies_per_s     # the spin saturates it: ~1/(200 us + own work)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from simaccept.costs import COST_NAMES, available_profiles, load_costs
+from simaccept.costs import COST_NAMES, available_profiles, load_costs, scenario_costs
 from simaccept.record import RunRecord
 from validation import machine, realsys_report
 from validation.records import load_records, scenario_for
@@ -40,10 +40,11 @@ def test_realsys_spin_is_user_work():
              if m.record.accept_limit == "1")
     sc = scenario_for(m, overrides=['costs.profile="realsys-linux6"'])
     base = load_costs("realsys-linux6").us["user_per_request"]
-    assert sc["costs"]["user_per_request"] == pytest.approx(base + 200.0)
+    assert sc["realsys"]["spin_us"] == 200.0
+    assert scenario_costs(sc).us["user_per_request"] == pytest.approx(base + 200.0)
     # applied once, on top of an explicit override too
     sc2 = scenario_for(m, overrides=['costs.profile="realsys-linux6"', "costs.user_per_request=7"])
-    assert sc2["costs"]["user_per_request"] == pytest.approx(207.0)
+    assert scenario_costs(sc2).us["user_per_request"] == pytest.approx(207.0)
 
 
 def test_realsys_records_keep_the_timer_their_generator_had():
