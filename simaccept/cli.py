@@ -1,4 +1,4 @@
-"""Command line: ``simaccept run | sweep | figures | fit``.
+"""Command line: ``simaccept run | sweep | figures | fit | predict``.
 
 Exit status: 0 success, 1 the run failed, 2 bad input (unknown scenario key,
 wrong type, out-of-range value, unreadable file) -- refused before anything
@@ -11,6 +11,22 @@ import json
 import sys
 
 from .scenario import ScenarioError, load_scenario
+
+
+def add_predict_args(pr) -> None:
+    """The options of ``predict`` (here and in ``python -m validation``)."""
+    pr.add_argument("--records", required=True, help="RunRecords as CSV or Parquet (measured runs to predict)")
+    pr.add_argument("--profile", required=True, help="cost profile: a packaged name or a .toml path "
+                    "(what `simaccept fit --out` wrote)")
+    pr.add_argument("--metrics", default="replies_per_s", help="comma-separated record columns to compare "
+                    "(default replies_per_s)")
+    pr.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
+                    help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
+    pr.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="scenario override for every simulation")
+    pr.add_argument("--jobs", type=int, default=1)
+    pr.add_argument("--out", default=None, help="also write the rows as CSV (row, seed, metric, measured, "
+                    "predicted, error)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,11 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario overrides for every simulated record")
     f.add_argument("--jobs", type=int, default=1)
-    f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
-                   help="only records whose column has this value (repeatable)")
     f.add_argument("--base-profile", default="thesis-2004",
                    help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
     f.add_argument("--max-nfev", type=int, default=None)
+    f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
+                   help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
+    add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and "
+                                    "show the error (validation package)"))
     return p
 
 
@@ -96,6 +114,13 @@ def main(argv=None) -> int:
                 print("error: the validation package is not installed", file=sys.stderr)
                 return 2
             return fit_main(args)
+        if args.cmd == "predict":
+            try:
+                from validation.cli import predict_main
+            except ImportError:
+                print("error: the validation package is not installed", file=sys.stderr)
+                return 2
+            return predict_main(args)
     except ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -4,6 +4,9 @@
   (simaccept/cli.py calls :func:`fit_main` with ``args.records``, ``args.params``,
   ``args.out``; the extra options below are read with defaults when absent);
 * ``python -m validation fit ...``: the same, with every option;
+* ``simaccept predict --records FILE --profile NAME|FILE.toml [--select COLUMN>=VALUE ...]
+  [--metrics a,b] [--out ROWS.csv]`` (or ``python -m validation predict``): each record simulated
+  with the profile, prediction against measurement (:func:`predict_main`);
 * ``python -m validation report [--out DIR] [--profile thesis-2004] [--quick]
   [--real RESULTS.csv ...] [--real-profile realsys-linux6]`` (``--real-profile`` alone takes the
   held-out realsys results listed in :data:`validation.machine.HELDOUT`);
@@ -34,6 +37,7 @@ import math
 import sys
 from pathlib import Path
 
+from simaccept.cli import add_predict_args
 from simaccept.scenario import ScenarioError
 
 
@@ -54,25 +58,43 @@ def _guarded(call, error, failed):
         return None, 1 if failed(str(e)) else 2
 
 
+_SELECT_OPS = (">=", "<=", "!=", ">", "<", "=")
+
+
 def _select(records, selectors):
-    """Keep records whose column equals the value of every ``column=value`` selector."""
-    from simaccept.record import COLUMNS
+    """Keep records that satisfy every selector: ``column=value``, or for a numeric column
+    ``column>=value`` (also ``<=``, ``>``, ``<``, ``!=``), e.g. ``target_rate>=4000`` for
+    the runs past saturation.  A NaN (not measured) satisfies none but ``!=``."""
+    import operator
+
+    from simaccept.record import _TEXT, COLUMNS
+    ops = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": operator.gt, "<": operator.lt,
+           "=": operator.eq}
     out = records
     for s in selectors or ():
-        if "=" not in s:
-            raise ValueError(f"--select {s!r}: must look like column=value")
-        col, val = s.split("=", 1)
+        op = next((o for o in _SELECT_OPS if o in s), None)
+        if op is None:
+            raise ValueError(f"--select {s!r}: must look like column=value (or >=, <=, >, <, !=)")
+        col, val = s.split(op, 1)
         if col not in COLUMNS:
             raise ValueError(f"--select: unknown record column {col!r}")
+        if op not in ("=", "!=") and col in _TEXT:
+            raise ValueError(f"--select {s!r}: {col} is text; only = and != compare it")
+        if op not in ("=", "!="):
+            try:
+                float(val)
+            except ValueError:
+                raise ValueError(f"--select {s!r}: {val!r} is not a number") from None
 
-        def match(m, col=col, val=val):
+        def match(m, col=col, val=val, f=ops[op], op=op):
             v = getattr(m.record, col)
             if isinstance(v, float):
                 try:
-                    return not math.isnan(v) and v == float(val)
+                    x = float(val)
                 except ValueError:
-                    return False
-            return v == val
+                    return op == "!="
+                return (op == "!=") if math.isnan(v) else f(v, x)
+            return f(v, val)
         out = [m for m in out if match(m)]
     return out
 
@@ -141,6 +163,103 @@ def fit_main(args) -> int:
     return 0
 
 
+def predict_main(args) -> int:
+    """``simaccept predict``: simulate every record's own scenario (its configuration, seed
+    and window) with ``args.profile`` and print prediction against measurement, per record
+    and metric, with the median absolute relative error: the held-out half of a fit."""
+    import json
+    import statistics
+    from concurrent.futures import ProcessPoolExecutor
+
+    from simaccept.costs import read_profile
+    from simaccept.record import _TEXT, COLUMNS, RunRecord
+    from simaccept.sweep import atomic_write
+    from .fitter import _simulate_json
+    from .records import NotSimulable, RecordError, load_records, scenario_for, simulator_supports
+    metrics = [m.strip() for m in (getattr(args, "metrics", None) or "replies_per_s").split(",") if m.strip()]
+    bad = [m for m in metrics if m not in COLUMNS or m in _TEXT]
+    if not metrics or bad:
+        _err(f"--metrics: not numeric record columns: {', '.join(bad) or '(none given)'}")
+        return 2
+    jobs = getattr(args, "jobs", 1)
+    if jobs is None or int(jobs) < 1:
+        _err(f"--jobs: must be >= 1, got {jobs}")
+        return 2
+    try:
+        read_profile(args.profile)
+    except (KeyError, ValueError) as e:
+        _err(f"--profile: {e.args[0]}")
+        return 2
+    out = Path(args.out) if getattr(args, "out", None) else None
+    if out is not None and not out.parent.is_dir():
+        _err(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
+        return 2
+    try:
+        records = _select(load_records(args.records), getattr(args, "select", None))
+    except (RecordError, ValueError) as e:
+        _err(str(e))
+        return 2
+    over = [f"costs.profile={json.dumps(str(args.profile))}"] + list(getattr(args, "set", None) or ())
+    todo, skipped = [], []
+    for m in records:
+        ok, why = simulator_supports(m)
+        if ok and math.isnan(m.record.target_rate):
+            ok, why = False, "no target rate (a peak row)"
+        if not ok:
+            skipped.append((m.label, why))
+            continue
+        try:
+            todo.append((m, scenario_for(m, overrides=over).to_json()))
+        except NotSimulable as e:
+            skipped.append((m.label, str(e)))
+        except ScenarioError as e:
+            _err(str(e))
+            return 2
+    if not todo:
+        _err(f"{args.records}: no record to predict (after --select; {len(skipped)} not simulable)")
+        return 2
+    with ProcessPoolExecutor(max_workers=int(jobs)) as ex:
+        sims = [RunRecord(**d) for d in ex.map(_simulate_json, [j for _, j in todo], ["<predict>"] * len(todo))]
+    rows, failed = [], []
+    for (m, _), s in zip(todo, sims):
+        if s.status != "ok":
+            failed.append((m.label, (s.error or "").splitlines()[0] if s.error else s.status))
+            continue
+        for k in metrics:
+            meas, pred = float(getattr(m.record, k)), float(getattr(s, k))
+            err = (pred - meas) / abs(meas) if math.isfinite(meas) and meas != 0 and math.isfinite(pred) else math.nan
+            rows.append({"row": m.label, "seed": m.record.seed, "metric": k, "measured": meas, "predicted": pred,
+                         "error": err})
+    width = max(len(r["row"]) for r in rows) if rows else 10
+    print(f"{'row':<{width}}  {'metric':<20} {'measured':>12} {'predicted':>12} {'error':>8}")
+    for r in rows:
+        e = "" if math.isnan(r["error"]) else f"{100 * r['error']:+.1f}%"
+        print(f"{r['row']:<{width}}  {r['metric']:<20} {r['measured']:>12.6g} {r['predicted']:>12.6g} {e:>8}")
+    for k in metrics:
+        errs = [abs(r["error"]) for r in rows if r["metric"] == k and not math.isnan(r["error"])]
+        if errs:
+            print(f"{k}: median |error| {100 * statistics.median(errs):.1f}% over {len(errs)} record(s), "
+                  f"max {100 * max(errs):.1f}%")
+        else:
+            print(f"{k}: not measured in these records")
+    if skipped:
+        print(f"skipped {len(skipped)} record(s) the simulator cannot run: "
+              + "; ".join(f"{a} ({b})" for a, b in skipped[:5]) + (" ..." if len(skipped) > 5 else ""))
+    if out is not None:
+        import csv
+        import io
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=["row", "seed", "metric", "measured", "predicted", "error"])
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+        atomic_write(out, buf.getvalue())
+        print(f"wrote {out}")
+    for label, why in failed:
+        _err(f"simulation failed for {label}: {why}")
+    return 1 if failed else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -151,7 +270,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
                    "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories")
     f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
-                   help="fit only records whose column has this value (repeatable)")
+                   help="fit only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario override for every simulation, e.g. scenario.duration=5")
     f.add_argument("--base-profile", default="thesis-2004",
@@ -159,6 +278,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--jobs", type=int, default=1)
     f.add_argument("--max-nfev", type=int, default=None)
     f.add_argument("--verbose", type=int, default=0)
+    add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and show "
+                                     "the error (the held-out half of a fit)"))
     mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml to this machine's realsys runs")
     mf.add_argument("--jobs", type=int, default=2)
     mf.add_argument("--max-nfev", type=int, default=3)
@@ -218,6 +339,8 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "fit":
         return fit_main(args)
+    if args.cmd == "predict":
+        return predict_main(args)
     if args.cmd in ("machine-fit", "thesis-fit"):
         # checked before anything runs: the fit overwrites the shipped profile
         if args.jobs < 1 or args.max_nfev < 1:

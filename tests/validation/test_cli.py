@@ -140,3 +140,56 @@ def test_thesis_fit_bad_set_is_exit_2_and_touches_nothing(bad, named, check, cap
     assert vmain(["thesis-fit", "--jobs", "1", "--set", bad] + (["--check"] if check else [])) == 2
     assert named in capsys.readouterr().err
     assert path.read_bytes() == before
+
+
+def test_predict_own_records_with_their_profile_is_exact_and_another_profile_is_not(sim_csv, tmp_path, capsys):
+    # Each record is simulated with its own configuration and seed, so the profile that
+    # produced the records predicts them with no error at all; another one does not.
+    import csv
+    out = tmp_path / "rows.csv"
+    rc = main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004",
+               "--metrics", "replies_per_s,accept_rate", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0 and "replies_per_s: median |error| 0.0% over 2 record(s)" in text
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 4 and all(float(r["error"]) == 0.0 for r in rows)
+    assert {r["metric"] for r in rows} == {"replies_per_s", "accept_rate"}
+    dear = tmp_path / "dear.toml"
+    dear.write_text(f"[costs]\nuser_per_request = {load_costs('thesis-2004').us['user_per_request'] + 30.0}\n")
+    rc = main(["predict", "--records", str(sim_csv), "--profile", str(dear), "--select", "accept_limit=1"])
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.startswith("userver/one-packet/select/accept-1@24000"))
+    assert rc == 0 and float(line.split()[-1].rstrip("%")) < -5      # dearer requests: fewer replies
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--metrics", "replies_per_s,bogus"], "--metrics: not numeric record columns: bogus"),
+    (["--metrics", "server"], "--metrics: not numeric record columns: server"),
+    (["--profile", "nosuch"], "--profile: no cost profile named 'nosuch'"),
+    (["--profile", "none/such.toml"], "--profile: no cost profile file"),
+    (["--jobs", "0"], "--jobs: must be >= 1"),
+    (["--select", "target_rate>=fast"], "'fast' is not a number"),
+    (["--select", "server>=a"], "server is text"),
+    (["--select", "target_rate>=99999"], "no record to predict"),
+    (["--out", "/no/such/dir/rows.csv"], "does not exist"),
+])
+def test_bad_predict_flags_are_exit_2(sim_csv, capsys, flags, named):
+    args = ["predict", "--records", str(sim_csv), "--profile", "thesis-2004"]
+    for i in range(0, len(flags), 2):       # a flag given here replaces the default one
+        if flags[i] in args:
+            j = args.index(flags[i])
+            del args[j:j + 2]
+    rc = main(args + flags)
+    assert rc == 2 and named in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sel,kept", [
+    ("accept_limit=1", ["1"]), ("accept_limit!=1", ["10"]), ("target_rate>=24000", ["1", "10"]),
+    ("target_rate>24000", []), ("target_rate<=24000", ["1", "10"]), ("target_rate<24000.5", ["1", "10"]),
+    ("target_rate!=24000", []), ("cpu_share_poll!=0", ["1", "10"]),     # NaN (select runs) is only != anything
+    ("cpu_share_poll>=0", []),
+])
+def test_select_compares_numbers_and_text(sim_csv, sel, kept):
+    from validation.cli import _select
+    from validation.records import load_records
+    assert [m.record.accept_limit for m in _select(load_records(sim_csv), [sel])] == kept
