@@ -8,10 +8,10 @@
 * :mod:`validation.fitter`: :class:`CostFitter`, least-squares fit of named costs;
 * :mod:`validation.report`: ``python -m validation report``, prediction vs
   measurement, per-table summaries, plots, ``docs/validation/summary.json``;
-* :mod:`validation.cli`: ``simaccept fit`` and ``python -m validation``.
+* :mod:`validation.cli`: ``simaccept fit``, ``simaccept predict`` and ``python -m validation``.
 """
 from .fitter import CostFitter, FitError
-from .records import Measured, NotSimulable, RecordError, load_records, load_thesis, scenario_for
+from .records import Measured, NotSimulable, RecordError, load_records, load_thesis, scenario_for, select_records
 
 __all__ = ["CostFitter", "FitError", "Measured", "NotSimulable", "RecordError", "load_records",
-           "load_thesis", "scenario_for"]
+           "load_thesis", "scenario_for", "select_records"]

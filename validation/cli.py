@@ -40,6 +40,8 @@ from pathlib import Path
 from simaccept.cli import add_predict_args
 from simaccept.scenario import ScenarioError
 
+from .records import select_records
+
 
 def _err(msg: str) -> None:
     print(f"error: {msg}", file=sys.stderr)
@@ -56,47 +58,6 @@ def _guarded(call, error, failed):
     except error as e:
         _err(str(e))
         return None, 1 if failed(str(e)) else 2
-
-
-_SELECT_OPS = (">=", "<=", "!=", ">", "<", "=")
-
-
-def _select(records, selectors):
-    """Keep records that satisfy every selector: ``column=value``, or for a numeric column
-    ``column>=value`` (also ``<=``, ``>``, ``<``, ``!=``), e.g. ``target_rate>=4000`` for
-    the runs past saturation.  A NaN (not measured) satisfies none but ``!=``."""
-    import operator
-
-    from simaccept.record import _TEXT, COLUMNS
-    ops = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": operator.gt, "<": operator.lt,
-           "=": operator.eq}
-    out = records
-    for s in selectors or ():
-        op = next((o for o in _SELECT_OPS if o in s), None)
-        if op is None:
-            raise ValueError(f"--select {s!r}: must look like column=value (or >=, <=, >, <, !=)")
-        col, val = s.split(op, 1)
-        if col not in COLUMNS:
-            raise ValueError(f"--select: unknown record column {col!r}")
-        if op not in ("=", "!=") and col in _TEXT:
-            raise ValueError(f"--select {s!r}: {col} is text; only = and != compare it")
-        if op not in ("=", "!="):
-            try:
-                float(val)
-            except ValueError:
-                raise ValueError(f"--select {s!r}: {val!r} is not a number") from None
-
-        def match(m, col=col, val=val, f=ops[op], op=op):
-            v = getattr(m.record, col)
-            if isinstance(v, float):
-                try:
-                    x = float(val)
-                except ValueError:
-                    return op == "!="
-                return (op == "!=") if math.isnan(v) else f(v, x)
-            return f(v, val)
-        out = [m for m in out if match(m)]
-    return out
 
 
 def fit_main(args) -> int:
@@ -139,7 +100,7 @@ def fit_main(args) -> int:
         _err(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
         return 2
     try:
-        records = _select(load_records(args.records), getattr(args, "select", None))
+        records = select_records(load_records(args.records), getattr(args, "select", None))
     except RecordError as e:
         _err(str(e))
         return 2
@@ -195,7 +156,7 @@ def predict_main(args) -> int:
         _err(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
         return 2
     try:
-        records = _select(load_records(args.records), getattr(args, "select", None))
+        records = select_records(load_records(args.records), getattr(args, "select", None))
     except (RecordError, ValueError) as e:
         _err(str(e))
         return 2

@@ -422,3 +422,43 @@ def simulable(record: RunRecord | Measured, base_dir: str | Path | None = None,
     except NotSimulable as e:
         return False, str(e)
     return True, ""
+
+
+_SELECT_OPS = (">=", "<=", "!=", ">", "<", "=")
+
+
+def select_records(records: Iterable[Measured], selectors: Iterable[str] | None) -> list[Measured]:
+    """Keep records that satisfy every selector: ``column=value``, or for a numeric column
+    ``column>=value`` (also ``<=``, ``>``, ``<``, ``!=``), e.g. ``target_rate>=4000`` for
+    the runs past saturation.  A NaN (not measured) satisfies none but ``!=``."""
+    import operator
+
+    ops = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": operator.gt, "<": operator.lt,
+           "=": operator.eq}
+    out = list(records)
+    for s in selectors or ():
+        op = next((o for o in _SELECT_OPS if o in s), None)
+        if op is None:
+            raise ValueError(f"--select {s!r}: must look like column=value (or >=, <=, >, <, !=)")
+        col, val = s.split(op, 1)
+        if col not in COLUMNS:
+            raise ValueError(f"--select: unknown record column {col!r}")
+        if op not in ("=", "!=") and col in _TEXT:
+            raise ValueError(f"--select {s!r}: {col} is text; only = and != compare it")
+        if op not in ("=", "!="):
+            try:
+                float(val)
+            except ValueError:
+                raise ValueError(f"--select {s!r}: {val!r} is not a number") from None
+
+        def match(m, col=col, val=val, f=ops[op], op=op):
+            v = getattr(m.record, col)
+            if isinstance(v, float):
+                try:
+                    x = float(val)
+                except ValueError:
+                    return op == "!="
+                return (op == "!=") if math.isnan(v) else f(v, x)
+            return f(v, val)
+        out = [m for m in out if match(m)]
+    return out

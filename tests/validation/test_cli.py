@@ -190,6 +190,6 @@ def test_bad_predict_flags_are_exit_2(sim_csv, capsys, flags, named):
     ("cpu_share_poll>=0", []),
 ])
 def test_select_compares_numbers_and_text(sim_csv, sel, kept):
-    from validation.cli import _select
+    from validation.records import select_records
     from validation.records import load_records
-    assert [m.record.accept_limit for m in _select(load_records(sim_csv), [sel])] == kept
+    assert [m.record.accept_limit for m in select_records(load_records(sim_csv), [sel])] == kept
