@@ -107,20 +107,13 @@ def main(argv=None) -> int:
             from .figures import make_figures
             make_figures(args.out, jobs=args.jobs)
             return 0
-        if args.cmd == "fit":
+        if args.cmd in ("fit", "predict"):
             try:
-                from validation.cli import fit_main
+                from validation.cli import fit_main, predict_main
             except ImportError:
                 print("error: the validation package is not installed", file=sys.stderr)
                 return 2
-            return fit_main(args)
-        if args.cmd == "predict":
-            try:
-                from validation.cli import predict_main
-            except ImportError:
-                print("error: the validation package is not installed", file=sys.stderr)
-                return 2
-            return predict_main(args)
+            return (fit_main if args.cmd == "fit" else predict_main)(args)
     except ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

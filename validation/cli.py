@@ -64,7 +64,7 @@ def fit_main(args) -> int:
     """``simaccept fit``: fit ``args.params`` to the records in ``args.records``; write ``args.out``."""
     from simaccept.costs import read_profile
     from .fitter import DEFAULT_METRICS, CostFitter, FitError
-    from .records import RecordError, load_records
+    from .records import load_records
     params = [p.strip() for p in str(args.params).split(",") if p.strip()]
     metrics = getattr(args, "metrics", None)
     metrics = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else list(DEFAULT_METRICS)
@@ -101,10 +101,7 @@ def fit_main(args) -> int:
         return 2
     try:
         records = select_records(load_records(args.records), getattr(args, "select", None))
-    except RecordError as e:
-        _err(str(e))
-        return 2
-    except ValueError as e:
+    except ValueError as e:             # RecordError too: a bad records file or --select
         _err(str(e))
         return 2
     if not records:
@@ -136,7 +133,7 @@ def predict_main(args) -> int:
     from simaccept.record import _TEXT, COLUMNS, RunRecord
     from simaccept.sweep import atomic_write
     from .fitter import _simulate_json
-    from .records import NotSimulable, RecordError, load_records, scenario_for, simulator_supports
+    from .records import NotSimulable, load_records, scenario_for, simulator_supports
     metrics = [m.strip() for m in (getattr(args, "metrics", None) or "replies_per_s").split(",") if m.strip()]
     bad = [m for m in metrics if m not in COLUMNS or m in _TEXT]
     if not metrics or bad:
@@ -157,7 +154,7 @@ def predict_main(args) -> int:
         return 2
     try:
         records = select_records(load_records(args.records), getattr(args, "select", None))
-    except (RecordError, ValueError) as e:
+    except ValueError as e:             # RecordError too
         _err(str(e))
         return 2
     over = [f"costs.profile={json.dumps(str(args.profile))}"] + list(getattr(args, "set", None) or ())
