@@ -161,6 +161,8 @@ def predict_main(args) -> int:
     todo, skipped = [], []
     for m in records:
         ok, why = simulator_supports(m)
+        if ok and m.record.status not in ("ok", ""):
+            ok, why = False, f"status {m.record.status}: not a finished run"
         if ok and math.isnan(m.record.target_rate):
             ok, why = False, "no target rate (a peak row)"
         if not ok:

@@ -193,3 +193,18 @@ def test_select_compares_numbers_and_text(sim_csv, sel, kept):
     from validation.records import select_records
     from validation.records import load_records
     assert [m.record.accept_limit for m in select_records(load_records(sim_csv), [sel])] == kept
+
+
+def test_predict_skips_failed_runs_naming_why(sim_csv, tmp_path, capsys):
+    import csv
+    rows = list(csv.DictReader(sim_csv.open()))
+    rows[0]["status"], rows[0]["error"] = "failed", "server crashed"
+    bad = tmp_path / "one-failed.csv"
+    with bad.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    rc = main(["predict", "--records", str(bad), "--profile", "thesis-2004"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "over 1 record(s)" in out
+    assert "skipped 1 record(s)" in out and "status failed: not a finished run" in out
