@@ -87,11 +87,14 @@ def test_transcript_reproduces(cmd, expected, status):
     _replay(cmd, expected, status)
 
 
-def test_the_fitting_guide_reproduces(tmp_path):
+def test_the_fitting_guide_reproduces():
     # fit -> predict -> run, in the page's order: the later commands read the profile
     # the fit wrote (out/mybox.toml, as the page says; out/ is the project's scratch).
-    cases = transcripts(FITTING.read_text())
+    text = FITTING.read_text()
+    cases = transcripts(text)
     assert [c.split()[1] for c, _, _ in cases] == ["fit", "predict", "run"]
+    assert "$ mkdir -p out\n$ simaccept fit" in text     # a fresh clone has no out/ (fit --out refuses a missing dir)
+    (ROOT / "out").mkdir(exist_ok=True)
     assert all(exp for _, exp, _ in cases)
     for cmd, expected, status in cases:
         _replay(cmd, expected, status)
