@@ -336,6 +336,15 @@ def resolve_profile(profile: str) -> tuple[str, dict[str, float], str]:
     return profile, {}, profile
 
 
+def _repo_path(p) -> str:
+    """``p`` relative to the repository when it is inside it: the committed summary must
+    not name the directory the report happened to run in."""
+    try:
+        return Path(p).resolve().relative_to(ROOT.resolve()).as_posix()
+    except ValueError:
+        return str(p)
+
+
 def _atomic_savefig(fig, path: Path) -> None:
     atomic_write(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:], dpi=110))
 
@@ -795,7 +804,7 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
             order_checks[f"thesis/{name}"] = policy_order(lines, exp)
         group_info.append({"group": name, "points": npts, "failed_points": len(failed),
                            "failed_errors": sorted({(x.error or "").splitlines()[0] for x in failed})[:3],
-                           "png": png, "cells": len(cells), "scenario": str(sc.source),
+                           "png": png, "cells": len(cells), "scenario": _repo_path(sc.source),
                            "warmup": sc["scenario"]["warmup"], "duration": sc["scenario"]["duration"]})
     real_info = realsys_heldout(real, real_profile, jobs, sim_overrides)
     real_pngs = []
