@@ -125,14 +125,12 @@ def predict_main(args) -> int:
     """``simaccept predict``: simulate every record's own scenario (its configuration, seed
     and window) with ``args.profile`` and print prediction against measurement, per record
     and metric, with the median absolute relative error: the held-out half of a fit."""
-    import json
     import statistics
-    from concurrent.futures import ProcessPoolExecutor
 
     from simaccept.costs import read_profile
-    from simaccept.record import _TEXT, COLUMNS, RunRecord
+    from simaccept.record import _TEXT, COLUMNS
     from simaccept.sweep import atomic_write
-    from .fitter import _simulate_json
+    from .fitter import simulate_records
     from .records import NotSimulable, load_records, scenario_for, simulator_supports
     metrics = [m.strip() for m in (getattr(args, "metrics", None) or "replies_per_s").split(",") if m.strip()]
     bad = [m for m in metrics if m not in COLUMNS or m in _TEXT]
@@ -157,7 +155,7 @@ def predict_main(args) -> int:
     except ValueError as e:             # RecordError too
         _err(str(e))
         return 2
-    over = [f"costs.profile={json.dumps(str(args.profile))}"] + list(getattr(args, "set", None) or ())
+    sim_overrides = list(getattr(args, "set", None) or ())
     todo, skipped = [], []
     for m in records:
         ok, why = simulator_supports(m)
@@ -169,7 +167,8 @@ def predict_main(args) -> int:
             skipped.append((m.label, why))
             continue
         try:
-            todo.append((m, scenario_for(m, overrides=over).to_json()))
+            scenario_for(m, overrides=sim_overrides)        # refuse a bad --set before any run
+            todo.append(m)
         except NotSimulable as e:
             skipped.append((m.label, str(e)))
         except ScenarioError as e:
@@ -178,10 +177,9 @@ def predict_main(args) -> int:
     if not todo:
         _err(f"{args.records}: no record to predict (after --select; {len(skipped)} not simulable)")
         return 2
-    with ProcessPoolExecutor(max_workers=int(jobs)) as ex:
-        sims = [RunRecord(**d) for d in ex.map(_simulate_json, [j for _, j in todo], ["<predict>"] * len(todo))]
+    sims = simulate_records(todo, args.profile, int(jobs), sim_overrides, source="<predict>")
     rows, failed = [], []
-    for (m, _), s in zip(todo, sims):
+    for m, s in zip(todo, sims):
         if s.status != "ok":
             failed.append((m.label, (s.error or "").splitlines()[0] if s.error else s.status))
             continue

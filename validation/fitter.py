@@ -86,6 +86,15 @@ def _simulate_json(values_json: str, source: str) -> dict:
     return simulate(sc).to_dict()
 
 
+def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: str = "<report>") -> list[RunRecord]:
+    """Each record's own scenario (:func:`scenario_for`) simulated with cost ``profile`` (a
+    name or a ``.toml`` path) and ``sim_overrides``, on ``jobs`` processes, in order."""
+    over = [f"costs.profile={json.dumps(str(profile))}"] + list(sim_overrides)
+    scs = [scenario_for(m, overrides=over).to_json() for m in recs]
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
+        return [RunRecord(**d) for d in ex.map(_simulate_json, scs, [source] * len(scs))]
+
+
 def check_run_inputs(profile: str, cache: str | Path, error: type[Exception]) -> Path:
     """The cache directory as a Path, after refusing (before any run) an unknown profile
     (KeyError from load_costs) or a ``--cache`` that is not a directory (``error``)."""

@@ -212,7 +212,7 @@ def kernel_costs(scale: float, run_us: float) -> dict[str, float]:
 
 def simulated_kernel_us_per_reply(recs, costs: dict[str, float], jobs: int = 2) -> dict[str, float]:
     """Median simulated kernel time per reply per accept-limit over ``recs`` (profile REFERENCE + costs)."""
-    from .realsys_report import simulate_records
+    from .fitter import simulate_records
     sims = simulate_records(recs, REFERENCE, jobs, [f"costs.{k}={v!r}" for k, v in costs.items()])
     by: dict[str, list[float]] = {}
     for m, s in zip(recs, sims):

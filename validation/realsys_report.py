@@ -39,7 +39,8 @@ from typing import Any, Iterable
 
 from simaccept.record import RunRecord
 
-from .records import load_records, scenario_for
+from .fitter import simulate_records
+from .records import load_records
 
 ORDER_DEFINITION = (
     "At each target rate past saturation (saturation: the lowest rate where some policy's mean measured "
@@ -64,15 +65,6 @@ def _mean_sd(xs):
     m = sum(xs) / n
     sd = statistics.stdev(xs) if n > 1 else math.nan
     return m, sd, n
-
-
-def simulate_records(recs, profile: str, jobs: int, sim_overrides=()) -> list[RunRecord]:
-    from concurrent.futures import ProcessPoolExecutor
-
-    from .fitter import _simulate_json
-    scs = [scenario_for(m, overrides=[f'costs.profile="{profile}"'] + list(sim_overrides)).to_json() for m in recs]
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
-        return [RunRecord(**d) for d in ex.map(_simulate_json, scs, ["<report>"] * len(scs))]
 
 
 def order_check(rows: list[dict]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import json
 import math
+import operator
 import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -424,17 +425,15 @@ def simulable(record: RunRecord | Measured, base_dir: str | Path | None = None,
     return True, ""
 
 
-_SELECT_OPS = (">=", "<=", "!=", ">", "<", "=")
+#: ``--select`` comparisons, two-character ones first so that ``>=`` is not read as ``=``.
+_SELECT_OPS = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": operator.gt, "<": operator.lt,
+               "=": operator.eq}
 
 
 def select_records(records: Iterable[Measured], selectors: Iterable[str] | None) -> list[Measured]:
     """Keep records that satisfy every selector: ``column=value``, or for a numeric column
     ``column>=value`` (also ``<=``, ``>``, ``<``, ``!=``), e.g. ``target_rate>=4000`` for
     the runs past saturation.  A NaN (not measured) satisfies none but ``!=``."""
-    import operator
-
-    ops = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": operator.gt, "<": operator.lt,
-           "=": operator.eq}
     out = list(records)
     for s in selectors or ():
         op = next((o for o in _SELECT_OPS if o in s), None)
@@ -451,7 +450,7 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
             except ValueError:
                 raise ValueError(f"--select {s!r}: {val!r} is not a number") from None
 
-        def match(m, col=col, val=val, f=ops[op], op=op):
+        def match(m, col=col, val=val, f=_SELECT_OPS[op], op=op):
             v = getattr(m.record, col)
             if isinstance(v, float):
                 try:
