@@ -139,6 +139,11 @@ static int timeout_from_syn = 0; /* 1: one deadline from the first SYN to the re
 static int poisson, specweb, http10, max_conns = 60000;
 static const char *uri = "/index.html", *out_path, *host_hdr = "server";
 static double zipf_alpha = 1.0;
+/* --uri: "GET " URI " HTTP/1.x\r\nHost: " (IPv4, <= 15) "\r\nConnection: keep-alive\r\n\r\n" fits req[] */
+#define URI_MAX 180
+#define URI_MAX_S "180"
+#define URI_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%"
+
 static double class_cdf[4], file_cdf[9];
 
 /* ---- connections -------------------------------------------------------------------- */
@@ -561,7 +566,14 @@ int main(int argc, char **argv)
         case 'a': poisson = opt_choice("loadgen", "arrivals", optarg, arrivals) == 1; break;
         case 's': seed = (uint64_t)opt_long("loadgen", "seed", optarg, 0, LONG_MAX); break;
         case 'w': specweb = opt_choice("loadgen", "workload", optarg, workloads) >= 1; break;
-        case 'u': uri = optarg; break;
+        case 'u':
+            /* the request is built in lconn.req[256]: a longer target used to be sent cut off
+             * and followed by whatever lay beyond the buffer */
+            uri = optarg;
+            if (uri[0] != '/' || strlen(uri) > URI_MAX || strspn(uri, URI_CHARS) != strlen(uri))
+                opt_refuse("loadgen", "uri", "expected a path from '/' of at most " URI_MAX_S
+                           " printable characters without spaces", optarg);
+            break;
         case 'H': http10 = 1; break;
         case 'm': max_conns = (int)opt_long("loadgen", "max-conns", optarg, 1, 1L << 22); break;
         case 'o': out_path = optarg; break;
@@ -618,6 +630,12 @@ int main(int argc, char **argv)
         while (launching && t_next <= now) {
             launch(t_next);
             double g = poisson ? -log(rng_unit()) * gap_ns : gap_ns;
+            /* compared in double first: at a tiny --rate the gap overflows uint64_t, and the
+             * cast (undefined) once gave 0, so the loop launched forever and never saw SIGTERM */
+            if ((double)t_next + g >= (double)t_end) {
+                launching = 0;
+                break;
+            }
             t_next += (uint64_t)(g < 1 ? 1 : g);
             if (t_next >= t_end) launching = 0;
         }

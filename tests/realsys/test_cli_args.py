@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import select
 import signal
+import socket
 import subprocess
 
 import pytest
@@ -53,6 +54,12 @@ ROWS = [
     ("loadgen", ["--zipf", "inf"], "--zipf", "inf"),
     ("loadgen", ["--warmup", "601"], "--warmup", "601"),
     ("loadgen", ["--server", "localhost"], "--server", "localhost"),
+    # the request is built in a 256-byte buffer: a longer target was sent cut off and followed
+    # by the bytes beyond it (ASan: heap-buffer-overflow in send_request past ~4.4 KB)
+    ("loadgen", ["--uri", "/" + "a" * 300], "--uri", "/" + "a" * 300),
+    ("loadgen", ["--uri", "/a b"], "--uri", "/a b"),
+    ("loadgen", ["--uri", "/a\tb"], "--uri", "/a\tb"),
+    ("loadgen", ["--uri", "index.html"], "--uri", "index.html"),
 ]
 
 
@@ -64,6 +71,43 @@ def test_bad_value_is_refused_by_name(cbuild, prog, bad, opt, value):
     first = p.stderr.splitlines()[0]
     assert first.startswith(f"{prog}: ") and opt in first and f"'{value}'" in first, first
     assert p.stdout == ""       # refused before a run started: no statistics written
+
+
+def test_loadgen_uri_at_the_limit_is_sent_whole(cbuild):
+    # 180 characters (the longest --uri accepted) go out intact, with the Host line after.
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    uri = "/" + "u" * 179
+    p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.getsockname()[1]),
+                          "--rate", "1", "--duration", "0.2", "--timeout", "0.5", "--http10", "--uri", uri],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        srv.settimeout(5)
+        c, _ = srv.accept()
+        c.settimeout(5)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            b = c.recv(4096)
+            if not b:
+                break
+            got += b
+        c.close()
+    finally:
+        p.communicate(timeout=20)
+        srv.close()
+    assert got == f"GET {uri} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".encode(), got
+
+
+@pytest.mark.parametrize("arrivals", ["deterministic", "poisson"])
+def test_loadgen_tiny_rate_still_ends(cbuild, arrivals):
+    # At --rate 1e-12 the inter-arrival gap (1e21 ns) does not fit in uint64_t; the cast gave 0,
+    # the launch loop never advanced and loadgen ran forever, deaf to SIGTERM.  Now the one
+    # arrival inside the window is launched and the run ends on time.
+    p = subprocess.run([str(cbuild / "loadgen")] + LOADGEN_BASE + ["--rate", "1e-12", "--arrivals", arrivals],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 0, p.stderr[-300:]
+    assert '"attempts": 1,' in p.stdout, p.stdout[:400]
 
 
 def test_loadgen_without_server_names_it(cbuild):
