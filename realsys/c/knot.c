@@ -55,7 +55,7 @@ static void serve(int fd)
             len -= (size_t)r;
         }
         int s = reply_send(fd, &rp);
-        if (s < 0) {
+        if (s <= 0) { /* 0: blocked idle_timeout_s on a client that stopped reading (SO_SNDTIMEO) */
             reset = 1;
             break;
         }
@@ -167,6 +167,11 @@ int main(int argc, char **argv)
         perror("knot: listen");
         return 1;
     }
+    /* A reply to a client that stops reading used to block its thread forever (only reads
+     * timed out).  SO_SNDTIMEO on the listener is inherited by every accepted socket (as
+     * TCP_NODELAY is), so a write blocked that long fails without a setsockopt per connection. */
+    struct timeval sndto = { idle_timeout_s, 0 };
+    setsockopt(lfd, SOL_SOCKET, SO_SNDTIMEO, &sndto, sizeof sndto);
     /* Workers must not take the process-directed SIGTERM: block it in them. */
     sigset_t set, old;
     sigemptyset(&set);

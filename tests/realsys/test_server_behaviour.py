@@ -239,3 +239,35 @@ def test_loadgen_on_loopback(cbuild, tmp_path, workload, arrivals):
     else:
         assert g["replies_ok"] == g["requests"] == g["established"]
     assert g["resp_ms"]["count"] == g["replies"] and g["connect_ms"]["count"] == g["established"]
+
+
+def test_knot_drops_a_client_that_stops_reading(cbuild, tmp_path):
+    """knot: a client that pipelines big-file requests and never reads used to hold its
+    thread forever (only reads timed out); with one thread nobody else was ever served.
+    Now a send blocked --idle-timeout seconds fails and the thread moves on."""
+    root = make_docroot(tmp_path / "r", 512)
+    port = free_port()
+    p = subprocess.Popen([str(cbuild / "knot-asan"), "--addr", "127.0.0.1", "--port", str(port),
+                          "--docroot", str(root), "--threads", "1", "--idle-timeout", "1",
+                          "--stats", str(tmp_path / "s.json")], stderr=subprocess.PIPE,
+                         env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    try:
+        time.sleep(0.5)
+        hog = socket.socket()
+        hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        hog.connect(("127.0.0.1", port))
+        hog.sendall(b"GET /specweb/class3_8 HTTP/1.1\r\n\r\n" * 20)     # 18 MB asked, none read
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        raw = exchange(port, b"GET / HTTP/1.0\r\n\r\n", timeout=10)
+        waited = time.monotonic() - t0
+        hog.close()
+        assert raw and status_of(raw) == 200, raw[:80]
+        assert waited < 8, waited
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=10)
+    st = json.loads((tmp_path / "s.json").read_text())
+    assert st["conns_reset"] >= 1
+    assert b"AddressSanitizer" not in err and b"runtime error" not in err
+
