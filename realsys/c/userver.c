@@ -184,8 +184,11 @@ int main(int argc, char **argv)
     install_signals();
     int maxfds = max_conns + 64;
     int lim = raise_nofile(maxfds);
+    /* accepted fds >= maxfds are refused and closed.  With maxfds = lim no fd was ever >= maxfds:
+     * accept() failed with EMFILE instead, the listener stayed readable and the loop spun at
+     * full CPU; 16 descriptors above maxfds leave room to accept and refuse. */
     if (lim < maxfds)
-        maxfds = lim; /* accepted fds >= maxfds are refused and closed */
+        maxfds = lim > 64 ? lim - 16 : lim;
     if (spin_us)
         fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());
     if (docroot_load(docroot) < 0) {

@@ -271,3 +271,42 @@ def test_knot_drops_a_client_that_stops_reading(cbuild, tmp_path):
     assert st["conns_reset"] >= 1
     assert b"AddressSanitizer" not in err and b"runtime error" not in err
 
+
+def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path):
+    """userver: when RLIMIT_NOFILE is below --max-conns + 64, maxfds used to be the limit
+    itself, so no fd was ever >= maxfds to refuse: accept() failed with EMFILE, the listener
+    stayed readable and the loop spun (millions of getevents calls a second).  Now fds above
+    maxfds (16 below the limit) are accepted and refused, and the loop stays idle."""
+    import resource
+    root = make_docroot(tmp_path / "r", 512)
+    port = free_port()
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+
+    p = subprocess.Popen([str(cbuild / "userver-asan"), "--addr", "127.0.0.1", "--port", str(port),
+                          "--docroot", str(root), "--mux", "epoll", "--max-conns", "1000",
+                          "--stats", str(tmp_path / "s.json")], stderr=subprocess.PIPE, preexec_fn=cap,
+                         env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    held = []
+    try:
+        time.sleep(0.5)
+        for _ in range(250):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            held.append(s)
+        time.sleep(1.5)
+        for s in held:
+            s.close()
+        time.sleep(0.3)
+        assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
+    finally:
+        for s in held:
+            s.close()
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=10)
+    st = json.loads((tmp_path / "s.json").read_text())
+    assert st["accept_errors"] == 0 and st["conns_refused_fd"] > 0, st
+    assert st["getevents_calls"] < 5000, st["getevents_calls"]
+    assert b"AddressSanitizer" not in err and b"runtime error" not in err
