@@ -231,6 +231,13 @@ def interrupt(p: subprocess.Popen, grace: float = 30.0) -> tuple[str, bool]:
     return o or "", False
 
 
+def _die_with_parent() -> None:
+    """In a forked child before exec: ask for SIGKILL when the parent (thread) exits."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
 class DropTracer:
     """Runs the bpftrace program for the measured window.  ``available`` is False (with
     ``note``) when bpftrace or tracefs is missing; the run then goes on counter-only."""
@@ -258,8 +265,11 @@ class DropTracer:
     def start(self, timeout: float = 30.0) -> None:
         if not self.available:
             return
+        # The probes are global and bpftrace has no end of its own: if the run is SIGKILLed, an
+        # orphaned bpftrace stayed attached for good (`realsys clean` removes namespaces only).
+        # The kernel now sends it SIGKILL when the thread that started it dies.
         self.proc = subprocess.Popen(["bpftrace", "-f", "json", "-e", bpf_program(self.window)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
         if wait_ready(self.proc.stdout, timeout):
             return
         err = ""
