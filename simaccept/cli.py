@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from .scenario import ScenarioError, load_scenario
 
@@ -27,6 +29,24 @@ def add_predict_args(pr) -> None:
     pr.add_argument("--jobs", type=int, default=1)
     pr.add_argument("--out", default=None, help="also write the rows as CSV (row, seed, metric, measured, "
                     "predicted, error)")
+
+
+def _out_dir(path: str, option: str = "--out") -> None:
+    """Refuse an output directory that cannot be one, before anything runs (a sweep would
+    otherwise simulate its first point and only then fail to cache it).  Creates nothing:
+    a missing directory is checked through its nearest existing ancestor."""
+    if not str(path).strip():
+        raise ScenarioError(option, "must name a directory, got an empty string")
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ScenarioError(option, f"{str(path)!r} exists and is not a directory")
+    anc = p
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise ScenarioError(option, f"cannot create directory {str(path)!r}: {str(anc)!r} is not a directory")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise ScenarioError(option, f"cannot write in {str(anc)!r}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,6 +115,7 @@ def main(argv=None) -> int:
                     _pyarrow()
                 except ImportError as e:
                     raise ScenarioError("--parquet", str(e)) from None
+            _out_dir(args.out)
             recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
                              parquet=args.parquet)
             failed = [r for r in recs if r.status != "ok"]
@@ -104,6 +125,7 @@ def main(argv=None) -> int:
         if args.cmd == "figures":
             if args.jobs < 1:
                 raise ScenarioError("--jobs", f"must be >= 1, got {args.jobs}")
+            _out_dir(args.out)
             from .figures import make_figures
             make_figures(args.out, jobs=args.jobs)
             return 0

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .record import _TEXT, COLUMNS, RunRecord
-from .scenario import Scenario
+from .scenario import Scenario, ScenarioError
 
 
 def atomic_write(path: Path, data) -> None:
@@ -132,11 +132,15 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     kinds = sc["server"]["kind"]
     for k in (kinds if isinstance(kinds, list) else [kinds]):
         if k not in SIMULATED_SERVERS:
-            from .scenario import ScenarioError
             raise ScenarioError("server.kind", f"{k!r} runs only in realsys; the simulator models "
                                 f"{', '.join(SIMULATED_SERVERS)}")
     out = Path(out) if out is not None else None
     cache_dir = out / "points" if out is not None else None
+    if cache_dir is not None:       # an unusable out fails now, not after the first point
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
     results: dict[int, RunRecord] = {}
     todo = []
     for i, p in enumerate(points):
@@ -187,14 +191,17 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
 def _run_dask(address: str, todo, args, finish) -> None:
     try:
         from dask.distributed import Client, LocalCluster, as_completed as d_as_completed
-    except ImportError as e:  # pragma: no cover - depends on the extra
-        raise RuntimeError("--dask needs dask.distributed (pip install 'simaccept[dask]')") from e
+    except ImportError:  # pragma: no cover - depends on the extra
+        raise ScenarioError("--dask", "needs dask.distributed (pip install 'simaccept[dask]')") from None
     cluster = None
     if address == "local":
         cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
         client = Client(cluster)
     else:
-        client = Client(address)
+        try:
+            client = Client(address)
+        except (OSError, ValueError) as e:     # unreachable, or not an address at all
+            raise ScenarioError("--dask", f"cannot connect to the Dask scheduler at {address!r}: {e}") from None
     try:
         futs = {client.submit(_run_point, *a, pure=False): i for i, a in zip(todo, args)}
         for f in d_as_completed(list(futs)):

@@ -1,0 +1,91 @@
+"""The ``simaccept`` command line: an unusable output or scheduler is refused with
+exit status 2, naming the option, before any point is simulated."""
+import importlib
+
+import pytest
+
+from simaccept import cli
+from simaccept.scenario import ScenarioError
+
+# simaccept.sweep is also the name of a function the package exports: take the module.
+sweep = importlib.import_module("simaccept.sweep")
+
+SMALL = """
+[scenario]
+name = "cli-test"
+duration = 0.3
+warmup = 0.1
+[workload]
+rate = [2000, 6000]
+"""
+
+
+@pytest.fixture
+def spec(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text(SMALL)
+    return p
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    """Fail the test if any point is simulated."""
+    def boom(*a, **k):
+        raise AssertionError("a point was simulated before the bad option was refused")
+    monkeypatch.setattr(sweep, "_run_point", boom)
+
+
+@pytest.mark.parametrize("where", ["file", "under-file", "empty", "proc"])
+def test_sweep_out_that_cannot_be_a_directory_is_refused_before_running(tmp_path, spec, no_simulation,
+                                                                       capsys, where):
+    f = tmp_path / "afile"
+    f.write_text("not a directory\n")
+    out = {"file": str(f), "under-file": str(f / "sub"), "empty": "", "proc": "/proc/no/such/dir"}[where]
+    assert cli.main(["sweep", str(spec), "--out", out, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "'--out'" in err and "Traceback" not in err
+    assert f.read_text() == "not a directory\n"
+
+
+def test_refused_scenario_creates_no_out_directory(tmp_path, spec, capsys):
+    out = tmp_path / "o"
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--set", "server.kind=nginx", "--no-progress"]) == 2
+    assert "server.kind" in capsys.readouterr().err and not out.exists()
+
+
+def test_sweep_out_missing_directory_is_created(tmp_path, spec):
+    out = tmp_path / "a" / "b"
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress"]) == 0
+    assert len(sweep.read_csv(out / "results.csv")) == 2
+
+
+def test_run_sweep_fails_on_a_bad_out_before_simulating(tmp_path, no_simulation):
+    from simaccept import load_scenario
+    f = tmp_path / "afile"
+    f.write_text("x")
+    with pytest.raises(ScenarioError, match="--out"):
+        sweep.run_sweep(load_scenario(text=SMALL), f, plots=False)
+
+
+def test_figures_out_that_is_a_file_is_refused_before_running(tmp_path, monkeypatch, capsys):
+    import simaccept.figures as figures
+
+    def boom(*a, **k):
+        raise AssertionError("a sweep ran before the bad --out was refused")
+    monkeypatch.setattr(figures, "run_sweeps", boom)
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert cli.main(["figures", "--out", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "'--out'" in err and "Traceback" not in err
+
+
+def test_sweep_unreachable_dask_scheduler_is_a_clean_error(tmp_path, spec, capsys):
+    pytest.importorskip("dask.distributed")
+    import dask
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        rc = cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--dask", "tcp://127.0.0.1:1",
+                       "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "'--dask'" in err and "tcp://127.0.0.1:1" in err and "Traceback" not in err
