@@ -99,6 +99,9 @@ def fit_main(args) -> int:
     if not out.parent.is_dir():
         _err(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
         return 2
+    if out.is_dir():
+        _err(f"--out {str(out)!r}: is a directory (give the path of the profile .toml to write)")
+        return 2
     try:
         records = select_records(load_records(args.records), getattr(args, "select", None))
     except ValueError as e:             # RecordError too: a bad records file or --select
@@ -149,6 +152,9 @@ def predict_main(args) -> int:
     out = Path(args.out) if getattr(args, "out", None) else None
     if out is not None and not out.parent.is_dir():
         _err(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
+        return 2
+    if out is not None and out.is_dir():
+        _err(f"--out {str(out)!r}: is a directory (give the path of the CSV to write)")
         return 2
     try:
         records = select_records(load_records(args.records), getattr(args, "select", None))

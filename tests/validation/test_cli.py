@@ -208,3 +208,22 @@ def test_predict_skips_failed_runs_naming_why(sim_csv, tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "over 1 record(s)" in out
     assert "skipped 1 record(s)" in out and "status failed: not a finished run" in out
+
+
+@pytest.mark.parametrize("cmd", ["fit", "predict"])
+def test_out_that_is_a_directory_is_exit_2_before_any_simulation(cmd, sim_csv, tmp_path, capsys, monkeypatch):
+    # It used to fit (or simulate every record) first and then die in os.replace with an
+    # IsADirectoryError traceback, losing the result (fit also left a 0600 .tmp file).
+    import validation.fitter as fitter
+
+    def boom(*a, **k):
+        raise AssertionError("simulated before the bad --out was refused")
+    monkeypatch.setattr(fitter.CostFitter, "fit", boom)
+    monkeypatch.setattr(fitter, "simulate_records", boom)
+    out = tmp_path / "outdir"
+    out.mkdir()
+    args = (["fit", "--params", "select_base"] if cmd == "fit" else ["predict", "--profile", "thesis-2004"])
+    rc = main(args + ["--records", str(sim_csv), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--out" in err and "is a directory" in err and "Traceback" not in err
+    assert list(out.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["outdir"]
