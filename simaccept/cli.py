@@ -140,7 +140,10 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; finished points are kept", file=sys.stderr)
+        if args.cmd in ("sweep", "figures"):    # they cache each finished point under OUT
+            print("interrupted; finished points are kept (rerun to resume)", file=sys.stderr)
+        else:                                   # run, fit, predict write nothing until the end
+            print(f"interrupted; nothing written ({args.cmd} keeps no partial results)", file=sys.stderr)
         return 130
     return 0
 

@@ -89,3 +89,22 @@ def test_sweep_unreachable_dask_scheduler_is_a_clean_error(tmp_path, spec, capsy
     assert rc == 2
     err = capsys.readouterr().err
     assert "'--dask'" in err and "tcp://127.0.0.1:1" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("cmd,kept", [("sweep", True), ("predict", False), ("run", False)])
+def test_interrupt_message_says_what_is_kept(tmp_path, spec, monkeypatch, capsys, cmd, kept):
+    # Ctrl-C used to print "finished points are kept" for every command, though only
+    # sweep (and figures) cache points; an interrupted predict or fit keeps nothing.
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweep, "run_sweep", interrupted)
+    import validation.cli
+    monkeypatch.setattr(validation.cli, "predict_main", interrupted)
+    import simaccept.sim
+    monkeypatch.setattr(simaccept.sim, "simulate", interrupted)
+    argv = {"sweep": ["sweep", str(spec), "--out", str(tmp_path / "o"), "--no-progress"],
+            "predict": ["predict", "--records", "r.csv", "--profile", "thesis-2004"],
+            "run": ["run", str(spec), "--set", "workload.rate=2000"]}[cmd]
+    assert cli.main(argv) == 130
+    err = capsys.readouterr().err
+    assert ("finished points are kept" in err) == kept and "interrupted" in err
