@@ -169,7 +169,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         for i, a in zip(todo, args):
             finish(i, _run_point(*a))
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as ex:     # no idle workers
             futs = {ex.submit(_run_point, *a): i for i, a in zip(todo, args)}
             for f in as_completed(futs):
                 finish(futs[f], f.result())

@@ -108,3 +108,18 @@ def test_interrupt_message_says_what_is_kept(tmp_path, spec, monkeypatch, capsys
     assert cli.main(argv) == 130
     err = capsys.readouterr().err
     assert ("finished points are kept" in err) == kept and "interrupted" in err
+
+
+def test_pool_is_no_bigger_than_the_points_left(tmp_path, monkeypatch):
+    # `sweep --jobs 64` on an 8-point grid forked 64 workers (fork start method spawns
+    # max_workers up front), 56 of them idle: a typo'd --jobs 1000 forks 1000 processes.
+    from simaccept import load_scenario
+    seen = []
+    real = sweep.ProcessPoolExecutor
+
+    def recording(max_workers=None, **kw):
+        seen.append(max_workers)
+        return real(max_workers=max_workers, **kw)
+    monkeypatch.setattr(sweep, "ProcessPoolExecutor", recording)
+    recs = sweep.run_sweep(load_scenario(text=SMALL), tmp_path / "o", jobs=64, plots=False)
+    assert len(recs) == 2 and seen == [2]
