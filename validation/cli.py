@@ -47,6 +47,26 @@ def _err(msg: str) -> None:
     print(f"error: {msg}", file=sys.stderr)
 
 
+def _out_problem(out: Path) -> str | None:
+    """Why ``--out`` cannot be written (checked before anything runs), or None: its directory
+    must exist and take a new file, and ``out`` itself must not be a directory."""
+    import os
+    import tempfile
+    if str(out) in ("", "."):
+        return "give a file name"
+    if out.is_dir():
+        return "is a directory; give a file name"
+    if not out.parent.is_dir():
+        return f"directory {str(out.parent)!r} does not exist"
+    try:                            # the one test that holds for root and read-only file systems
+        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        return f"cannot write in {str(out.parent)!r}: {e.strerror or e}"
+    return None
+
+
 def _guarded(call, error, failed):
     """``(call(), None)``, or ``(None, exit status)`` after printing why: 2 for an unknown
     profile or bad input, 1 when ``failed(message)`` says ``error`` was a failed run."""
@@ -63,8 +83,8 @@ def _guarded(call, error, failed):
 def fit_main(args) -> int:
     """``simaccept fit``: fit ``args.params`` to the records in ``args.records``; write ``args.out``."""
     from simaccept.costs import read_profile
-    from .fitter import DEFAULT_METRICS, CostFitter, FitError
-    from .records import load_records
+    from .fitter import DEFAULT_METRICS, CostFitter, FitError, NoRecordsError
+    from .records import RecordError, load_records
     params = [p.strip() for p in str(args.params).split(",") if p.strip()]
     metrics = getattr(args, "metrics", None)
     metrics = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else list(DEFAULT_METRICS)
@@ -96,8 +116,9 @@ def fit_main(args) -> int:
     except (ValueError, KeyError) as e:
         _err(f"--params/--metrics: {e}")
         return 2
-    if not out.parent.is_dir():
-        _err(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
+    why = _out_problem(out)
+    if why:
+        _err(f"--out {str(out)!r}: {why}")
         return 2
     if out.is_dir():
         _err(f"--out {str(out)!r}: is a directory (give the path of the profile .toml to write)")
@@ -112,13 +133,20 @@ def fit_main(args) -> int:
         return 2
     try:
         fitter.fit(records)
-    except ScenarioError as e:
+    except NoRecordsError as e:         # bad input: nothing in the file can be fitted
+        _err(f"{args.records}: {e}")
+        return 2
+    except (ScenarioError, RecordError) as e:
         _err(str(e))
         return 2
     except FitError as e:
         _err(f"fit failed: {e}")
         return 1
-    fitter.save(out)
+    try:
+        fitter.save(out)
+    except OSError as e:
+        _err(f"--out {str(out)!r}: cannot write: {e.strerror or e}")
+        return 2
     print(fitter.header())
     print(f"wrote {out}")
     return 0
@@ -134,7 +162,7 @@ def predict_main(args) -> int:
     from simaccept.record import _TEXT, COLUMNS
     from simaccept.sweep import atomic_write
     from .fitter import simulate_records
-    from .records import NotSimulable, load_records, scenario_for, simulator_supports
+    from .records import NotSimulable, RecordError, load_records, scenario_for, simulator_supports
     metrics = [m.strip() for m in (getattr(args, "metrics", None) or "replies_per_s").split(",") if m.strip()]
     bad = [m for m in metrics if m not in COLUMNS or m in _TEXT]
     if not metrics or bad:
@@ -150,8 +178,9 @@ def predict_main(args) -> int:
         _err(f"--profile: {e.args[0]}")
         return 2
     out = Path(args.out) if getattr(args, "out", None) else None
-    if out is not None and not out.parent.is_dir():
-        _err(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
+    why = _out_problem(out) if out is not None else None
+    if why:
+        _err(f"--out {str(out)!r}: {why}")
         return 2
     if out is not None and out.is_dir():
         _err(f"--out {str(out)!r}: is a directory (give the path of the CSV to write)")
@@ -177,11 +206,12 @@ def predict_main(args) -> int:
             todo.append(m)
         except NotSimulable as e:
             skipped.append((m.label, str(e)))
-        except ScenarioError as e:
+        except (ScenarioError, RecordError) as e:
             _err(str(e))
             return 2
     if not todo:
-        _err(f"{args.records}: no record to predict (after --select; {len(skipped)} not simulable)")
+        why = "".join(f"; {a}: {b}" for a, b in skipped[:3]) + ("; ..." if len(skipped) > 3 else "")
+        _err(f"{args.records}: no record to predict (after --select; {len(skipped)} not simulable{why})")
         return 2
     sims = simulate_records(todo, args.profile, int(jobs), sim_overrides, source="<predict>")
     rows, failed = [], []
@@ -217,7 +247,11 @@ def predict_main(args) -> int:
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
-        atomic_write(out, buf.getvalue())
+        try:
+            atomic_write(out, buf.getvalue())
+        except OSError as e:
+            _err(f"--out {str(out)!r}: cannot write: {e.strerror or e}")
+            return 2
         print(f"wrote {out}")
     for label, why in failed:
         _err(f"simulation failed for {label}: {why}")
@@ -301,6 +335,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:           # as `simaccept`: no traceback; finished simulations are cached
+        _err("interrupted")
+        return 130
+
+
+def _main(args) -> int:
     if args.cmd == "fit":
         return fit_main(args)
     if args.cmd == "predict":

@@ -56,7 +56,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from simaccept.costs import COST_NAMES, load_costs, save_profile
+from simaccept.costs import COST_NAMES, load_costs
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
 
@@ -69,6 +69,11 @@ PEAK = "peak_replies_per_s"
 
 class FitError(RuntimeError):
     """The fit did not converge, its Jacobian is singular, or a simulation failed."""
+
+
+class NoRecordsError(FitError):
+    """No record can be fitted (none simulable, none finished ``ok``, or none measures the
+    chosen metrics): bad input, refused before any simulation."""
 
 
 def drop_shares(get) -> dict[str, float]:
@@ -91,8 +96,15 @@ def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: st
     name or a ``.toml`` path) and ``sim_overrides``, on ``jobs`` processes, in order."""
     over = [f"costs.profile={json.dumps(str(profile))}"] + list(sim_overrides)
     scs = [scenario_for(m, overrides=over).to_json() for m in recs]
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
-        return [RunRecord(**d) for d in ex.map(_simulate_json, scs, [source] * len(scs))]
+    ex = ProcessPoolExecutor(max_workers=max(1, jobs))
+    try:
+        out = [RunRecord(**d) for d in ex.map(_simulate_json, scs, [source] * len(scs))]
+    except BaseException:
+        # Ctrl-C (or a failure): drop the queued runs instead of simulating them all before exiting
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown()
+    return out
 
 
 def check_run_inputs(profile: str, cache: str | Path, error: type[Exception]) -> Path:
@@ -390,13 +402,15 @@ class CostFitter:
             ok, why = simulable(m, self.base_dir, peaks=PEAK in self.metrics)
             if not ok:
                 skipped.append((m.label, why))
+            elif m.record.status not in ("ok", ""):      # as predict: a failed run measured nothing to fit
+                skipped.append((m.label, f"status {m.record.status}: not a finished run"))
             elif not self._targets(m):
                 skipped.append((m.label, f"no measured value for {', '.join(self.metrics)}"))
             else:
                 recs.append(m)
         self.skipped_ = skipped
         if not recs:
-            raise FitError("no record can be simulated and has a target for the chosen metrics"
+            raise NoRecordsError("no record can be simulated and has a target for the chosen metrics"
                            + (f" (skipped: {'; '.join(f'{a}: {b}' for a, b in skipped[:5])})" if skipped else ""))
         self._recs = recs
         self._memo: dict[tuple, np.ndarray] = {}
@@ -515,8 +529,14 @@ class CostFitter:
         return "\n".join(lines)
 
     def save(self, path: str | Path) -> Path:
-        """Write the fitted profile (every cost) as TOML with a header recording the fit."""
-        return save_profile(path, self.costs_(), header=self.header())
+        """Write the fitted profile (every cost) as TOML with a header recording the fit, atomically:
+        after an error or Ctrl-C ``path`` is the old file or none, and no temporary file is left."""
+        from simaccept.sweep import atomic_write
+        path = Path(path)
+        lines = [f"# {line}" for line in self.header().splitlines()] + ["[costs]"]
+        lines += [f"{k} = {float(v)!r}" for k, v in self.costs_().items()]
+        atomic_write(path, "\n".join(lines) + "\n")     # the format of simaccept.costs.save_profile
+        return path
 
     def summary(self) -> dict[str, Any]:
         self._check_fitted()

@@ -152,6 +152,13 @@ def _check_row(m: Measured, path: str, line: int) -> None:
         v = getattr(r, c)
         if c not in _TEXT and isinstance(v, float) and math.isinf(v):
             raise bad(c, f"must be finite; got {v!r}")
+    if r.config:
+        try:
+            doc = json.loads(r.config)
+        except ValueError as e:
+            raise bad("config", f"not JSON: {e}") from None
+        if not isinstance(doc, dict):
+            raise bad("config", f"must be a JSON object (the resolved scenario); got a {type(doc).__name__}")
 
 
 def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, path: str = "<records>",
@@ -190,7 +197,7 @@ def load_records(path: str | Path) -> list[Measured]:
     if p.suffix.lower() == ".parquet":
         return _load_parquet(p)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")   # -sig: a spreadsheet's byte-order mark is not part of the first column's name
     except OSError as e:
         raise RecordError(f"cannot read: {e.strerror or e}", path=str(p)) from None
     except UnicodeDecodeError as e:
@@ -321,10 +328,14 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             pre.append(f'server.mux="{r.mux}"')
         return load_scenario(path, pre + fix + record_window(r) + overrides)
     if r.config:
+        m = _as_measured(record)
         try:
             doc = json.loads(r.config)
         except ValueError as e:
-            raise RecordError(f"config is not JSON: {e}", column="config") from None
+            raise RecordError(f"config is not JSON: {e}", path=m.path, line=m.line or None, column="config") from None
+        if not isinstance(doc, dict):
+            raise RecordError("config must be a JSON object (the resolved scenario)", path=m.path,
+                              line=m.line or None, column="config")
         if r.source == "real" and isinstance(doc.get("client"), dict) and "timeout_from" not in doc["client"]:
             # Recorded before client.timeout_from existed, when loadgen had one deadline from
             # the first SYN to the reply; httperf's timer has always restarted at connect.

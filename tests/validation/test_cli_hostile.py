@@ -1,0 +1,164 @@
+"""Hostile input to `simaccept fit|predict` and `python -m validation fit|predict`: exit 2 naming
+the flag or the file, line and column, no traceback; --out problems refused before anything runs,
+and no half-written or temporary file left behind."""
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import simaccept
+from simaccept.cli import main
+from simaccept.sweep import records_to_csv
+from validation.records import RecordError, load_records
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def sim_csv(tmp_path_factory):
+    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                 ["workload.rate=24000", "server.accept_limit=1", "scenario.warmup=0.5",
+                                  "scenario.duration=1", "scenario.seed=3"])
+    rec = simaccept.simulate(sc)
+    assert rec.status == "ok"
+    p = tmp_path_factory.mktemp("hostile") / "results.csv"
+    p.write_text(records_to_csv([rec]))
+    return p
+
+
+def _edit(sim_csv, tmp_path, name, **cells):
+    rows = list(csv.DictReader(sim_csv.open()))
+    rows[0].update(cells)
+    p = tmp_path / name
+    with p.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return p
+
+
+def _no_litter(d: Path):
+    left = [p.name for p in d.iterdir() if p.name.endswith((".tmp", ".probe"))]
+    assert not left, f"temporary files left behind: {left}"
+
+
+@pytest.mark.parametrize("config,why", [("{not json", "not JSON"), ("[1, 2]", "must be a JSON object")])
+@pytest.mark.parametrize("cmd", ["fit", "predict"])
+def test_bad_config_cell_is_exit_2_naming_file_line_column(sim_csv, tmp_path, capsys, cmd, config, why):
+    bad = _edit(sim_csv, tmp_path, "bad-config.csv", config=config)
+    with pytest.raises(RecordError, match=why) as e:
+        load_records(bad)
+    assert e.value.column == "config" and e.value.line == 2
+    argv = ([cmd, "--records", str(bad), "--params", "select_base", "--out", str(tmp_path / "x.toml")]
+            if cmd == "fit" else [cmd, "--records", str(bad), "--profile", "thesis-2004"])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2: column 'config'" in err and why in err
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(sim_csv, tmp_path):
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbf" + sim_csv.read_bytes())
+    assert load_records(p)[0].record.source == "sim"
+
+
+@pytest.mark.parametrize("cells,why", [
+    ({"status": "failed", "error": "server crashed"}, "status failed: not a finished run"),
+    ({"target_rate": ""}, "no target rate"),
+    ({"replies_per_s": ""}, "no measured value for replies_per_s"),
+])
+def test_fit_with_nothing_fittable_is_exit_2_and_says_why(sim_csv, tmp_path, capsys, cells, why):
+    bad = _edit(sim_csv, tmp_path, "nothing.csv", **cells)
+    rc = main(["fit", "--records", str(bad), "--params", "select_base", "--metrics", "replies_per_s",
+               "--out", str(tmp_path / "x.toml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and str(bad) in err and why in err
+    assert not (tmp_path / "x.toml").exists()
+
+
+def test_predict_with_nothing_predictable_says_why(sim_csv, tmp_path, capsys):
+    bad = _edit(sim_csv, tmp_path, "failed.csv", status="failed")
+    assert main(["predict", "--records", str(bad), "--profile", "thesis-2004"]) == 2
+    assert "status failed: not a finished run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cmd", ["fit", "predict"])
+@pytest.mark.parametrize("where", ["existing-dir", "read-only-fs", "empty"])
+def test_unusable_out_is_exit_2_before_anything_runs(sim_csv, tmp_path, capsys, monkeypatch, cmd, where):
+    import validation.fitter as fitter
+    ran = []
+    monkeypatch.setattr(fitter.CostFitter, "fit", lambda self, recs: ran.append("fit"))
+    monkeypatch.setattr(fitter, "simulate_records", lambda *a, **k: ran.append("sim") or [])
+    if where == "existing-dir":
+        out = tmp_path / "out.toml"
+        out.mkdir()
+    elif where == "read-only-fs":
+        out = Path("/proc/simaccept-test.toml")
+        if not Path("/proc").is_dir():
+            pytest.skip("no /proc")
+    else:
+        out = Path("")
+    if cmd == "predict" and where == "empty":
+        pytest.skip("predict's --out is optional: an empty one means none")
+    argv = ([cmd, "--records", str(sim_csv), "--params", "select_base", "--out", str(out)] if cmd == "fit"
+            else [cmd, "--records", str(sim_csv), "--profile", "thesis-2004", "--out", str(out)])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "Traceback" not in err
+    assert ran == [], "refused only after the simulations"
+    _no_litter(tmp_path)
+
+
+def test_fitted_profile_is_written_atomically_and_readable(sim_csv, tmp_path, capsys, monkeypatch):
+    # A write that fails half-way (disk full) leaves neither a partial profile nor a temp file.
+    out = tmp_path / "p.toml"
+    out.write_text("# the old profile\n[costs]\n")
+    import simaccept.sweep as sweep
+    import validation.fitter as fitter
+    real_fit = fitter.CostFitter.fit
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    def fit_then_disk_full(self, recs):          # the disk fills after the fit, while the profile is written
+        r = real_fit(self, recs)
+        monkeypatch.setattr(sweep.os, "fsync", full)
+        return r
+    monkeypatch.setattr(fitter.CostFitter, "fit", fit_then_disk_full)
+    rc = main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--out" in err and "No space left on device" in err
+    assert out.read_text() == "# the old profile\n[costs]\n"
+    _no_litter(tmp_path)
+    monkeypatch.undo()
+    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)]) == 0
+    assert out.stat().st_mode & 0o777 == 0o644 and "[costs]" in out.read_text()
+    _no_litter(tmp_path)
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["terminal-ctrl-c", "kill-INT-pid"])
+def test_ctrl_c_in_python_m_validation_is_130_without_traceback(sim_csv, tmp_path, group):
+    # Eight 20 s simulations queued on one worker: after SIGINT (to the process group, as a
+    # terminal sends it, or to the main process only) the queued ones must not be run.
+    import signal
+    many = tmp_path / "many.csv"
+    many.write_text(sim_csv.read_text() + "".join(sim_csv.read_text().splitlines(True)[1:] * 7))
+    p = subprocess.Popen([sys.executable, "-m", "validation", "predict", "--records", str(many),
+                          "--profile", "thesis-2004", "--set", "scenario.duration=20"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    time.sleep(8)
+    if group:
+        os.killpg(p.pid, signal.SIGINT)
+    else:
+        p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=150)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130 and "Traceback" not in err and "interrupted" in err, err[-2000:]
