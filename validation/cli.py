@@ -120,9 +120,6 @@ def fit_main(args) -> int:
     if why:
         _err(f"--out {str(out)!r}: {why}")
         return 2
-    if out.is_dir():
-        _err(f"--out {str(out)!r}: is a directory (give the path of the profile .toml to write)")
-        return 2
     try:
         records = select_records(load_records(args.records), getattr(args, "select", None))
     except ValueError as e:             # RecordError too: a bad records file or --select
@@ -181,9 +178,6 @@ def predict_main(args) -> int:
     why = _out_problem(out) if out is not None else None
     if why:
         _err(f"--out {str(out)!r}: {why}")
-        return 2
-    if out is not None and out.is_dir():
-        _err(f"--out {str(out)!r}: is a directory (give the path of the CSV to write)")
         return 2
     try:
         records = select_records(load_records(args.records), getattr(args, "select", None))

@@ -96,7 +96,7 @@ def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: st
     name or a ``.toml`` path) and ``sim_overrides``, on ``jobs`` processes, in order."""
     over = [f"costs.profile={json.dumps(str(profile))}"] + list(sim_overrides)
     scs = [scenario_for(m, overrides=over).to_json() for m in recs]
-    ex = ProcessPoolExecutor(max_workers=max(1, jobs))
+    ex = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(scs))))   # no idle workers
     try:
         out = [RunRecord(**d) for d in ex.map(_simulate_json, scs, [source] * len(scs))]
     except BaseException:
@@ -153,10 +153,14 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
             on_done(js, d)
 
     if jobs > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as ex:
             futs = {ex.submit(_simulate_json, js, source): (js, f) for js, f in todo}
-            for fut in as_completed(futs):
-                keep(*futs[fut], fut.result())
+            try:
+                for fut in as_completed(futs):
+                    keep(*futs[fut], fut.result())
+            except BaseException:       # Ctrl-C: what finished is cached; the queued runs are dropped
+                ex.shutdown(wait=False, cancel_futures=True)
+                raise
     else:
         for js, f in todo:
             keep(js, f, _simulate_json(js, source))

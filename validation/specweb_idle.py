@@ -154,7 +154,7 @@ def simulate_rows(rows: Sequence[Measured], think_ms: Sequence[float], jobs: int
             todo.append((sc.to_json(), "<specweb-idle>"))
     from .fitter import _simulate_json
     if jobs > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as ex:
             dicts = list(ex.map(_simulate_json, *zip(*todo)))
     else:
         dicts = [_simulate_json(*t) for t in todo]
