@@ -147,7 +147,10 @@ def test_ctrl_c_in_python_m_validation_is_130_without_traceback(sim_csv, tmp_pat
     p = subprocess.Popen([sys.executable, "-m", "validation", "predict", "--records", str(many),
                           "--profile", "thesis-2004", "--set", "scenario.duration=20"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True,
+                         # a shell's background job (a CI runner's, `cmd &`) starts with SIGINT
+                         # ignored, and Python keeps it so: the child must have the default
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(8)
     if group:
         os.killpg(p.pid, signal.SIGINT)
