@@ -78,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--jobs", type=int, default=1)
     f.add_argument("--base-profile", default="thesis-2004",
                    help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
-    f.add_argument("--max-nfev", type=int, default=None)
+    f.add_argument("--max-nfev", type=int, default=None,
+                   help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
     f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
                    help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and "
