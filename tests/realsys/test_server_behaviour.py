@@ -183,14 +183,28 @@ def test_stats_json_on_sigterm(server):
     assert st["open_conns"]["samples"]
 
 
-def test_select_refuses_fds_beyond_its_set(cbuild, tmp_path):
-    """select backend: fds >= maxfds are refused cleanly (closed), the server goes on."""
+def start_asan(cbuild, binary: str, tmp_path, *args: str, preexec_fn=None):
+    """A sanitized server on loopback with its own docroot, stats to tmp_path/s.json: (proc, port)."""
     root = make_docroot(tmp_path / "r", 512)
     port = free_port()
-    p = subprocess.Popen([str(cbuild / "userver-asan"), "--addr", "127.0.0.1", "--port", str(port),
-                          "--docroot", str(root), "--mux", "select", "--max-conns", "1",
-                          "--stats", str(tmp_path / "s.json")], stderr=subprocess.PIPE,
+    p = subprocess.Popen([str(cbuild / binary), "--addr", "127.0.0.1", "--port", str(port),
+                          "--docroot", str(root), *args, "--stats", str(tmp_path / "s.json")],
+                         stderr=subprocess.PIPE, preexec_fn=preexec_fn,
                          env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    return p, port
+
+
+def stop_asan(p, tmp_path) -> dict:
+    """SIGTERM the server, check the sanitizers stayed quiet, return its stats JSON."""
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=10)
+    assert b"AddressSanitizer" not in err and b"runtime error" not in err
+    return json.loads((tmp_path / "s.json").read_text())
+
+
+def test_select_refuses_fds_beyond_its_set(cbuild, tmp_path):
+    """select backend: fds >= maxfds are refused cleanly (closed), the server goes on."""
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", "select", "--max-conns", "1")
     try:
         time.sleep(0.5)
         held = [socket.create_connection(("127.0.0.1", port)) for _ in range(80)]
@@ -200,11 +214,8 @@ def test_select_refuses_fds_beyond_its_set(cbuild, tmp_path):
         time.sleep(0.3)
         assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
     finally:
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=10)
-    st = json.loads((tmp_path / "s.json").read_text())
+        st = stop_asan(p, tmp_path)
     assert st["conns_refused_fd"] > 0
-    assert b"AddressSanitizer" not in err and b"runtime error" not in err
 
 
 @pytest.mark.parametrize("workload", ["one-packet", "specweb"])
@@ -245,12 +256,7 @@ def test_knot_drops_a_client_that_stops_reading(cbuild, tmp_path):
     """knot: a client that pipelines big-file requests and never reads used to hold its
     thread forever (only reads timed out); with one thread nobody else was ever served.
     Now a send blocked --idle-timeout seconds fails and the thread moves on."""
-    root = make_docroot(tmp_path / "r", 512)
-    port = free_port()
-    p = subprocess.Popen([str(cbuild / "knot-asan"), "--addr", "127.0.0.1", "--port", str(port),
-                          "--docroot", str(root), "--threads", "1", "--idle-timeout", "1",
-                          "--stats", str(tmp_path / "s.json")], stderr=subprocess.PIPE,
-                         env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    p, port = start_asan(cbuild, "knot-asan", tmp_path, "--threads", "1", "--idle-timeout", "1")
     try:
         time.sleep(0.5)
         hog = socket.socket()
@@ -265,11 +271,8 @@ def test_knot_drops_a_client_that_stops_reading(cbuild, tmp_path):
         assert raw and status_of(raw) == 200, raw[:80]
         assert waited < 8, waited
     finally:
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=10)
-    st = json.loads((tmp_path / "s.json").read_text())
+        st = stop_asan(p, tmp_path)
     assert st["conns_reset"] >= 1
-    assert b"AddressSanitizer" not in err and b"runtime error" not in err
 
 
 def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path):
@@ -278,16 +281,11 @@ def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path):
     stayed readable and the loop spun (millions of getevents calls a second).  Now fds above
     maxfds (16 below the limit) are accepted and refused, and the loop stays idle."""
     import resource
-    root = make_docroot(tmp_path / "r", 512)
-    port = free_port()
 
     def cap():
         resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
 
-    p = subprocess.Popen([str(cbuild / "userver-asan"), "--addr", "127.0.0.1", "--port", str(port),
-                          "--docroot", str(root), "--mux", "epoll", "--max-conns", "1000",
-                          "--stats", str(tmp_path / "s.json")], stderr=subprocess.PIPE, preexec_fn=cap,
-                         env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", "epoll", "--max-conns", "1000", preexec_fn=cap)
     held = []
     try:
         time.sleep(0.5)
@@ -304,9 +302,6 @@ def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path):
     finally:
         for s in held:
             s.close()
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=10)
-    st = json.loads((tmp_path / "s.json").read_text())
+        st = stop_asan(p, tmp_path)
     assert st["accept_errors"] == 0 and st["conns_refused_fd"] > 0, st
     assert st["getevents_calls"] < 5000, st["getevents_calls"]
-    assert b"AddressSanitizer" not in err and b"runtime error" not in err
