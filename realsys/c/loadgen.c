@@ -551,11 +551,23 @@ int main(int argc, char **argv)
         case 'S': srv = optarg; break;
         case 'p': port = (int)opt_long("loadgen", "port", optarg, 1, 65535); break;
         case 'b': {
-            char *s = strdup(optarg), *save = NULL;
-            for (char *t = strtok_r(s, ",", &save); t && nbinds < 256; t = strtok_r(NULL, ",", &save))
-                if (inet_pton(AF_INET, t, &binds[nbinds++]) != 1)
+            /* strtok_r skips empty fields, so "" and "a,,b" used to pass (an empty list
+             * bound nothing, silently); past 256 addresses the rest were dropped */
+            nbinds = 0;
+            for (const char *t = optarg;; t++) {
+                const char *e = strchrnul(t, ',');
+                char a[INET_ADDRSTRLEN];
+                if (nbinds == (int)(sizeof binds / sizeof binds[0]))
+                    opt_refuse("loadgen", "bind", "expected at most 256 addresses", optarg);
+                if (e == t || e - t >= (long)sizeof a)
                     opt_refuse("loadgen", "bind", "expected IPv4 addresses separated by commas", optarg);
-            free(s);
+                memcpy(a, t, (size_t)(e - t));
+                a[e - t] = '\0';
+                if (inet_pton(AF_INET, a, &binds[nbinds++]) != 1)
+                    opt_refuse("loadgen", "bind", "expected IPv4 addresses separated by commas", optarg);
+                if (!*e) break;
+                t = e;
+            }
             break;
         }
         /* Bounded by construction: a run's length and timeout are capped. */

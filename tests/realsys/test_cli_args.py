@@ -50,6 +50,12 @@ ROWS = [
     ("loadgen", ["--arrivals", "uniform"], "--arrivals", "uniform"),
     ("loadgen", ["--workload", "specweb2005"], "--workload", "specweb2005"),
     ("loadgen", ["--bind", "198.18.0.1,1.2.3"], "--bind", "198.18.0.1,1.2.3"),
+    # strtok_r skipped empty fields: "" bound nothing and "a,,b" bound two, both silently;
+    # past 256 addresses the rest were dropped
+    ("loadgen", ["--bind", ""], "--bind", ""),
+    ("loadgen", ["--bind", "198.18.0.1,,198.18.0.2"], "--bind", "198.18.0.1,,198.18.0.2"),
+    ("loadgen", ["--bind", "198.18.0.1,"], "--bind", "198.18.0.1,"),
+    ("loadgen", ["--bind", ",".join(["127.0.0.1"] * 257)], "--bind", ",".join(["127.0.0.1"] * 257)),
     ("loadgen", ["--seed", "-1"], "--seed", "-1"),
     ("loadgen", ["--zipf", "inf"], "--zipf", "inf"),
     ("loadgen", ["--warmup", "601"], "--warmup", "601"),
@@ -63,7 +69,7 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("prog,bad,opt,value", ROWS, ids=[f"{r[0]} {' '.join(r[1])}" for r in ROWS])
+@pytest.mark.parametrize("prog,bad,opt,value", ROWS, ids=[f"{r[0]} {' '.join(r[1])}"[:60] for r in ROWS])
 def test_bad_value_is_refused_by_name(cbuild, prog, bad, opt, value):
     base = LOADGEN_BASE if prog == "loadgen" else SERVER_BASE
     p = subprocess.run([str(cbuild / prog)] + base + bad, capture_output=True, text=True, timeout=20)
@@ -97,6 +103,29 @@ def test_loadgen_uri_at_the_limit_is_sent_whole(cbuild):
         p.communicate(timeout=20)
         srv.close()
     assert got == f"GET {uri} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".encode(), got
+
+
+def test_loadgen_binds_256_addresses_in_turn(cbuild):
+    # 256 addresses is the most --bind takes; connections leave from them round-robin.
+    binds = [f"127.0.{i // 250}.{i % 250 + 1}" for i in range(256)]
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.getsockname()[1]),
+                          "--bind", ",".join(binds), "--rate", "40", "--duration", "0.1", "--timeout", "0.3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peers = []
+    try:
+        srv.settimeout(5)
+        for _ in range(4):
+            c, (host, _) = srv.accept()
+            peers.append(host)
+            c.close()
+    finally:
+        out, err = p.communicate(timeout=20)
+        srv.close()
+    assert p.returncode == 0, err[-300:]
+    assert peers == binds[:4], peers
 
 
 @pytest.mark.parametrize("arrivals", ["deterministic", "poisson"])
