@@ -114,7 +114,11 @@ def fit_main(args) -> int:
                             n_jobs=int(jobs),
                             max_nfev=getattr(args, "max_nfev", None), verbose=int(getattr(args, "verbose", 0) or 0))
     except (ValueError, KeyError) as e:
-        _err(f"--params/--metrics: {e}")
+        # CostFitter's messages start with the argument at fault ("params: ...", "metrics: ...")
+        msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+        arg, _, reason = msg.partition(": ")
+        flag = {"params": "--params", "metrics": "--metrics"}.get(arg)
+        _err(f"{flag}: {reason}" if flag else msg)
         return 2
     why = _out_problem(out)
     if why:

@@ -202,21 +202,21 @@ class CostFitter:
             raise ValueError("params: give at least one cost name")
         unknown = [p for p in params if p not in COST_NAMES]
         if unknown:
-            raise ValueError(f"unknown cost parameter(s): {', '.join(unknown)} "
+            raise ValueError(f"params: unknown cost parameter(s): {', '.join(unknown)} "
                              f"(known: {', '.join(COST_NAMES)})")
         if len(set(params)) != len(params):
             raise ValueError("params: duplicate names")
         metrics = list(metrics)
         bad = [m for m in metrics if m not in ("drop_shares", PEAK) and (m not in COLUMNS or m in _TEXT)]
         if bad:
-            raise ValueError(f"unknown metric(s): {', '.join(bad)} "
+            raise ValueError(f"metrics: unknown metric(s): {', '.join(bad)} "
                              f"(numeric record columns, 'drop_shares' or '{PEAK}')")
         self.params = params
         self.metrics = metrics
         self.weights = dict(weights or {})
         badw = [k for k in self.weights if k not in metrics]
         if badw:
-            raise ValueError(f"weights for metric(s) not fitted: {', '.join(badw)}")
+            raise ValueError(f"weights: for metric(s) not fitted: {', '.join(badw)}")
         self.base_profile = base_profile
         self.overrides = _cost_items(overrides)
         self.sim_overrides = list(sim_overrides)
@@ -245,7 +245,7 @@ class CostFitter:
         elif isinstance(bounds, Mapping):
             unknown = [k for k in bounds if k not in self.params]
             if unknown:
-                raise ValueError(f"bounds for name(s) not in params: {', '.join(unknown)}")
+                raise ValueError(f"bounds: for name(s) not in params: {', '.join(unknown)}")
             for i, p in enumerate(self.params):
                 if p in bounds:
                     lo[i], hi[i] = map(float, bounds[p])
@@ -258,7 +258,7 @@ class CostFitter:
         x0 = np.array([self.start_[p] for p in self.params])
         if np.any(x0 < lo) or np.any(x0 > hi):
             outside = [p for p, v, a, b in zip(self.params, x0, lo, hi) if not a <= v <= b]
-            raise ValueError(f"start value(s) outside bounds: {', '.join(outside)}")
+            raise ValueError(f"bounds: start value(s) outside them: {', '.join(outside)}")
         return lo, hi
 
     def _scale(self) -> np.ndarray:

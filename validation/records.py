@@ -117,7 +117,17 @@ def _as_measured(rec: RunRecord | Measured) -> Measured:
     return rec if isinstance(rec, Measured) else Measured(rec)
 
 
-def _check_row(m: Measured, path: str, line: int) -> None:
+def _shown(raw: Mapping[str, Any] | None, column: str, value: float) -> str:
+    """How a bad numeric cell is echoed: its text as read, or "empty"."""
+    text = None if raw is None else raw.get(column)
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return "empty" if math.isnan(value) else repr(value)
+    return repr(text) if isinstance(text, str) else repr(value)
+
+
+def _check_row(m: Measured, path: str, line: int, raw: Mapping[str, Any] | None = None) -> None:
+    """Raise RecordError naming the first bad cell of ``m``; ``raw`` is the row as read, for echoing
+    a cell's text (a "nan" cell parses to the same NaN as an empty one)."""
     r = m.record
 
     def bad(column: str, reason: str) -> RecordError:
@@ -147,7 +157,7 @@ def _check_row(m: Measured, path: str, line: int) -> None:
         d = r.duration_s
         if not (math.isfinite(d) and d > 0):
             raise bad("duration_s", f"must be a positive, finite number of seconds when a rate is given "
-                                    f"({rates[0]}); got {'empty' if math.isnan(d) else repr(d)}")
+                                    f"({rates[0]}); got {_shown(raw, 'duration_s', d)}")
     for c in COLUMNS:
         v = getattr(r, c)
         if c not in _TEXT and isinstance(v, float) and math.isinf(v):
@@ -185,7 +195,7 @@ def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, 
             raise RecordError(str(e), path=path, line=line, column=col) from None
         extras = {c: ("" if row.get(c) is None else str(row.get(c))) for c in fields if c not in COLUMNS}
         m = Measured(rec, extras, line, path)
-        _check_row(m, path, line)
+        _check_row(m, path, line, row)
         out.append(m)
     return out
 

@@ -67,6 +67,7 @@ def test_unknown_param_is_exit_2(sim_csv, tmp_path, capsys):
                "--out", str(tmp_path / "x.toml")])
     err = capsys.readouterr().err
     assert rc == 2 and "selct_per_fd" in err and "bogus" in err and "select_base," not in err.split("known")[0]
+    assert "--params: unknown cost parameter(s)" in err and "--metrics" not in err
 
 
 def test_missing_column_is_exit_2(sim_csv, tmp_path, capsys):
@@ -102,6 +103,9 @@ def test_unreadable_records_and_bad_out_dir_are_exit_2(sim_csv, tmp_path, capsys
     (["--jobs", "0"], "--jobs"),
     (["--max-nfev", "-3"], "--max-nfev"),
     (["--select", "bogus"], "'bogus'"),
+    # the message names the one argument at fault (it said "--params/--metrics" for both)
+    (["--metrics", "replies_per_s,bogus"], "--metrics: unknown metric(s): bogus"),
+    (["--params", "select_base,select_base"], "--params: duplicate names"),
     (["--select", "server=nosuch"], "no records"),
     (["--base-profile", "nosuch"], "--base-profile: no cost profile named 'nosuch'"),
     (["--base-profile", "no/such.toml"], "--base-profile: no cost profile file 'no/such.toml'"),

@@ -92,6 +92,8 @@ def test_bad_duration_with_a_rate_refused(tmp_path, dur):
         load_records(p)
     assert e.value.column == "duration_s" and e.value.line == 3
     assert f"{p}:3" in str(e.value)
+    # the cell is echoed as written: a "nan" cell was reported as "got empty"
+    assert str(e.value).endswith(f"got {dur!r}" if dur else "got empty")
 
 
 def test_duration_not_needed_without_rates(tmp_path):
