@@ -90,10 +90,16 @@ static void *worker(void *arg)
         while (n < cap) {
             int fd = TIMED(SC_ACCEPT, accept4(lfd, NULL, NULL, SOCK_CLOEXEC));
             if (fd < 0) {
-                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                if (errno == EAGAIN || errno == EWOULDBLOCK) {
                     ST->accepts_eagain++;
-                else
+                } else {
                     ST->accept_errors++;
+                    /* Out of fds (EMFILE/ENFILE) or memory, the listener stays readable: with
+                     * nothing accepted the poll below returned at once and this thread spun on
+                     * accept() until another thread closed a connection.  Back off instead. */
+                    if (n == 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
+                        TIMED(SC_POLL, poll(NULL, 0, 10));
+                }
                 break;
             }
             ST->accepts++;

@@ -305,3 +305,46 @@ def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path):
         st = stop_asan(p, tmp_path)
     assert st["accept_errors"] == 0 and st["conns_refused_fd"] > 0, st
     assert st["getevents_calls"] < 5000, st["getevents_calls"]
+
+
+def test_knot_backs_off_when_out_of_fds(cbuild, tmp_path):
+    """knot: a thread whose accept() failed with EMFILE had nothing to serve, and the poll on
+    the still-readable listener returned at once, so it spun on accept() until another thread
+    closed a connection (2 cores of CPU, over a million failed accepts a second).  It now
+    backs off 10 ms; the server serves again once connections close."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    p, port = start_asan(cbuild, "knot-asan", tmp_path, "--threads", "4", "--accept-limit", "inf",
+                         "--idle-timeout", "3", preexec_fn=cap)
+    held = []
+    try:
+        time.sleep(0.5)
+        for _ in range(120):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            held.append(s)
+        time.sleep(0.5)
+        cpu0 = _cpu_s(p.pid)
+        time.sleep(1.0)
+        cpu = _cpu_s(p.pid) - cpu0
+        for s in held:
+            s.close()
+        time.sleep(0.5)
+        assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
+    finally:
+        for s in held:
+            s.close()
+        st = stop_asan(p, tmp_path)
+    assert st["accept_errors"] > 0, st          # the fd cap was reached
+    assert cpu < 0.3, cpu                       # CPU seconds in one wall-clock second
+    assert st["accept_errors"] < 2000, st["accept_errors"]
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process pid so far (all its threads)."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
