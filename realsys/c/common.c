@@ -419,6 +419,30 @@ static double per(uint64_t a, uint64_t b)
     return b ? (double)a / (double)b : 0.0;
 }
 
+/* One fd held from start-up for the statistics file: a server stopped while at its fd cap
+ * (knot at accept-limit inf, every slot an accepted connection) could not open it, and the
+ * run's statistics were lost (exit 1, no JSON). */
+static int stats_spare_fd = -1;
+
+void stats_reserve_fd(void)
+{
+    if (stats_spare_fd < 0)
+        stats_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Returns the stream for path, giving up the spare fd if out of fds; NULL on failure. */
+static FILE *stats_open(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f && (errno == EMFILE || errno == ENFILE) && stats_spare_fd >= 0) {
+        /* another thread's accept() may take the slot first: then this fails as before */
+        close(stats_spare_fd);
+        stats_spare_fd = -1;
+        f = fopen(path, "w");
+    }
+    return f;
+}
+
 int stats_write_json(const char *path, const char *extra, const struct stats *s,
                      double wall_s, const struct samples *sm)
 {
@@ -426,7 +450,7 @@ int stats_write_json(const char *path, const char *extra, const struct stats *s,
     FILE *out = stdout;
     if (path) {
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        out = fopen(tmp, "w");
+        out = stats_open(tmp);
         if (!out)
             return -1;
     }
@@ -477,6 +501,7 @@ int stats_write_json(const char *path, const char *extra, const struct stats *s,
     if (path) {
         if (fclose(out) != 0 || rename(tmp, path) < 0)
             return -1;
+        stats_reserve_fd();         /* for the next snapshot, if it was given up */
     } else {
         fflush(out);
     }

@@ -115,6 +115,9 @@ void samples_add(struct samples *s, double t, int n);
 
 /* Write the statistics JSON (temp file + rename when path != NULL, else stdout).
  * extra: already formatted `"key": value, ` text inserted first (server identity). */
+/* Sets aside one fd so that the statistics can be written even when the server is at its
+ * fd cap; call once at start-up. */
+void stats_reserve_fd(void);
 int stats_write_json(const char *path, const char *extra, const struct stats *s,
                      double wall_s, const struct samples *sm);
 /* SIGUSR2: a snapshot of the statistics goes to "<stats>.snap" and the server goes on. */

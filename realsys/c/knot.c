@@ -168,6 +168,7 @@ int main(int argc, char **argv)
         perror("knot: docroot");
         return 1;
     }
+    stats_reserve_fd();
     lfd = make_listener(addr, port, backlog, 1);
     if (lfd < 0) {
         perror("knot: listen");

@@ -195,6 +195,7 @@ int main(int argc, char **argv)
         perror("userver: docroot");
         return 1;
     }
+    stats_reserve_fd();
     int lfd = make_listener(addr, port, backlog, 1);
     if (lfd < 0) {
         perror("userver: listen");
