@@ -39,7 +39,7 @@ def model_fingerprint(root: str | None = None) -> str:
     with points the old one computed.  Cost profiles are not hashed here: their
     resolved values are part of :meth:`Scenario.content_hash` already.
 
-    The files are read again whenever a name, size or mtime under ``root`` changes,
+    The files are read again whenever a name, inode, size, mtime or ctime under ``root`` changes,
     not once per process: a notebook that edits ``host.py`` and reloads it
     (``%autoreload``) must not be served the old model's cached points."""
     base = Path(root) if root is not None else Path(__file__).resolve().parent
@@ -49,16 +49,16 @@ def model_fingerprint(root: str | None = None) -> str:
         if rel in NOT_MODEL or "__pycache__" in rel:
             continue
         st = p.stat()
-        stamp.append((rel, st.st_size, st.st_mtime_ns))
+        stamp.append((rel, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))   # as a profile's key (costs)
     return _hash_sources(str(base), tuple(stamp))
 
 
 @functools.lru_cache(maxsize=64)
-def _hash_sources(base: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
+def _hash_sources(base: str, stamp: tuple[tuple, ...]) -> str:
     # stamp is the cache key only; the hash is of the bytes, so a copy of the package
     # (other mtimes) hashes the same.
     h = hashlib.sha256()
-    for rel, _size, _mtime in stamp:
+    for rel, *_ in stamp:
         h.update(rel.encode() + b"\0" + (Path(base) / rel).read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -86,6 +86,7 @@ class Key:
     lo_open: bool = False        # lower bound is exclusive
     choices: tuple[str, ...] = ()
     sweepable: bool = True
+    sentinel: Any = None         # a value allowed outside [lo, hi] ("-1 = the profile's default")
 
 
 def _fmt(v: Any) -> str:
@@ -132,11 +133,14 @@ def _check(key: str, spec: Key, v: Any) -> Any:
             raise ScenarioError(key, f"must be finite, got {v}")
     else:  # pragma: no cover - schema bug
         raise AssertionError(k)
+    if spec.sentinel is not None and v == spec.sentinel:
+        return v
+    alt = "" if spec.sentinel is None else f" (or {spec.sentinel:g} for the profile's default)"
     if spec.lo is not None:
         if spec.lo_open and not v > spec.lo:
-            raise ScenarioError(key, f"must be > {spec.lo:g}, got {v}")
+            raise ScenarioError(key, f"must be > {spec.lo:g}{alt}, got {v}")
         if not spec.lo_open and not v >= spec.lo:
-            raise ScenarioError(key, f"must be >= {spec.lo:g}, got {v}")
+            raise ScenarioError(key, f"must be >= {spec.lo:g}{alt}, got {v}")
     if spec.hi is not None and not v <= spec.hi:
         raise ScenarioError(key, f"must be <= {spec.hi:g}, got {v}")
     return v
@@ -165,7 +169,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "backlog": Key("int", 128, "listen() backlog.", lo=1, hi=1 << 20),
         "syncookies": Key("bool", False, "net.ipv4.tcp_syncookies (true = 1)."),
         "somaxconn": Key("int", -1, "net.core.somaxconn; -1 = the profile's default.", lo=-1, hi=1 << 20),
-        "max_syn_backlog": Key("int", -1, "net.ipv4.tcp_max_syn_backlog; -1 = the profile's default.", lo=-1, hi=1 << 20),
+        "max_syn_backlog": Key("int", -1, "net.ipv4.tcp_max_syn_backlog; -1 = the profile's default.", lo=1, hi=1 << 20,
+                               sentinel=-1),
         "synack_retries": Key("int", -1, "net.ipv4.tcp_synack_retries; -1 = profile default.", lo=-1, hi=64),
     },
     "network": {
@@ -202,7 +207,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
                             "SYN until the connection is established, then again from the request's issue to "
                             "its reply.  first-syn: one deadline from the first SYN to the full reply.",
                             choices=("connect", "first-syn")),
-        "syn_rto": Key("float", -1.0, "Initial SYN RTO seconds; -1 = kernel profile's default.", lo=-1.0),
+        "syn_rto": Key("float", -1.0, "Initial SYN RTO seconds; -1 = kernel profile's default.", lo=0.0,
+                       lo_open=True, sentinel=-1.0),
         "data_rto": _pos(0.2, "Client RTO for the request after the handshake (RTO_min)."),
         "hosts": Key("int", 2, "Client hosts (realsys) / arrival streams (sim).", lo=1, hi=1024),
         "think_ms": _nonneg(0.0, "Client delay after a reply before its next request or its close "
@@ -400,6 +406,8 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
             raise ScenarioError("costs.profile", e.args[0]) from None
         except ValueError as e:
             raise ScenarioError("costs.profile", str(e)) from None
+        if p in resolved:
+            raise ScenarioError("costs.profile", f"sweep axis has duplicate values ({_fmt(p)} is named twice)")
         resolved.append(p)
     values["costs"]["profile"] = resolved if isinstance(profiles, list) else resolved[0]
     return Scenario(values, source)
@@ -441,7 +449,7 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
         data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
         source = "<text>"
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        doc = tomllib.loads(data.decode("utf-8-sig"))   # -sig: an editor's byte-order mark is not a key
     except UnicodeDecodeError as e:
         raise ScenarioError("<file>", f"not UTF-8 (byte offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:

@@ -56,7 +56,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from simaccept.costs import COST_NAMES, load_costs
+from simaccept.costs import COST_NAMES, load_costs, save_profile
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
 
@@ -535,12 +535,7 @@ class CostFitter:
     def save(self, path: str | Path) -> Path:
         """Write the fitted profile (every cost) as TOML with a header recording the fit, atomically:
         after an error or Ctrl-C ``path`` is the old file or none, and no temporary file is left."""
-        from simaccept.sweep import atomic_write
-        path = Path(path)
-        lines = [f"# {line}" for line in self.header().splitlines()] + ["[costs]"]
-        lines += [f"{k} = {float(v)!r}" for k, v in self.costs_().items()]
-        atomic_write(path, "\n".join(lines) + "\n")     # the format of simaccept.costs.save_profile
-        return path
+        return save_profile(path, self.costs_(), header=self.header())
 
     def summary(self) -> dict[str, Any]:
         self._check_fitted()

@@ -159,19 +159,25 @@ def read_profile(profile: str) -> dict[str, float]:
 
 def _read_profile(name: str) -> tuple[tuple[str, float], ...]:
     path = _profile_file(name)
-    # Keyed by size and mtime too: a profile edited by hand in a live session (a
-    # notebook) is read again, not answered from the first reading.
+    # Keyed by the file's identity too: a profile edited by hand in a live session (a
+    # notebook) is read again, not answered from the first reading.  Size and mtime miss an
+    # edit within one clock tick that keeps the size; the inode catches an editor that
+    # replaces the file, the ctime one that rewrites it in place.
     st = path.stat()
-    return _parse_profile(str(path.resolve()), name, st.st_size, st.st_mtime_ns)
+    return _parse_profile(str(path.resolve()), name, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 
 @functools.lru_cache(maxsize=64)
-def _parse_profile(path: str, name: str, _size: int, _mtime_ns: int) -> tuple[tuple[str, float], ...]:
+def _parse_profile(path: str, name: str, _stamp: tuple[int, ...]) -> tuple[tuple[str, float], ...]:
     try:
-        doc = tomllib.loads(Path(path).read_text())
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"cost profile {name!r}: not a TOML file ({e})") from None
-    table = doc.get("costs", {})
+    if "costs" not in doc:
+        # every cost would silently be the built-in default: a file saved from the wrong
+        # place, or a table misspelt ([cost]), must not run as if it were a profile
+        raise ValueError(f"cost profile {name!r}: no [costs] table (have: {', '.join(sorted(doc)) or 'nothing'})")
+    table = doc["costs"]
     if not isinstance(table, dict):
         raise ValueError(f"cost profile {name!r}: [costs] must be a table")
     unknown = set(table) - set(COST_NAMES)
@@ -224,8 +230,18 @@ def save_profile(path: str | Path, costs: Mapping[str, float], header: str = "")
     path = Path(path)
     lines = [f"# {line}" for line in header.splitlines()] + ["[costs]"]
     lines += [f"{k} = {float(v)!r}" for k, v in costs.items()]
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write("\n".join(lines) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)        # mkstemp creates 0600; a profile is for sharing (as sweep results)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return path

@@ -137,7 +137,9 @@ class UServer(ServerModel):
             n_open = h.n_open
             listening = n_open < max_conns
             if not ready and not (listening and acceptq):
-                t = wait_ready(t, t_stop, listening)
+                # to t_check, not t_stop: a wait spanning the end of warm-up stops there, so
+                # the snapshot is of it and not of the first wake-up after it (sparse runs)
+                t = wait_ready(t, t_check, listening)
                 if t - t_env >= quantum:
                     yield env.timeout(t - t_env)
                     t_env = t

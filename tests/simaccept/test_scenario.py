@@ -35,6 +35,12 @@ ROWS = [
     ("", ["nosuch"], "nosuch", "section.key=value"),
     ("", ["workload=3"], "workload", "section.key"),
     ("", ["server.accept_limit=abc"], "server.accept_limit", "inf"),
+    # -1 means "the profile's default"; any other value outside the range is refused, not
+    # read as the default (-0.5) or run until "measured window is empty" (0)
+    ("", ["client.syn_rto=-0.5"], "client.syn_rto", "> 0 (or -1 for the profile's default)"),
+    ("", ["client.syn_rto=0"], "client.syn_rto", "> 0"),
+    ("", ["kernel.max_syn_backlog=0"], "kernel.max_syn_backlog", ">= 1 (or -1"),
+    ("", ["kernel.max_syn_backlog=-2"], "kernel.max_syn_backlog", ">= 1"),
 ]
 
 
@@ -51,6 +57,20 @@ def test_not_toml_and_not_utf8():
         load_scenario(text="[scenario\n")
     with pytest.raises(ScenarioError, match="not UTF-8"):
         load_scenario(text=b"[scenario]\nname = \"\xff\"\n")
+
+
+def test_the_default_sentinel_and_a_byte_order_mark_are_accepted():
+    sc = load_scenario(text="\ufeff[client]\nsyn_rto = -1\n[kernel]\nmax_syn_backlog = -1\n")
+    assert sc["client"]["syn_rto"] == -1.0 and sc["kernel"]["max_syn_backlog"] == -1
+    assert load_scenario(text="", overrides=["client.syn_rto=0.5"])["client"]["syn_rto"] == 0.5
+
+
+def test_one_profile_spelled_two_ways_is_not_two_sweep_points(tmp_path, monkeypatch):
+    (tmp_path / "p.toml").write_text("[costs]\nk_syn = 1.0\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=['costs.profile=["p.toml", "./p.toml"]'])
+    assert ei.value.key == "costs.profile" and "duplicate" in ei.value.reason
 
 
 def test_defaults_fill_every_key():
@@ -143,6 +163,8 @@ BAD_PROFILE_FILES = [
     ("[costs]\nk_syn = \"5\"\n", "'k_syn' must be a finite number >= 0"),
     ("[costs]\nk_syn = true\n", "'k_syn' must be a finite number >= 0"),
     ("costs = 3\n", "[costs] must be a table"),
+    ("x = 1\n", "no [costs] table"),           # every cost would silently be the default
+    ("[cost]\nk_syn = 1.0\n", "no [costs] table"),
 ]
 
 
@@ -178,3 +200,38 @@ def test_a_profile_named_by_path_is_used_and_resolved_against_the_working_direct
     key = sc.content_hash()
     (tmp_path / "mine.toml").write_text("[costs]\nuser_per_request = 41.0\n")
     assert sc.content_hash() != key                  # an edited profile file is a new point
+
+
+def test_a_profile_rewritten_with_its_size_and_mtime_kept_is_read_again(tmp_path):
+    # An edit within one clock tick that keeps the size used to be answered from the first
+    # reading; the key now has the inode and the ctime too.
+    import os
+    from simaccept.costs import read_profile
+    path = tmp_path / "mine.toml"
+    path.write_text("[costs]\nk_syn = 1.0\n")
+    st = path.stat()
+    assert read_profile(str(path))["k_syn"] == 1.0
+    path.write_text("[costs]\nk_syn = 2.0\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    assert read_profile(str(path))["k_syn"] == 2.0
+    tmp = tmp_path / "new.toml"                          # an editor that replaces the file
+    tmp.write_text("[costs]\nk_syn = 3.0\n")
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, path)
+    assert read_profile(str(path))["k_syn"] == 3.0
+
+
+def test_save_profile_writes_a_readable_file_and_leaves_nothing_on_failure(tmp_path, monkeypatch):
+    import os
+    from simaccept import costs
+    out = costs.save_profile(tmp_path / "fit.toml", {"k_syn": 1.5}, header="fitted")
+    assert out.stat().st_mode & 0o777 == 0o644 and costs.read_profile(str(out)) == {"k_syn": 1.5}
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError):
+        costs.save_profile(tmp_path / "fit.toml", {"k_syn": 9.0})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.toml"]
+    assert costs.read_profile(str(out)) == {"k_syn": 1.5}

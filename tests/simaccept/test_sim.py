@@ -1,6 +1,8 @@
 """simulate(): what a finished run leaves behind."""
 import gc
 
+import pytest
+
 import simaccept.sim as sim_mod
 from simaccept import load_scenario, simulate
 from simaccept.host import Host
@@ -58,3 +60,20 @@ def test_a_realsys_spin_is_simulated_as_user_work_per_request():
     a, b = ({k: v for k, v in r.to_dict().items() if k not in strip} for r in (spun, by_cost))
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     assert bare.replies_per_s > 1.4 * spun.replies_per_s     # the spin saturates it: ~1/(200 us + own work)
+
+
+@pytest.mark.parametrize("server", ["userver", "tux", "knot"])
+@pytest.mark.parametrize("rate", [0.5, 20.0])
+def test_a_sparse_run_measures_its_whole_window(server, rate):
+    # The warm-up snapshot was taken at the server's first wake-up after warm-up: at 0.5
+    # req/s the μserver measured 0.34 s of a 1 s window and reported 3 replies/s.  It is
+    # now taken at the end of warm-up, so the window is the scenario's and no more
+    # replies are counted than connections arrived in it.
+    sc = load_scenario(f"scenarios/thesis/{server}-onepacket.toml",
+                       ["scenario.duration=2", "scenario.warmup=0.5", f"workload.rate={rate}",
+                        "server.accept_limit=1", "scenario.seed=7"])
+    rec, host = simulate(sc, return_host=True)
+    assert rec.status == "ok"
+    assert rec.duration_s == pytest.approx(2.0, abs=1e-9)
+    arrived = sum(1 for t in host.t0 if 0.5 <= t < 2.5)
+    assert rec.replies_per_s * rec.duration_s <= arrived
