@@ -87,6 +87,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _shown(e: ScenarioError) -> str:
+    """The message for the terminal: a command-line flag or the file itself is not a "scenario key"."""
+    if e.key.startswith("--"):                      # --jobs, --out, --dask, --parquet
+        return f"{e.key}: {e.reason}"
+    if e.key in ("<file>", "<path>", "<document>"):   # the file could not be read or parsed
+        return f"scenario file: {e.reason}"
+    return str(e)
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -138,7 +147,7 @@ def main(argv=None) -> int:
                 return 2
             return (fit_main if args.cmd == "fit" else predict_main)(args)
     except ScenarioError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {_shown(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if args.cmd in ("sweep", "figures"):    # they cache each finished point under OUT

@@ -43,7 +43,7 @@ def test_sweep_out_that_cannot_be_a_directory_is_refused_before_running(tmp_path
     out = {"file": str(f), "under-file": str(f / "sub"), "empty": "", "proc": "/proc/no/such/dir"}[where]
     assert cli.main(["sweep", str(spec), "--out", out, "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "'--out'" in err and "Traceback" not in err
+    assert "error: --out: " in err and "scenario key" not in err and "Traceback" not in err
     assert f.read_text() == "not a directory\n"
 
 
@@ -77,7 +77,7 @@ def test_figures_out_that_is_a_file_is_refused_before_running(tmp_path, monkeypa
     f.write_text("x")
     assert cli.main(["figures", "--out", str(f)]) == 2
     err = capsys.readouterr().err
-    assert "'--out'" in err and "Traceback" not in err
+    assert "error: --out: " in err and "scenario key" not in err and "Traceback" not in err
 
 
 def test_sweep_unreachable_dask_scheduler_is_a_clean_error(tmp_path, spec, capsys):
@@ -88,7 +88,7 @@ def test_sweep_unreachable_dask_scheduler_is_a_clean_error(tmp_path, spec, capsy
                        "--no-progress"])
     assert rc == 2
     err = capsys.readouterr().err
-    assert "'--dask'" in err and "tcp://127.0.0.1:1" in err and "Traceback" not in err
+    assert "error: --dask: " in err and "tcp://127.0.0.1:1" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("cmd,kept", [("sweep", True), ("predict", False), ("run", False)])
@@ -123,3 +123,15 @@ def test_pool_is_no_bigger_than_the_points_left(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep, "ProcessPoolExecutor", recording)
     recs = sweep.run_sweep(load_scenario(text=SMALL), tmp_path / "o", jobs=64, plots=False)
     assert len(recs) == 2 and seen == [2]
+
+
+@pytest.mark.parametrize("argv,shown", [
+    (["sweep", "{spec}", "--jobs", "0", "--out", "{tmp}/o"], "error: --jobs: must be >= 1, got 0"),
+    (["run", "{tmp}/nosuch.toml"], "error: scenario file: cannot read"),
+    (["run", "{spec}", "--set", "workload.rate=-1"], "error: scenario key 'workload.rate': must be > 0"),
+])
+def test_error_names_a_flag_a_file_or_a_scenario_key(tmp_path, spec, capsys, argv, shown):
+    # a command-line flag or the file itself was called a "scenario key" ('--jobs', '<file>')
+    rc = cli.main([a.format(spec=spec, tmp=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(shown), err
