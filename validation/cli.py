@@ -67,6 +67,28 @@ def _out_problem(out: Path) -> str | None:
     return None
 
 
+def _out_dir_problem(out: Path) -> str | None:
+    """Why the output directory ``out`` cannot be written (checked before a run of minutes to
+    hours, which used to fail only when writing its first file), or None: it must be a
+    directory, or be creatable in the nearest existing directory above it."""
+    import os
+    import tempfile
+    if out.exists() and not out.is_dir():
+        return "exists and is not a directory"
+    base = out
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        return f"{str(base)!r} is not a directory"
+    try:
+        fd, probe = tempfile.mkstemp(dir=base, prefix=".out.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        return f"cannot write in {str(base)!r}: {e.strerror or e}"
+    return None
+
+
 def _guarded(call, error, failed):
     """``(call(), None)``, or ``(None, exit status)`` after printing why: 2 for an unknown
     profile or bad input, 1 when ``failed(message)`` says ``error`` was a failed run."""
@@ -376,6 +398,12 @@ def _main(args) -> int:
         return 0
     if args.jobs < 1:
         _err(f"--jobs: must be >= 1, got {args.jobs}")
+        return 2
+    from .report import DEFAULT_OUT
+    out_dir = Path(args.out) if args.out else DEFAULT_OUT
+    why = _out_dir_problem(out_dir)
+    if why:
+        _err(f"--out {str(out_dir)!r}: {why}")
         return 2
     if args.cmd == "specweb-idle":
         from .specweb_idle import THINK_GRID_MS, IdleError, run as run_idle

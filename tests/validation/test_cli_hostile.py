@@ -162,3 +162,22 @@ def test_ctrl_c_in_python_m_validation_is_130_without_traceback(sim_csv, tmp_pat
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
     assert p.returncode == 130 and "Traceback" not in err and "interrupted" in err, err[-2000:]
+
+
+@pytest.mark.parametrize("cmd", ["report", "sensitivity", "window", "seeds", "specweb-idle"])
+@pytest.mark.parametrize("where", ["file", "under-file"])
+def test_long_commands_refuse_an_unusable_out_before_running(cmd, where, tmp_path, monkeypatch, capsys):
+    # `report --out /dev/null` swept for hours and failed only when writing its first file
+    import validation.report
+    from validation.cli import main as vmain
+
+    def boom(*a, **k):
+        raise AssertionError("ran before the bad --out was refused")
+    monkeypatch.setattr(validation.report, "build", boom)
+    f = tmp_path / "f"
+    f.write_text("keep")
+    out = f if where == "file" else f / "sub"
+    assert vmain([cmd, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {str(out)!r}" in err and "not a directory" in err and "Traceback" not in err, err
+    assert f.read_text() == "keep"
