@@ -375,9 +375,14 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     sc = load_scenario(path, overrides)
     check_real(sc)
     out_dir = Path(out) if out else REPO / "realsys" / "results" / sc.name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:                    # bad input (exit 2), refused before the test bed is built
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "points").mkdir(exist_ok=True)
+    except FileExistsError:
+        raise ScenarioError("--out", f"{str(out_dir)!r} (or a directory above it) exists and is not a directory") from None
+    except OSError as e:
+        raise ScenarioError("--out", f"cannot create {str(out_dir)!r}: {e.strerror or e}") from None
     csv_path = out_dir / "results.csv"
-    (out_dir / "points").mkdir(exist_ok=True)
     ensure_built(log)
     pts = sc.points()
     done = done_keys(read_rows(csv_path))

@@ -41,6 +41,18 @@ def test_httperf_with_a_first_syn_timer_refused(capsys, tmp_path):
     assert rc == 2 and "client.timeout_from" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("where", ["file", "under-file"])
+def test_out_that_cannot_be_a_directory_is_exit_2(where, capsys, tmp_path):
+    # it was an OSError from mkdir: exit 1 (a failed run) and "[Errno 17] File exists"
+    f = tmp_path / "f"
+    f.write_text("keep")
+    out = f if where == "file" else f / "sub"
+    rc = cli.main(["run", SMOKE, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("realsys: --out: ") and str(out) in err, err
+    assert f.read_text() == "keep"
+
+
 def test_append_is_complete_rows(tmp_path):
     p = tmp_path / "results.csv"
     for i in range(3):
