@@ -8,7 +8,6 @@ Exit status: 0 ok, 1 run failure, 2 bad scenario (the message names the key), 13
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 

@@ -6,7 +6,6 @@ about 1000 when using it.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path

@@ -7,7 +7,6 @@ runs, with the key named.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path

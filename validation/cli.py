@@ -50,20 +50,25 @@ def _err(msg: str) -> None:
 def _out_problem(out: Path) -> str | None:
     """Why ``--out`` cannot be written (checked before anything runs), or None: its directory
     must exist and take a new file, and ``out`` itself must not be a directory."""
-    import os
-    import tempfile
     if str(out) in ("", "."):
         return "give a file name"
     if out.is_dir():
         return "is a directory; give a file name"
     if not out.parent.is_dir():
         return f"directory {str(out.parent)!r} does not exist"
+    return _write_problem(out.parent)
+
+
+def _write_problem(d: Path) -> str | None:
+    """Why no file can be created in directory ``d``, or None."""
+    import os
+    import tempfile
     try:                            # the one test that holds for root and read-only file systems
-        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".probe")
+        fd, probe = tempfile.mkstemp(dir=d, prefix=".out.", suffix=".probe")
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        return f"cannot write in {str(out.parent)!r}: {e.strerror or e}"
+        return f"cannot write in {str(d)!r}: {e.strerror or e}"
     return None
 
 
@@ -71,8 +76,6 @@ def _out_dir_problem(out: Path) -> str | None:
     """Why the output directory ``out`` cannot be written (checked before a run of minutes to
     hours, which used to fail only when writing its first file), or None: it must be a
     directory, or be creatable in the nearest existing directory above it."""
-    import os
-    import tempfile
     if out.exists() and not out.is_dir():
         return "exists and is not a directory"
     base = out
@@ -80,13 +83,7 @@ def _out_dir_problem(out: Path) -> str | None:
         base = base.parent
     if not base.is_dir():
         return f"{str(base)!r} is not a directory"
-    try:
-        fd, probe = tempfile.mkstemp(dir=base, prefix=".out.", suffix=".probe")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        return f"cannot write in {str(base)!r}: {e.strerror or e}"
-    return None
+    return _write_problem(base)
 
 
 def _guarded(call, error, failed):

@@ -424,7 +424,7 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
     header = f.header() + "\n" + "\n".join([
         "",
         "Profile for this machine (2 vCPU AMD EPYC, Linux 6.18): see validation/machine.py.",
-        f"Fixed from the server's own per-syscall timings (dilation-corrected medians): "
+        "Fixed from the server's own per-syscall timings (dilation-corrected medians): "
         + ", ".join(f"{k}={v:g}" for k, v in measured.items()) + ".",
         f"Kernel (calibrate_kernel, before the fit): k_* = {REFERENCE} x {cal['scale']:g} per packet (except "
         f"k_syn_drop, fitted) and k_softirq_run = {cal['k_softirq_run']:g} us per softirq run, so that kernel us "

@@ -49,10 +49,8 @@ import datetime as _dt
 import io
 import json
 import math
-import os
 import statistics
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
@@ -64,8 +62,8 @@ from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, drop_shares
 from .sensitivity import format_factor
-from .records import (ROOT, Measured, is_peak_row, load_records, load_thesis, nan_to_null, peak_scenarios,
-                      record_window, scenario_for, simulator_supports, thesis_scenario_file)
+from .records import (ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
+                      simulator_supports, thesis_scenario_file)
 
 DEFAULT_OUT = ROOT / "docs" / "validation"
 DEFAULT_CACHE = ROOT / "out" / "validation-cache"

@@ -1,7 +1,6 @@
 """The diagnostic bpftrace script (tools/softirq_context.bt) compiles, attaches and counts on this kernel."""
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys

@@ -17,7 +17,7 @@ import pytest
 import simaccept
 from simaccept.costs import load_costs
 from validation import CostFitter, FitError
-from validation.records import THESIS_CSV, Measured, scenario_for
+from validation.records import Measured, scenario_for
 
 TRUE = {"select_base": 11.0, "k_syn_drop": 6.0}
 POINTS = [(1, 20000), (1, 28000), (10, 26000), ("inf", 30000)]

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from simaccept.record import COLUMNS
-from validation.records import (REQUIRED, THESIS_CSV, NotSimulable, RecordError, load_records, load_thesis, record_window,
+from validation.records import (REQUIRED, NotSimulable, RecordError, load_records, load_thesis, record_window,
                                 record_seed, scenario_for, simulator_supports)
 
 
