@@ -37,7 +37,7 @@ import math
 import sys
 from pathlib import Path
 
-from simaccept.cli import add_predict_args
+from simaccept.cli import _out_dir, add_predict_args
 from simaccept.scenario import ScenarioError
 
 from .records import select_records
@@ -50,40 +50,21 @@ def _err(msg: str) -> None:
 def _out_problem(out: Path) -> str | None:
     """Why ``--out`` cannot be written (checked before anything runs), or None: its directory
     must exist and take a new file, and ``out`` itself must not be a directory."""
+    import os
+    import tempfile
     if str(out) in ("", "."):
         return "give a file name"
     if out.is_dir():
         return "is a directory; give a file name"
     if not out.parent.is_dir():
         return f"directory {str(out.parent)!r} does not exist"
-    return _write_problem(out.parent)
-
-
-def _write_problem(d: Path) -> str | None:
-    """Why no file can be created in directory ``d``, or None."""
-    import os
-    import tempfile
     try:                            # the one test that holds for root and read-only file systems
-        fd, probe = tempfile.mkstemp(dir=d, prefix=".out.", suffix=".probe")
+        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".probe")
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        return f"cannot write in {str(d)!r}: {e.strerror or e}"
+        return f"cannot write in {str(out.parent)!r}: {e.strerror or e}"
     return None
-
-
-def _out_dir_problem(out: Path) -> str | None:
-    """Why the output directory ``out`` cannot be written (checked before a run of minutes to
-    hours, which used to fail only when writing its first file), or None: it must be a
-    directory, or be creatable in the nearest existing directory above it."""
-    if out.exists() and not out.is_dir():
-        return "exists and is not a directory"
-    base = out
-    while not base.exists() and base != base.parent:
-        base = base.parent
-    if not base.is_dir():
-        return f"{str(base)!r} is not a directory"
-    return _write_problem(base)
 
 
 def _guarded(call, error, failed):
@@ -398,9 +379,10 @@ def _main(args) -> int:
         return 2
     from .report import DEFAULT_OUT
     out_dir = Path(args.out) if args.out else DEFAULT_OUT
-    why = _out_dir_problem(out_dir)
-    if why:
-        _err(f"--out {str(out_dir)!r}: {why}")
+    try:
+        _out_dir(str(out_dir))
+    except ScenarioError as e:
+        _err(f"--out {str(out_dir)!r}: {e.reason}")
         return 2
     if args.cmd == "specweb-idle":
         from .specweb_idle import THINK_GRID_MS, IdleError, run as run_idle

@@ -289,11 +289,7 @@ def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path):
     held = []
     try:
         time.sleep(0.5)
-        for _ in range(250):
-            s = socket.socket()
-            s.setblocking(False)
-            s.connect_ex(("127.0.0.1", port))
-            held.append(s)
+        held = _connect_many(port, 250)
         time.sleep(1.5)
         for s in held:
             s.close()
