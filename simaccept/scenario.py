@@ -410,7 +410,26 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
             raise ScenarioError("costs.profile", f"sweep axis has duplicate values ({_fmt(p)} is named twice)")
         resolved.append(p)
     values["costs"]["profile"] = resolved if isinstance(profiles, list) else resolved[0]
+    _check_run_size(values)
     return Scenario(values, source)
+
+
+#: Requests one run may offer (rate x (warm-up + duration), largest sweep point).  The simulator
+#: keeps a record per connection in memory, about 0.6 KB each (measured: 171 MB at 200,000), so
+#: this is ~12 GB; an unbounded rate (1e8 req/s) used to run until the machine ran out of memory.
+#: The thesis's longest runs offer about 4.8 million.
+MAX_OFFERED_REQUESTS = 20_000_000
+
+
+def _check_run_size(values: Mapping[str, Mapping[str, Any]]) -> None:
+    def top(v):
+        return max(v) if isinstance(v, list) else v
+    rate = top(values["workload"]["rate"])
+    span = top(values["scenario"]["warmup"]) + top(values["scenario"]["duration"])
+    if rate * span > MAX_OFFERED_REQUESTS:
+        raise ScenarioError("workload.rate", f"{rate:g} req/s over warm-up + duration ({span:g} s) offers "
+                            f"{rate * span:,.0f} requests, more than the {MAX_OFFERED_REQUESTS:,} a run may "
+                            "(one in-memory record per connection): lower the rate or shorten the run")
 
 
 def _check_maybe_list(dotted: str, spec: Key, v: Any) -> Any:

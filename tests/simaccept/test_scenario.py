@@ -16,6 +16,10 @@ ROWS = [
     ("[workload]\nrate = true", [], "workload.rate", "number"),
     ("[workload]\nrate = []", [], "workload.rate", "empty list"),
     ("[workload]\nrate = [1, 1]", [], "workload.rate", "duplicate"),
+    # one in-memory record per connection: 1e8 req/s ran until memory ran out (9.5 GB seen)
+    ("[workload]\nrate = 1e8", [], "workload.rate", "more than the 20,000,000 a run may"),
+    ("[scenario]\nduration = 1000\nwarmup = 0\n[workload]\nrate = [100, 20001]", [], "workload.rate",
+     "offers 20,001,000 requests"),
     ("[workload]\nrat = 5", [], "workload.rat", "unknown key"),
     ("[wrkload]\nrate = 5", [], "wrkload", "unknown section"),
     ("[server]\naccept_limit = 0", [], "server.accept_limit", ">= 1"),
