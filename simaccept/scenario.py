@@ -20,7 +20,7 @@ import json
 import math
 import tomllib
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
-import json
-import math
 import socket
 import subprocess
 import time

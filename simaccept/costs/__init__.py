@@ -28,7 +28,6 @@ Where the terms come from:
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import tomllib
