@@ -224,23 +224,9 @@ def scenario_costs(sc) -> CostModel:
 
 def save_profile(path: str | Path, costs: Mapping[str, float], header: str = "") -> Path:
     """Write a profile TOML atomically (used by the fitter)."""
-    import os
-    import tempfile
+    from ..sweep import atomic_write     # here, not at the top: costs stays a leaf module
     path = Path(path)
     lines = [f"# {line}" for line in header.splitlines()] + ["[costs]"]
     lines += [f"{k} = {float(v)!r}" for k, v in costs.items()]
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write("\n".join(lines) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)        # mkstemp creates 0600; a profile is for sharing (as sweep results)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, "\n".join(lines) + "\n")
     return path
