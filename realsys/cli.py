@@ -3,7 +3,8 @@
     realsys run SCENARIO [--set section.key=value ...] [--json] [--out DIR] [--no-bpf]
     realsys clean          remove test beds left behind by killed runs (owner pid dead)
 
-Exit status: 0 ok, 1 run failure, 2 bad scenario (the message names the key), 130 on Ctrl-C.
+Exit status: 0 ok, 1 run failure (the test bed, or a point that measured off its window:
+its row is kept with status failed), 2 bad scenario (the message names the key), 130 on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -51,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
             print(rec.to_json())
     else:
         for rec in recs:
-            print(f"{rec.point or '-'}\t{rec.replies_per_s:.1f} replies/s")
+            print(f"{rec.point or '-'}\t{rec.replies_per_s:.1f} replies/s" + ("" if rec.status == "ok" else "\tFAILED"))
+    failed = [r for r in recs if r.status != "ok"]
+    if failed:
+        print(f"realsys: {len(failed)} of {len(recs)} points failed (kept with status failed; a rerun "
+              f"measures them again): {failed[0].error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -2,7 +2,12 @@
 
 Stock httperf uses select(), so one process handles fewer than FD_SETSIZE (1024)
 concurrent connections; keep rate * (response time or timeout) per process below
-about 1000 when using it.
+about 1000 when using it.  It also busy-polls: one process at 200 conn/s used 2.0 s of
+CPU in a 2 s run.  All generators share the clients' CPU, so a few httperf processes
+saturate it; with 4 the runner marked the window 0.26-0.33 s late, with 12 6.7 s late
+(no load reached the server in its window), and such points fail
+(``runner.window_error``).  Past the server's peak httperf therefore cannot cover a
+2 s timeout here; our generator (epoll, no spinning) has no such limit.
 """
 from __future__ import annotations
 

@@ -170,6 +170,36 @@ def _sleep_until(t: float) -> None:
         time.sleep(min(d, 0.5))
 
 
+#: How far the measured window may be off, as a fraction of its length, before a point fails.
+WINDOW_SLACK = 0.05
+
+
+def window_error(dur: float, late_start: float, late_end: float, server_wall_s: float | None) -> str | None:
+    """None if the point measured the window it was asked for; else why not, in a sentence.
+
+    The runner marks the window with its own clock (SIGUSR1 and the first counter read at the
+    window's start, SIGUSR2 and the second at its end).  It runs on the clients' CPU, so
+    generators that busy-poll there can starve it: 12 httperf 0.9.0 processes (each spins a
+    whole CPU, measured 2.0 s of CPU for a 2 s run at 200 conn/s) made it wake 4-5 s late, and
+    the server's statistics then covered 1 ms of a 4 s window, with no packet in the kernel
+    counters, while httperf reported 4,800 replies/s.  ``late_start``/``late_end``: how late the
+    runner marked each end (s); ``server_wall_s``: the time the server's statistics cover
+    (None for nginx, which keeps none).  A point fails when either end is more than
+    :data:`WINDOW_SLACK` x ``dur`` late or the server's statistics cover that much less than
+    ``dur``: its rates would be of another window, or of none."""
+    slack = WINDOW_SLACK * dur
+    worst = max(late_start, late_end)
+    if worst > slack:
+        which = "start" if late_start >= late_end else "end"
+        return (f"the runner marked the measured window's {which} {worst:.2f} s late (allowed "
+                f"{slack:.2f} s of a {dur:g} s window): the clients' CPU was saturated (httperf "
+                f"busy-polls; use fewer realsys.procs)")
+    if server_wall_s is not None and server_wall_s < dur - slack:
+        return (f"the server's statistics cover {server_wall_s:.2f} s of the {dur:g} s window: "
+                f"it saw no event for the rest (no load reached it)")
+    return None
+
+
 def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, log=print,
               hook: Callable[[str], None] | None = None) -> tuple[RunRecord, dict]:
     v = pt.values
@@ -235,12 +265,14 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
         if kind != "nginx":
             server.send_signal(signal.SIGUSR1)
         c0 = kernel.read_counters(lambda n: tb.netfile(tb.server_ns, n))
+        late_start = time.monotonic() - (t_lg_real + warm)
         cpu = kernel.CpuMeter(pids, rs["cpu_server"])
         sirq0 = tb.softirq_snapshot()
         _sleep_until(t_lg_real + warm + dur)
         if kind != "nginx":
             server.send_signal(signal.SIGUSR2)
         c1 = kernel.read_counters(lambda n: tb.netfile(tb.server_ns, n))
+        late_end = time.monotonic() - (t_lg_real + warm + dur)
         shares = cpu.shares()
         sirq1 = tb.softirq_snapshot()
         t_after = time.monotonic()
@@ -252,7 +284,8 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                 tb.stop(p, signal.SIGKILL)
         t_gens = time.monotonic()
         bpf = (tracer.stop() or None) if tracer.available else None
-        extra["timing_s"] = {"generators_drain": t_gens - t_after, "bpftrace_stop": time.monotonic() - t_gens}
+        extra["timing_s"] = {"generators_drain": t_gens - t_after, "bpftrace_stop": time.monotonic() - t_gens,
+                             "window_start_late": late_start, "window_end_late": late_end}
         fds_open = len(os.listdir(f"/proc/{server.pid}/fd")) if server.poll() is None else -1
         snap = None
         if kind != "nginx":
@@ -278,6 +311,9 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
         gen_res = [json.loads(Path(o).read_text()) for _, o in gens]
         g = merge(gen_res)
     rec = _record(pt, v, g, snap, delta, split, shares, dur, kind)
+    why = window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None)
+    if why:
+        rec.status, rec.error = "failed", why
     sirq = netrx_check(tb, sirq0, sirq1)
     if 0 <= sirq["cpu_server"] < len(sirq["net_rx_softirqs_per_cpu"]):
         # the simulator's softirq_runs_per_s: NET_RX runs on the server's CPU in the window
@@ -413,7 +449,9 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                     log(f"[{i + 1}/{len(todo)}] {pt.point_label() or '(single point)'}: "
                         f"{rec.replies_per_s:.0f} replies/s (offered {rec.conn_attempts_per_s:.0f} conn/s), "
                         f"drops/s {rec.qdrops_per_s:.0f}, p50 {rec.resp_ms_p50:.2f} ms, "
-                        f"{time.monotonic() - t0:.1f}s")
+                        f"{time.monotonic() - t0:.1f}s"
+                        + (f"; FAILED: {rec.error} (row kept with status failed; a rerun retries it)"
+                           if rec.status != "ok" else ""))
                     if i + 1 < len(todo):
                         time.sleep(pt.values["realsys"]["settle_s"])
         finally:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import csv
+import time
 from pathlib import Path
 
 import pytest
 
 from realsys import cli
-from realsys.runner import append_record, read_rows, run_scenario
+from realsys.runner import append_record, read_rows, run_scenario, window_error
 from simaccept.record import COLUMNS, RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,3 +85,46 @@ def test_resume_skips_finished_points(cbuild, tmp_path):
     assert [r.point for r in third] == [rows[1]["point"]]
     assert len(read_rows(tmp_path / "results.csv")) == 2
     assert (tmp_path / "throughput.png").exists()
+
+
+@pytest.mark.parametrize("late_start,late_end,wall,fails", [
+    (0.004, 0.002, 3.997, None),            # a loadgen overload point (measured: 2-5 ms late)
+    (0.19, 0.0, 3.81, None),                # just inside 5 % of 4 s
+    (0.26, 0.003, 3.74, "start 0.26 s late"),   # 4 httperf processes on the clients' CPU
+    (0.0, 0.5, 4.5, "end 0.50 s late"),
+    (6.69, 2.69, 0.002, "start 6.69 s late"),   # 12 httperf processes: a window of nothing
+    (0.0, 0.0, 1.36, "cover 1.36 s of the 4 s window"),
+    (0.0, 0.0, None, None),                 # nginx keeps no statistics
+])
+def test_window_error(late_start, late_end, wall, fails):
+    why = window_error(4.0, late_start, late_end, wall)
+    if fails is None:
+        assert why is None
+    else:
+        assert why is not None and fails in why
+
+
+@pytest.mark.root
+def test_a_point_measured_off_its_window_fails_and_is_retried(cbuild, tmp_path):
+    """A runner that marks the window late (here a hook that sleeps, as a saturated clients' CPU
+    made it: 12 httperf processes put it 6.7 s late) writes the row as failed, with the reason,
+    and a rerun measures the point again."""
+    over = ["workload.rate=300", "scenario.duration=0.5", "scenario.warmup=0.1"]
+    recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False,
+                        hook=lambda what: time.sleep(0.5))
+    assert [r.status for r in recs] == ["failed"]
+    assert "window's start" in recs[0].error and "late" in recs[0].error
+    rows = read_rows(tmp_path / "results.csv")
+    assert [r["status"] for r in rows] == ["failed"] and "late" in rows[0]["error"]
+    again = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
+    assert [r.status for r in again] == ["ok"]
+    assert [r["status"] for r in read_rows(tmp_path / "results.csv")] == ["failed", "ok"]
+
+
+def test_cli_exits_1_when_a_point_failed(monkeypatch, capsys):
+    bad = RunRecord(source="real", point="workload.rate=300", replies_per_s=300.0, status="failed",
+                    error="the runner marked the measured window's start 6.69 s late")
+    monkeypatch.setattr("realsys.runner.run_scenario", lambda *a, **k: [bad])
+    assert cli.main(["run", SMOKE]) == 1
+    out, err = capsys.readouterr()
+    assert "FAILED" in out and "1 of 1 points failed" in err and "6.69 s late" in err
