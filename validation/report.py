@@ -190,7 +190,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "In the sim a ListenOverflowed connection gets in on its first request retransmission (Accept-1: median "
         "0.21 s, 99th percentile 6.2 s), while table 5.1's ListenOverflow count (4.5k/s at Accept-1, if over "
         "the 123 s window) is barely twice the dead accepts (1.9k/s), as if few of them were retried.  What "
-        "kept the thesis's dead connections queued past httperf's timeout is not known",
+        "kept the thesis's dead connections queued past httperf's timeout is not known.  The real stack here "
+        "does not make them either (realsys/results/README.md, dead-accepts): Linux 6's userver at 1.4x its "
+        "peak left 0.00-0.39 % of its accepts unanswered with our generator (timer from the connect, 0.25 s "
+        "and 10 s) and with httperf 0.9.0 itself (0.25 s), so httperf's timer alone does not explain them; "
+        "the knot server at accept-limit inf, whose threads hold what they accept, left 23-24 %, as its "
+        "model predicts",
     ("userver-specweb99-select", "1", "replies_per_s"):
         "too few open connections, not too cheap a select: with requests back to back the sim keeps ~30 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
