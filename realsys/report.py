@@ -16,7 +16,14 @@ from pathlib import Path
 from .runner import read_rows
 
 
+#: Point-label axes a series name already carries (or, for the seed, that repetitions vary).
+_NAMED_AXES = ("workload.rate", "server.kind", "server.mux", "server.accept_limit", "realsys.httperf", "scenario.seed")
+
+
 def _series(rows):
+    """Finished rows by series name and target rate.  A series is a server, mux and
+    accept-limit, plus every other axis the scenario sweeps (e.g. ``client.timeout=0.25``):
+    rows that differ only in their seed are repetitions of one point, the rest are not."""
     out: dict[str, dict[float, dict]] = {}
     for r in rows:
         if r.get("status") != "ok":
@@ -24,6 +31,9 @@ def _series(rows):
         lab = f"{r['server']}/{r['mux'] or '-'}/accept-{r['accept_limit']}"
         if r.get("config") and '"httperf": true' in r["config"]:
             lab += "/httperf"
+        for part in (r.get("point") or "").split(";"):
+            if "=" in part and part.split("=", 1)[0] not in _NAMED_AXES:
+                lab += "/" + part
         out.setdefault(lab, {}).setdefault(float(r["target_rate"]), []).append(r)
     return out
 
@@ -98,6 +108,10 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
                 table[lab]["replies_per_s"] = float(pts[dr][0]["replies_per_s"])
                 table[lab]["work_items_per_phase"] = ss.get("work_items_per_phase")
                 table[lab]["c_avg"] = ss.get("c_avg")
+                # thesis table 4.8's "accepted, never completed": accepts and replies in one window
+                acc = ss.get("accepts")
+                table[lab]["accepted_unanswered_pct"] = (100.0 * (acc - ss.get("replies", 0)) / acc
+                                                         if acc else None)
         summary["drops_at_rate"] = dr
         summary["drops"] = table
     return summary
@@ -129,7 +143,9 @@ def main(argv=None) -> int:
             for lab, t in sorted(s["drops"].items()):
                 print(f"    {lab:32s} AcceptQFull {t['AcceptQFull']}  DropRequest {t['DropRequest']}  "
                       f"ListenOverflow {t['ListenOverflow']}  SynQFull {t['SynQFull']}  total {t['total']}  "
-                      f"select/s {t['select_calls_per_s']:.0f}  work/phase {t['work_items_per_phase']}")
+                      f"select/s {t['select_calls_per_s']:.0f}  work/phase {t['work_items_per_phase']}"
+                      + (f"  accepted-unanswered {t['accepted_unanswered_pct']:.2f} %"
+                         if t.get("accepted_unanswered_pct") is not None else ""))
     return 0
 
 
