@@ -179,10 +179,11 @@ def window_error(dur: float, late_start: float, late_end: float, server_wall_s: 
 
     The runner marks the window with its own clock (SIGUSR1 and the first counter read at the
     window's start, SIGUSR2 and the second at its end).  It runs on the clients' CPU, so
-    generators that busy-poll there can starve it: 12 httperf 0.9.0 processes (each spins a
-    whole CPU, measured 2.0 s of CPU for a 2 s run at 200 conn/s) made it wake 4-5 s late, and
-    the server's statistics then covered 1 ms of a 4 s window, with no packet in the kernel
-    counters, while httperf reported 4,800 replies/s.  ``late_start``/``late_end``: how late the
+    generators that busy-poll there can starve it.  httperf 0.9.0 spins (2.0 s of CPU for a 2 s
+    run at 200 conn/s); with 12 processes at 4,800 req/s the server's statistics covered 1 ms
+    of a 4 s window and the kernel counters did not move, while httperf reported 4,800
+    replies/s from a server that peaks near 3,600, and at 2,800 req/s the runner marked the
+    window's start 6.7 s late.  ``late_start``/``late_end``: how late the
     runner marked each end (s); ``server_wall_s``: the time the server's statistics cover
     (None for nginx, which keeps none).  A point fails when either end is more than
     :data:`WINDOW_SLACK` x ``dur`` late or the server's statistics cover that much less than
