@@ -35,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     from .testbed import TestBedError, TestBedInterrupted
     try:
         recs = run_scenario(a.scenario, a.overrides, a.out, log=log, use_bpf=not a.no_bpf)
-    except ScenarioError as e:          # a flag is named as a flag, not as a scenario key
-        print(f"realsys: {e.key}: {e.reason}" if e.key.startswith("--") else f"realsys: {e}", file=sys.stderr)
+    except ScenarioError as e:          # a flag or the file is not named as a scenario key
+        from simaccept.cli import shown
+        print(f"realsys: {shown(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         log("realsys: interrupted; finished points are kept, rerun to resume")

@@ -86,8 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _shown(e: ScenarioError) -> str:
-    """The message for the terminal: a command-line flag or the file itself is not a "scenario key"."""
+def shown(e: ScenarioError) -> str:
+    """The message for the terminal: a command-line flag or the file itself is not a "scenario key".
+
+    Shared with ``python -m realsys``, which loads scenarios the same way."""
     if e.key.startswith("--"):                      # --jobs, --out, --dask, --parquet
         return f"{e.key}: {e.reason}"
     if e.key in ("<file>", "<path>", "<document>"):   # the file could not be read or parsed
@@ -146,7 +148,7 @@ def main(argv=None) -> int:
                 return 2
             return (fit_main if args.cmd == "fit" else predict_main)(args)
     except ScenarioError as e:
-        print(f"error: {_shown(e)}", file=sys.stderr)
+        print(f"error: {shown(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if args.cmd in ("sweep", "figures"):    # they cache each finished point under OUT

@@ -54,6 +54,20 @@ def test_out_that_cannot_be_a_directory_is_exit_2(where, capsys, tmp_path):
     assert f.read_text() == "keep"
 
 
+
+@pytest.mark.parametrize("text,needle", [
+    (None, "No such file"),                      # unreadable
+    ("[server\nkind = 1", "scenario file: "),   # not TOML
+])
+def test_bad_scenario_file_is_named_as_the_file(text, needle, capsys, tmp_path):
+    # it printed "scenario key '<file>': ...", as if '<file>' were a key to fix
+    f = tmp_path / "s.toml"
+    if text is not None:
+        f.write_text(text)
+    rc = cli.main(["run", str(f), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("realsys: scenario file: ") and needle in err and "<file>" not in err, err
+
 def test_append_is_complete_rows(tmp_path):
     p = tmp_path / "results.csv"
     for i in range(3):
