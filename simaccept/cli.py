@@ -71,7 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--records", required=True, help="RunRecords as CSV (e.g. validation/data/thesis.csv) or Parquet (a sweep's results.parquet)")
     f.add_argument("--params", required=True, help="comma-separated cost names to fit")
     f.add_argument("--out", required=True, help="profile TOML to write")
-    f.add_argument("--metrics", default=None, help="comma-separated record columns to match")
+    f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
+                   "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories, "
+                   "'peak_replies_per_s' fits peak rows")
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario overrides for every simulated record")
     f.add_argument("--jobs", type=int, default=1)
@@ -131,7 +133,7 @@ def main(argv=None) -> int:
                              parquet=args.parquet)
             failed = [r for r in recs if r.status != "ok"]
             also = " and results.parquet" if args.parquet else ""
-            print(f"{len(recs)} points -> {args.out}/results.csv{also} ({len(failed)} failed)")
+            print(f"{len(recs)} point{'' if len(recs) == 1 else 's'} -> {args.out}/results.csv{also} ({len(failed)} failed)")
             return 1 if failed else 0
         if args.cmd == "figures":
             if args.jobs < 1:

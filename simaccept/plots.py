@@ -7,6 +7,8 @@ from pathlib import Path
 
 from .sweep import atomic_write
 
+#: Metrics of the getevents phase: TUX has none (its select calls are 0, fds per call undefined).
+GETEVENTS = ("select_calls_per_s", "fds_per_select")
 FIGURES = [
     ("replies_per_s", "Replies/s", "throughput"),
     ("qdrops_per_s", "Queue drops/s", "queue-drops"),
@@ -49,16 +51,21 @@ def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
         for (label, mux, wl, src), rs in sorted(lines.items()):
             rs = sorted(rs, key=lambda r: r.target_rate)
             ys = [getattr(r, metric) for r in rs]
-            if all(math.isnan(y) for y in ys):
-                continue
+            if all(math.isnan(y) or (metric in GETEVENTS and y == 0) for y in ys):
+                continue            # not measured, or a server with no getevents phase (TUX)
             ax.plot([r.target_rate for r in rs], ys, marker="o", ms=3, label=label)
+        if not ax.get_legend_handles_labels()[0]:
+            # an empty frame says nothing; one left by an earlier sweep here would say something wrong
+            plt.close(fig)
+            for fmt in formats:
+                (Path(out) / f"{stem}.{fmt}").unlink(missing_ok=True)
+            continue
         ax.set_xlabel("Target requests/s")
         ax.set_ylabel(ylabel)
         if ok:
             ax.set_title(f"{ok[0].scenario}")
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:      # e.g. TUX has no select calls to plot
-            ax.legend(fontsize=8)
+        ax.legend(fontsize=8)
         fig.tight_layout()
         written += save_figure(fig, Path(out) / stem, formats)
         plt.close(fig)

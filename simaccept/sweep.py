@@ -177,8 +177,15 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     records = [results[i] for i in range(len(points))]
     if out is not None:
         atomic_write(out / "results.csv", records_to_csv(records))
-        if parquet:
-            write_parquet(records, out / "results.parquet")
+        # An earlier --parquet sweep's file next to this CSV would be read as these results
+        # (fit --records, python -m validation take either), so it is rewritten too.
+        if parquet or (out / "results.parquet").exists():
+            try:
+                write_parquet(records, out / "results.parquet")
+            except ImportError as e:
+                (out / "results.parquet").unlink()
+                print(f"removed {out / 'results.parquet'} of an earlier sweep, which no longer matched "
+                      f"results.csv ({e})", file=sys.stderr)
         if plots:
             try:
                 from .plots import thesis_plots

@@ -220,20 +220,27 @@ def predict_main(args) -> int:
         for k in metrics:
             meas, pred = float(getattr(m.record, k)), float(getattr(s, k))
             err = (pred - meas) / abs(meas) if math.isfinite(meas) and meas != 0 and math.isfinite(pred) else math.nan
-            rows.append({"row": m.label, "seed": m.record.seed, "metric": k, "measured": meas, "predicted": pred,
-                         "error": err})
+            rows.append({"row": m.label, "seed": _seed_text(m.record.seed), "metric": k, "measured": meas,
+                         "predicted": pred, "error": err, "difference": pred - meas})
     width = max(len(r["row"]) for r in rows) if rows else 10
     print(f"{'row':<{width}}  {'metric':<20} {'measured':>12} {'predicted':>12} {'error':>8}")
     for r in rows:
-        e = "" if math.isnan(r["error"]) else f"{100 * r['error']:+.1f}%"
+        # measured 0: a relative error is undefined, and a miss there must still show
+        e = ("" if math.isnan(r["error"]) and r["measured"] != 0 else
+             f"{r['difference']:+.3g}" if math.isnan(r["error"]) else f"{100 * r['error']:+.1f}%")
         print(f"{r['row']:<{width}}  {r['metric']:<20} {r['measured']:>12.6g} {r['predicted']:>12.6g} {e:>8}")
     for k in metrics:
         errs = [abs(r["error"]) for r in rows if r["metric"] == k and not math.isnan(r["error"])]
+        zero = [r for r in rows if r["metric"] == k and r["measured"] == 0 and math.isfinite(r["predicted"])]
+        parts = []
         if errs:
-            print(f"{k}: median |error| {100 * statistics.median(errs):.1f}% over {len(errs)} record(s), "
-                  f"max {100 * max(errs):.1f}%")
-        else:
-            print(f"{k}: not measured in these records")
+            parts.append(f"median |error| {100 * statistics.median(errs):.1f}% over {len(errs)} record(s), "
+                         f"max {100 * max(errs):.1f}%")
+        if zero:
+            parts.append(f"{len(zero)} record(s) measured 0 (no relative error; the error column is predicted - "
+                         f"measured): predicted 0 in {sum(r['predicted'] == 0 for r in zero)}, "
+                         f"largest {max(abs(r['predicted']) for r in zero):.6g}")
+        print(f"{k}: {'; '.join(parts) or 'not measured in these records'}")
     if skipped:
         print(f"skipped {len(skipped)} record(s) the simulator cannot run: "
               + "; ".join(f"{a} ({b})" for a, b in skipped[:5]) + (" ..." if len(skipped) > 5 else ""))
@@ -241,7 +248,7 @@ def predict_main(args) -> int:
         import csv
         import io
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=["row", "seed", "metric", "measured", "predicted", "error"])
+        w = csv.DictWriter(buf, fieldnames=["row", "seed", "metric", "measured", "predicted", "error", "difference"])
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
@@ -254,6 +261,11 @@ def predict_main(args) -> int:
     for label, why in failed:
         _err(f"simulation failed for {label}: {why}")
     return 1 if failed else 0
+
+
+def _seed_text(seed: float):
+    """A record's seed as written in ``--out``: 2004, not the float 2004.0 the record column holds."""
+    return int(seed) if isinstance(seed, float) and seed.is_integer() else seed
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -60,7 +60,7 @@ from simaccept.costs import COST_NAMES, load_costs, save_profile
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
 
-from .records import Measured, _as_measured, is_peak_row, peak_scenarios, scenario_for, simulable
+from .records import ROOT, Measured, _as_measured, is_peak_row, peak_scenarios, scenario_for, simulable
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
 DROP_CATEGORIES = ("drops_acceptq_full", "drops_drop_request", "drops_listen_overflow")
@@ -85,17 +85,48 @@ def drop_shares(get) -> dict[str, float]:
     return {c: v / tot for c, v in zip(DROP_CATEGORIES, vals)}
 
 
+#: The member of a scenario's JSON that carries a sweep point's seed key and coordinates,
+#: which :meth:`Scenario.to_json` (the values only) leaves out.
+SWEEP_POINT = "__sweep_point__"
+
+
+def scenario_json(sc: Scenario) -> str:
+    """``sc`` as the JSON the fitter's workers and cache take: its values, and for a sweep
+    point (see :func:`validation.records.scenario_for`) its seed key, without which the
+    point would draw another random stream than the sweep that wrote the record."""
+    if not sc.point_key:
+        return sc.to_json()
+    point = {"key": list(sc.point_key), "coords": [list(c) for c in sc.coords]}
+    return json.dumps({SWEEP_POINT: point, **sc.values}, sort_keys=True)
+
+
+def scenario_from_json(js: str, source: str) -> Scenario:
+    """The inverse of :func:`scenario_json`."""
+    doc = json.loads(js)
+    point = doc.pop(SWEEP_POINT, None)
+    if point is None:
+        return Scenario(doc, source)
+    return Scenario(doc, source, tuple(point["key"]), tuple(tuple(c) for c in point["coords"]))
+
+
 def _simulate_json(values_json: str, source: str) -> dict:
     from simaccept.sim import simulate
-    sc = Scenario(json.loads(values_json), source)
-    return simulate(sc).to_dict()
+    return simulate(scenario_from_json(values_json, source)).to_dict()
+
+
+def _repo_relative(path: str) -> str:
+    """``path`` relative to the repository when inside it: a profile's header names no one's home directory."""
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except (ValueError, OSError):
+        return str(path)
 
 
 def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: str = "<report>") -> list[RunRecord]:
     """Each record's own scenario (:func:`scenario_for`) simulated with cost ``profile`` (a
     name or a ``.toml`` path) and ``sim_overrides``, on ``jobs`` processes, in order."""
     over = [f"costs.profile={json.dumps(str(profile))}"] + list(sim_overrides)
-    scs = [scenario_for(m, overrides=over).to_json() for m in recs]
+    scs = [scenario_json(scenario_for(m, overrides=over)) for m in recs]
     ex = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(scs))))   # no idle workers
     try:
         out = [RunRecord(**d) for d in ex.map(_simulate_json, scs, [source] * len(scs))]
@@ -136,7 +167,7 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     cache = Path(cache)
     out, todo = {}, []
     for js in dict.fromkeys(jsons):
-        f = cache / (Scenario(json.loads(js), source).content_hash() + ".json")
+        f = cache / (scenario_from_json(js, source).content_hash() + ".json")
         if f.is_file():
             out[js] = json.loads(f.read_text())
         else:
@@ -297,7 +328,7 @@ class CostFitter:
         values = dict(zip(self.params, (u * self._scale()).tolist()))
         over = self.sim_overrides + self._cost_overrides(values)
         return [[sc.to_json() for sc in peak_scenarios(m, self.base_dir, over)] if is_peak_row(m)
-                else [scenario_for(m, self.base_dir, over).to_json()] for m in self._recs]
+                else [scenario_json(scenario_for(m, self.base_dir, over))] for m in self._recs]
 
     def _run_many(self, us: list[np.ndarray]) -> list[np.ndarray]:
         """Residual vectors for several points, all simulations submitted at once."""
@@ -409,7 +440,9 @@ class CostFitter:
             elif m.record.status not in ("ok", ""):      # as predict: a failed run measured nothing to fit
                 skipped.append((m.label, f"status {m.record.status}: not a finished run"))
             elif not self._targets(m):
-                skipped.append((m.label, f"no measured value for {', '.join(self.metrics)}"))
+                zero = [k for k in self.metrics if k not in ("drop_shares", PEAK) and m.get(k) == 0]
+                skipped.append((m.label, f"{', '.join(zero)} measured 0: a relative residual needs a nonzero value"
+                                if zero else f"no measured value for {', '.join(self.metrics)}"))
             else:
                 recs.append(m)
         self.skipped_ = skipped
@@ -515,7 +548,8 @@ class CostFitter:
             f" (git {git_rev() or '?'}).",
             f"Base profile: {self.base_profile}; fixed overrides: {self.overrides or 'none'}.",
             f"Fitted to {len(self.records_)} record(s): " + ", ".join(m.label for m in self.records_) + ".",
-            "Record files: " + ", ".join(sorted({m.path for m in self.records_ if m.path}) or ["(in memory)"]) + ".",
+            "Record files: " + ", ".join(sorted({_repo_relative(m.path) for m in self.records_ if m.path})
+                                         or ["(in memory)"]) + ".",
             f"Metrics: {', '.join(self.metrics)}; weights: {self.weights or 'all 1'}; "
             f"simulation overrides: {self.sim_overrides or 'none'}.",
             f"Residual norm: {self.residual_norm_:.4g} (start {self.start_residual_norm_:.4g}) over "

@@ -30,6 +30,7 @@ raising for them.
 """
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
 import functools
@@ -351,8 +352,13 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             # the first SYN to the reply; httperf's timer has always restarted at connect.
             rs = doc.get("realsys") if isinstance(doc.get("realsys"), dict) else {}
             doc["client"]["timeout_from"] = "connect" if rs.get("httperf") else "first-syn"
-        sc = scenario_from_dict(doc, fix + overrides)
-        return sc
+        try:        # the record's own config first: its error names the file and line, not just a key
+            sc = scenario_from_dict(doc, fix)
+        except ScenarioError as e:
+            raise RecordError(str(e), path=m.path, line=m.line or None, column="config") from None
+        if overrides:
+            sc = scenario_from_dict(doc, fix + overrides)
+        return _sweep_point(sc, r.point) if r.source == "sim" and r.point else sc
     by_name = _scenarios_by_name(str(SCENARIO_DIR))
     if r.scenario in by_name:
         pre = [f'server.kind="{r.server}"', f'workload.kind="{r.workload}"']
@@ -360,6 +366,24 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             pre.append(f'server.mux="{r.mux}"')
         return load_scenario(by_name[r.scenario], pre + fix + overrides)
     raise NotSimulable(f"no scenario for record (scenario {r.scenario!r} has no file and the row has no config)")
+
+
+def _sweep_point(sc: Scenario, point: str) -> Scenario:
+    """``sc`` as the point ``point`` ("workload.rate=30000.0;server.accept_limit=1") of a sweep.
+
+    A sweep point draws its random stream from the scenario's seed and its coordinates (the
+    names and values of the swept keys, :meth:`Scenario.points`), which a record keeps only
+    as its ``point`` label: each swept key becomes a one-value axis again, so the stream is
+    the sweep's.  A label that does not name the scenario's keys leaves ``sc`` as it is."""
+    names = [c.split("=", 1)[0] for c in point.split(";")]
+    vals = copy.deepcopy(sc.values)
+    for n in names:
+        s, _, k = n.partition(".")
+        if not k or s not in vals or k not in vals[s] or isinstance(vals[s][k], list):
+            return sc
+        vals[s][k] = [vals[s][k]]
+    (p,) = Scenario(vals, sc.source).points()
+    return p if [a for a, _ in p.coords] == names else sc
 
 
 #: A peak row (no target rate, a ``peak_replies_per_s``: the thesis quotes peaks in its

@@ -143,6 +143,35 @@ def test_parquet_holds_the_csv_rows_with_typed_columns(tmp_path):
     assert t.schema.metadata[b"simaccept_model_fingerprint"] == model_fingerprint().encode()
 
 
+
+def test_a_later_sweep_keeps_an_earlier_parquet_in_step_and_the_tutorial_reads_it(tmp_path, monkeypatch, capsys):
+    # a stale results.parquet (4 rows of the first grid) was left next to the new CSV
+    from simaccept.sweep import read_parquet
+    out = tmp_path / "o"
+    run_sweep(load_scenario(text=SMALL.replace("rate = [2000, 6000, 12000]", "rate = [2000, 12000]")), out,
+              plots=False, parquet=True)
+    later = load_scenario(text=SMALL.replace("rate = [2000, 6000, 12000]", "rate = [6000]"))
+    recs = run_sweep(later, out, plots=False)
+    back = read_parquet(out / "results.parquet")
+    assert [r.target_rate for r in back] == [r.target_rate for r in read_csv(out / "results.csv")] == [6000.0] * 2
+    assert all(_same(x, y) for x, y in zip(back, recs))
+    # the tutorial's snippet, as printed (pyarrow 26 refused its old `t["target_rate"] == 30000.0`)
+    import re
+    code = next(b for b in re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "tutorial.md").read_text(), re.S)
+                if "results.parquet" in b)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    (out / "results.parquet").rename(tmp_path / "out" / "results.parquet")
+    exec(compile(code.replace("30000.0", "6000.0"), "docs/tutorial.md", "exec"), {})
+    shown = capsys.readouterr().out
+    assert shown.count("'target_rate': 6000.0") == 2, shown
+    # without pyarrow a parquet that can no longer be kept in step is removed, and said so
+    run_sweep(load_scenario(text=SMALL.replace("rate = [2000, 6000, 12000]", "rate = [2000]")),
+              tmp_path / "out", plots=False, parquet=True)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    run_sweep(later, tmp_path / "out", plots=False)
+    assert not (tmp_path / "out" / "results.parquet").exists() and "removed" in capsys.readouterr().err
+
 def test_cli_parquet_without_pyarrow_is_refused_before_running(tmp_path, monkeypatch, capsys):
     from simaccept.cli import main
     spec = tmp_path / "s.toml"

@@ -99,6 +99,57 @@ def test_unreadable_records_and_bad_out_dir_are_exit_2(sim_csv, tmp_path, capsys
     assert "does not exist" in capsys.readouterr().err
 
 
+
+
+def test_predict_reproduces_a_sweeps_own_records(tmp_path, capsys):
+    # a sweep point's random stream is keyed by its coordinates, which the record keeps only as
+    # its `point` label; predicted from the seed alone, the profile that wrote these rows missed
+    # them by seed noise (16,121 vs 16,126 replies/s in one case)
+    import csv
+    from simaccept.sweep import run_sweep
+    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                 ["workload.rate=[20000, 30000]", 'server.accept_limit=[1, "inf"]',
+                                  "scenario.warmup=0.3", "scenario.duration=0.5", "scenario.seed=5"])
+    recs = run_sweep(sc, tmp_path / "sw", jobs=1, plots=False)
+    assert len(recs) == 4 and recs[0].point == "server.accept_limit=1;workload.rate=20000.0"
+    single = simaccept.simulate(simaccept.load_scenario(
+        "scenarios/thesis/userver-onepacket.toml", ["workload.rate=20000", "server.accept_limit=1",
+                                                    "scenario.warmup=0.3", "scenario.duration=0.5",
+                                                    "scenario.seed=5"]))
+    assert single.replies_per_s != recs[0].replies_per_s         # another stream: what was predicted
+    out = tmp_path / "rows.csv"
+    rc = main(["predict", "--records", str(tmp_path / "sw" / "results.csv"), "--profile", "thesis-2004",
+               "--metrics", "replies_per_s,select_calls_per_s", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 8 and all(float(r["difference"]) == 0.0 for r in rows), rows
+
+def test_a_measured_zero_is_shown_with_its_difference_not_as_not_measured(sim_csv, tmp_path, capsys):
+    # a record measuring 0 was reported "not measured in these records", hiding any miss on it
+    import csv
+    rows = list(csv.DictReader(sim_csv.open()))
+    for r in rows:
+        r["accept_rate"] = "0.0"
+    zero = tmp_path / "zero.csv"
+    with zero.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "rows.csv"
+    rc = main(["predict", "--records", str(zero), "--profile", "thesis-2004", "--metrics", "replies_per_s,accept_rate",
+               "--out", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0 and "not measured" not in text, text
+    summary = next(x for x in text.splitlines() if x.startswith("accept_rate: "))
+    assert "2 record(s) measured 0" in summary and "predicted 0 in 0" in summary, summary
+    got = list(csv.DictReader(out.open()))
+    acc = [r for r in got if r["metric"] == "accept_rate"]
+    assert all(r["error"] == "" and float(r["difference"]) > 1000 for r in acc) and acc[0]["seed"] == "3"
+    # fit says why such a record gives no residual
+    rc = main(["fit", "--records", str(zero), "--params", "select_base", "--metrics", "accept_rate",
+               "--out", str(tmp_path / "p.toml")])
+    assert rc != 0 and "accept_rate measured 0" in capsys.readouterr().err
+
 @pytest.mark.parametrize("flags,named", [
     (["--jobs", "0"], "--jobs"),
     (["--max-nfev", "-3"], "--max-nfev"),

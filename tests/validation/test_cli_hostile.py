@@ -60,6 +60,24 @@ def test_bad_config_cell_is_exit_2_naming_file_line_column(sim_csv, tmp_path, ca
     assert f"{bad}:2: column 'config'" in err and why in err
 
 
+@pytest.mark.parametrize("cmd", ["fit", "predict"])
+def test_a_bad_value_in_a_config_cell_names_file_line_and_key(sim_csv, tmp_path, capsys, cmd):
+    # it named the key only ("scenario key 'kernel.backlog': ..."), not which file or row
+    import json
+    doc = json.loads(next(csv.DictReader(sim_csv.open()))["config"])
+    doc["kernel"]["backlog"] = -4
+    bad = _edit(sim_csv, tmp_path, "bad-value.csv", config=json.dumps(doc))
+    argv = ([cmd, "--records", str(bad), "--params", "select_base", "--out", str(tmp_path / "x.toml")]
+            if cmd == "fit" else [cmd, "--records", str(bad), "--profile", "thesis-2004"])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2: column 'config': scenario key 'kernel.backlog'" in err and "Traceback" not in err, err
+    # a bad --set is still the flag's fault, not the record's
+    rc = main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--set", "kernel.backlog=-4"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "kernel.backlog" in err and "column 'config'" not in err, err
+
+
 def test_a_byte_order_mark_is_not_part_of_the_first_column(sim_csv, tmp_path):
     p = tmp_path / "bom.csv"
     p.write_bytes(b"\xef\xbb\xbf" + sim_csv.read_bytes())

@@ -2,7 +2,7 @@
 """Write validation/data/thesis.csv: every measurement the thesis states in numbers.
 
 Pariag, "Using accept() Strategies to Improve Server Performance", MMath thesis,
-University of Waterloo, 2004 (/work/shared/seeds/000_7fc3e103365f5068.txt).
+University of Waterloo, 2004.
 
 The numbers below are copied by hand from the thesis text and tables; none are
 read off figures and none are computed.  Each row is one
