@@ -316,6 +316,9 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
     ``overrides`` (``section.key=value``) are applied last,
     e.g. ``costs.select_base=12`` or ``scenario.duration=5``.  ``rate`` replaces the
     record's target rate (how :func:`peak_scenarios` simulates a peak row at its peak rates).
+    A sweep's row (source ``sim`` with a ``point`` label) is simulated as that sweep point, with
+    its random stream (:func:`_sweep_point`).  A bad value in the row's ``config`` is a
+    :class:`RecordError` naming file, line and column; a bad ``overrides`` one a ScenarioError.
     Raises :class:`NotSimulable` when the record names no server or no target rate.
     """
     r = _as_measured(record).record
