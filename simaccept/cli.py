@@ -99,11 +99,20 @@ def shown(e: ScenarioError) -> str:
     return str(e)
 
 
+def _load(path: str, overrides):
+    sc = load_scenario(path, overrides)
+    # defaults are a scenario of their own, but an empty file is more often a mistake
+    if not Path(path).read_text(encoding="utf-8-sig").strip():
+        print(f"warning: {path} is empty: every key takes its default (`simaccept/scenario.py`, SCHEMA)",
+              file=sys.stderr)
+    return sc
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.cmd == "run":
-            sc = load_scenario(args.scenario, args.set)
+            sc = _load(args.scenario, args.set)
             if sc.axes:
                 raise ScenarioError(sc.axes[0][0], "is a sweep axis (a list); `simaccept run` needs one "
                                     "point: fix it with --set, or use `simaccept sweep`")
@@ -121,7 +130,7 @@ def main(argv=None) -> int:
         if args.cmd == "sweep":
             if args.jobs < 1:
                 raise ScenarioError("--jobs", f"must be >= 1, got {args.jobs}")
-            sc = load_scenario(args.scenario, args.set)
+            sc = _load(args.scenario, args.set)
             from .sweep import _pyarrow, run_sweep
             if args.parquet:
                 try:
@@ -132,7 +141,7 @@ def main(argv=None) -> int:
             recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
                              parquet=args.parquet)
             failed = [r for r in recs if r.status != "ok"]
-            also = " and results.parquet" if args.parquet else ""
+            also = " and results.parquet" if (Path(args.out) / "results.parquet").exists() else ""
             print(f"{len(recs)} point{'' if len(recs) == 1 else 's'} -> {args.out}/results.csv{also} ({len(failed)} failed)")
             return 1 if failed else 0
         if args.cmd == "figures":

@@ -135,3 +135,12 @@ def test_error_names_a_flag_a_file_or_a_scenario_key(tmp_path, spec, capsys, arg
     rc = cli.main([a.format(spec=spec, tmp=tmp_path) for a in argv])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith(shown), err
+
+
+def test_an_empty_scenario_file_runs_on_defaults_with_a_warning(tmp_path, capsys):
+    from simaccept.cli import main
+    empty = tmp_path / "empty.toml"
+    empty.write_text("\n")
+    assert main(["run", str(empty), "--set", "scenario.duration=0.2", "--set", "scenario.warmup=0.1",
+                 "--set", "workload.rate=1000"]) == 0
+    assert "is empty: every key takes its default" in capsys.readouterr().err
