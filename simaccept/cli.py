@@ -102,9 +102,10 @@ def shown(e: ScenarioError) -> str:
 def _load(path: str, overrides):
     sc = load_scenario(path, overrides)
     # defaults are a scenario of their own, but an empty file is more often a mistake
-    if not Path(path).read_text(encoding="utf-8-sig").strip():
-        print(f"warning: {path} is empty: every key takes its default (`simaccept/scenario.py`, SCHEMA)",
-              file=sys.stderr)
+    # (a regular file only: a pipe read again here would look empty)
+    if Path(path).is_file() and not Path(path).read_text(encoding="utf-8-sig").strip():
+        print(f"warning: {path} is empty: every key not given with --set takes its default "
+              "(`simaccept/scenario.py`, SCHEMA)", file=sys.stderr)
     return sc
 
 

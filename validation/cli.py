@@ -226,12 +226,14 @@ def predict_main(args) -> int:
     print(f"{'row':<{width}}  {'metric':<20} {'measured':>12} {'predicted':>12} {'error':>8}")
     for r in rows:
         # measured 0: a relative error is undefined, and a miss there must still show
-        e = ("" if math.isnan(r["error"]) and r["measured"] != 0 else
-             f"{r['difference']:+.3g}" if math.isnan(r["error"]) else f"{100 * r['error']:+.1f}%")
+        e = (f"{100 * r['error']:+.1f}%" if not math.isnan(r["error"]) else
+             f"{r['difference']:+.3g}" if r["measured"] == 0 and math.isfinite(r["predicted"]) else "")
         print(f"{r['row']:<{width}}  {r['metric']:<20} {r['measured']:>12.6g} {r['predicted']:>12.6g} {e:>8}")
     for k in metrics:
         errs = [abs(r["error"]) for r in rows if r["metric"] == k and not math.isnan(r["error"])]
         zero = [r for r in rows if r["metric"] == k and r["measured"] == 0 and math.isfinite(r["predicted"])]
+        unpredicted = [r for r in rows if r["metric"] == k and math.isfinite(r["measured"])
+                       and not math.isfinite(r["predicted"])]
         parts = []
         if errs:
             parts.append(f"median |error| {100 * statistics.median(errs):.1f}% over {len(errs)} record(s), "
@@ -240,6 +242,8 @@ def predict_main(args) -> int:
             parts.append(f"{len(zero)} record(s) measured 0 (no relative error; the error column is predicted - "
                          f"measured): predicted 0 in {sum(r['predicted'] == 0 for r in zero)}, "
                          f"largest {max(abs(r['predicted']) for r in zero):.6g}")
+        if unpredicted:
+            parts.append(f"{len(unpredicted)} record(s) measured but not predicted (the simulation gave no value)")
         print(f"{k}: {'; '.join(parts) or 'not measured in these records'}")
     if skipped:
         print(f"skipped {len(skipped)} record(s) the simulator cannot run: "

@@ -327,7 +327,7 @@ class CostFitter:
         """Per record, the scenarios to simulate: one, or one per peak rate of a peak row."""
         values = dict(zip(self.params, (u * self._scale()).tolist()))
         over = self.sim_overrides + self._cost_overrides(values)
-        return [[sc.to_json() for sc in peak_scenarios(m, self.base_dir, over)] if is_peak_row(m)
+        return [[scenario_json(sc) for sc in peak_scenarios(m, self.base_dir, over)] if is_peak_row(m)
                 else [scenario_json(scenario_for(m, self.base_dir, over))] for m in self._recs]
 
     def _run_many(self, us: list[np.ndarray]) -> list[np.ndarray]:

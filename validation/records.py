@@ -37,6 +37,7 @@ import functools
 import json
 import math
 import operator
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -355,13 +356,21 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             # the first SYN to the reply; httperf's timer has always restarted at connect.
             rs = doc.get("realsys") if isinstance(doc.get("realsys"), dict) else {}
             doc["client"]["timeout_from"] = "connect" if rs.get("httperf") else "first-syn"
-        try:        # the record's own config first: its error names the file and line, not just a key
-            sc = scenario_from_dict(doc, fix)
-        except ScenarioError as e:
-            raise RecordError(str(e), path=m.path, line=m.line or None, column="config") from None
-        if overrides:
+        sc_seed = doc.get("scenario", {}).get("seed") if isinstance(doc.get("scenario"), dict) else None
+        if seed is None and type(sc_seed) is int and float(sc_seed) == r.seed:
+            fix[-1] = f"scenario.seed={sc_seed}"    # exact: the float seed column rounds past 2**53
+        try:
             sc = scenario_from_dict(doc, fix + overrides)
-        return _sweep_point(sc, r.point) if r.source == "sim" and r.point else sc
+        except ScenarioError as e:
+            try:        # whose fault: a --set may repair a record, so the record is blamed only alone
+                scenario_from_dict(doc, fix)
+            except ScenarioError as own:
+                raise RecordError(str(own), path=m.path, line=m.line or None,
+                                  column=_COLUMN_OF.get(own.key, "config")) from None
+            raise e from None
+        if r.source == "sim" and r.point:
+            return _sweep_point(sc, scenario_from_dict(doc, fix) if overrides else sc, r.point)
+        return sc
     by_name = _scenarios_by_name(str(SCENARIO_DIR))
     if r.scenario in by_name:
         pre = [f'server.kind="{r.server}"', f'workload.kind="{r.workload}"']
@@ -371,22 +380,39 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
     raise NotSimulable(f"no scenario for record (scenario {r.scenario!r} has no file and the row has no config)")
 
 
-def _sweep_point(sc: Scenario, point: str) -> Scenario:
-    """``sc`` as the point ``point`` ("workload.rate=30000.0;server.accept_limit=1") of a sweep.
+#: The record columns :func:`scenario_for` sets scenario keys from (the rest come from ``config``).
+_COLUMN_OF = {"workload.rate": "target_rate", "server.accept_limit": "accept_limit", "scenario.seed": "seed"}
+
+
+def _sweep_point(sc: Scenario, own: Scenario, point: str) -> Scenario:
+    """``sc`` with the seed key of the sweep point ``point`` ("server.accept_limit=1;workload.rate=3e4.0").
 
     A sweep point draws its random stream from the scenario's seed and its coordinates (the
     names and values of the swept keys, :meth:`Scenario.points`), which a record keeps only
-    as its ``point`` label: each swept key becomes a one-value axis again, so the stream is
-    the sweep's.  A label that does not name the scenario's keys leaves ``sc`` as it is."""
-    names = [c.split("=", 1)[0] for c in point.split(";")]
-    vals = copy.deepcopy(sc.values)
-    for n in names:
+    as its ``point`` label.  The key is rebuilt from ``own`` (the record's scenario before any
+    ``--set`` or fitted cost, which must not move the stream): each swept key becomes a
+    one-value axis again, in the label's order.  A label that cannot be rebuilt is warned
+    about and ``sc`` keeps the scenario's seed alone."""
+    vals, names = own.values, []
+    for frag in point.split(";"):
+        n = frag.split("=", 1)[0]
         s, _, k = n.partition(".")
-        if not k or s not in vals or k not in vals[s] or isinstance(vals[s][k], list):
-            return sc
-        vals[s][k] = [vals[s][k]]
-    (p,) = Scenario(vals, sc.source).points()
-    return p if [a for a, _ in p.coords] == names else sc
+        if "=" in frag and k and isinstance(vals.get(s), dict) and k in vals[s] and n not in names:
+            names.append(n)
+        # else a ';' inside the previous value (a profile path); the label check below decides
+    grid: dict[str, dict] = {}
+    for s in list(dict.fromkeys(n.split(".", 1)[0] for n in names)) + [s for s in vals if s not in grid]:
+        if s in grid:
+            continue
+        swept = [n.split(".", 1)[1] for n in names if n.split(".", 1)[0] == s]
+        grid[s] = {k: [vals[s][k]] for k in swept}               # axes come out in the label's order
+        grid[s].update({k: copy.deepcopy(v) for k, v in vals[s].items() if k not in swept})
+    p = Scenario(grid, own.source).points()[0] if names else None
+    if p is None or p.point_label() != point:
+        warnings.warn(f"sweep point {point!r} could not be rebuilt from the record's config: simulated with "
+                      f"the scenario's seed alone, another random stream than the sweep's", stacklevel=3)
+        return sc
+    return dataclasses.replace(sc, point_key=p.point_key, coords=p.coords)
 
 
 #: A peak row (no target rate, a ``peak_replies_per_s``: the thesis quotes peaks in its

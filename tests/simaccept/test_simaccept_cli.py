@@ -143,4 +143,4 @@ def test_an_empty_scenario_file_runs_on_defaults_with_a_warning(tmp_path, capsys
     empty.write_text("\n")
     assert main(["run", str(empty), "--set", "scenario.duration=0.2", "--set", "scenario.warmup=0.1",
                  "--set", "workload.rate=1000"]) == 0
-    assert "is empty: every key takes its default" in capsys.readouterr().err
+    assert "is empty: every key not given with --set takes its default" in capsys.readouterr().err
