@@ -60,7 +60,7 @@ from simaccept.costs import COST_NAMES, load_costs, save_profile
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
 
-from .records import ROOT, Measured, _as_measured, is_peak_row, peak_scenarios, scenario_for, simulable
+from .records import Measured, _as_measured, is_peak_row, peak_scenarios, repo_path, scenario_for, simulable
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
 DROP_CATEGORIES = ("drops_acceptq_full", "drops_drop_request", "drops_listen_overflow")
@@ -112,14 +112,6 @@ def scenario_from_json(js: str, source: str) -> Scenario:
 def _simulate_json(values_json: str, source: str) -> dict:
     from simaccept.sim import simulate
     return simulate(scenario_from_json(values_json, source)).to_dict()
-
-
-def _repo_relative(path: str) -> str:
-    """``path`` relative to the repository when inside it: a profile's header names no one's home directory."""
-    try:
-        return Path(path).resolve().relative_to(ROOT).as_posix()
-    except (ValueError, OSError):
-        return str(path)
 
 
 def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: str = "<report>") -> list[RunRecord]:
@@ -548,7 +540,7 @@ class CostFitter:
             f" (git {git_rev() or '?'}).",
             f"Base profile: {self.base_profile}; fixed overrides: {self.overrides or 'none'}.",
             f"Fitted to {len(self.records_)} record(s): " + ", ".join(m.label for m in self.records_) + ".",
-            "Record files: " + ", ".join(sorted({_repo_relative(m.path) for m in self.records_ if m.path})
+            "Record files: " + ", ".join(sorted({repo_path(m.path) for m in self.records_ if m.path})
                                          or ["(in memory)"]) + ".",
             f"Metrics: {', '.join(self.metrics)}; weights: {self.weights or 'all 1'}; "
             f"simulation overrides: {self.sim_overrides or 'none'}.",

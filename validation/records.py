@@ -66,6 +66,15 @@ WORKLOADS = SCHEMA["workload"]["kind"].choices
 _WL_STEM = {"one-packet": ("onepacket", "one-packet"), "specweb99": ("specweb", "specweb99")}
 
 
+def repo_path(p) -> str:
+    """``p`` relative to the repository when it is inside it: committed files (the report's
+    summary, a fitted profile's header) must not name the directory they happened to be made in."""
+    try:
+        return Path(p).resolve().relative_to(ROOT).as_posix()
+    except (ValueError, OSError):
+        return str(p)
+
+
 class RecordError(ValueError):
     """A records file or row is unusable; names the file, line and column."""
 
@@ -401,9 +410,7 @@ def _sweep_point(sc: Scenario, own: Scenario, point: str) -> Scenario:
             names.append(n)
         # else a ';' inside the previous value (a profile path); the label check below decides
     grid: dict[str, dict] = {}
-    for s in list(dict.fromkeys(n.split(".", 1)[0] for n in names)) + [s for s in vals if s not in grid]:
-        if s in grid:
-            continue
+    for s in dict.fromkeys([n.split(".", 1)[0] for n in names] + list(vals)):    # the label's sections first
         swept = [n.split(".", 1)[1] for n in names if n.split(".", 1)[0] == s]
         grid[s] = {k: [vals[s][k]] for k in swept}               # axes come out in the label's order
         grid[s].update({k: copy.deepcopy(v) for k, v in vals[s].items() if k not in swept})

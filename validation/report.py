@@ -63,7 +63,7 @@ from simaccept.sweep import atomic_write, run_sweep
 from .fitter import DROP_CATEGORIES, drop_shares
 from .sensitivity import format_factor
 from .records import (ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
-                      simulator_supports, thesis_scenario_file)
+                      repo_path, simulator_supports, thesis_scenario_file)
 
 DEFAULT_OUT = ROOT / "docs" / "validation"
 DEFAULT_CACHE = ROOT / "out" / "validation-cache"
@@ -337,15 +337,6 @@ def resolve_profile(profile: str) -> tuple[str, dict[str, float], str]:
         raise ReportError(f"--profile: no cost profile named {profile!r} (have: {', '.join(available_profiles())};"
                           f" or give a .toml file)")
     return profile, {}, profile
-
-
-def _repo_path(p) -> str:
-    """``p`` relative to the repository when it is inside it: the committed summary must
-    not name the directory the report happened to run in."""
-    try:
-        return Path(p).resolve().relative_to(ROOT.resolve()).as_posix()
-    except ValueError:
-        return str(p)
 
 
 def _atomic_savefig(fig, path: Path) -> None:
@@ -807,7 +798,7 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
             order_checks[f"thesis/{name}"] = policy_order(lines, exp)
         group_info.append({"group": name, "points": npts, "failed_points": len(failed),
                            "failed_errors": sorted({(x.error or "").splitlines()[0] for x in failed})[:3],
-                           "png": png, "cells": len(cells), "scenario": _repo_path(sc.source),
+                           "png": png, "cells": len(cells), "scenario": repo_path(sc.source),
                            "warmup": sc["scenario"]["warmup"], "duration": sc["scenario"]["duration"]})
     real_info = realsys_heldout(real, real_profile, jobs, sim_overrides)
     real_pngs = []
