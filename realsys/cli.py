@@ -21,15 +21,17 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--json", action="store_true", help="print each new record as a JSON line on stdout")
     r.add_argument("--out", default=None, help="results directory (default realsys/results/<scenario name>)")
     r.add_argument("--no-bpf", action="store_true", help="counter-only drop split (no bpftrace)")
-    sub.add_parser("clean", help="remove stale sa-<pid>-* namespaces whose owner is dead")
+    sub.add_parser("clean", help="remove stale sa-<pid>-* namespaces and realsys-* work folders whose owner is dead")
     a = ap.parse_args(argv)
 
     from simaccept.scenario import ScenarioError
     log = (lambda m: print(m, file=sys.stderr, flush=True))
     if a.cmd == "clean":
+        from .runner import clean_work
         from .testbed import clean_stale
         removed = clean_stale(log)
-        log(f"realsys: removed {len(removed)} stale namespace(s)")
+        folders = clean_work(log)
+        log(f"realsys: removed {len(removed)} stale namespace(s) and {len(folders)} work folder(s)")
         return 0
     from .runner import run_scenario
     from .testbed import TestBedError, TestBedInterrupted

@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from .runner import read_rows
+from .runner import ResultsFileError, read_rows
 
 
 #: Point-label axes a series name already carries (or, for the seed, that repetitions vary).
@@ -123,8 +123,14 @@ def main(argv=None) -> int:
     ap.add_argument("--drops-rate", type=float, default=None)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    for d in a.dirs:        # a typo must not read as an empty result
+        if not (Path(d) / "results.csv").is_file():
+            ap.error(f"{d}: no results.csv there (a results directory of python -m realsys run --out DIR)")
     for d in a.dirs:
-        s = summarize(d, a.drops_rate)
+        try:
+            s = summarize(d, a.drops_rate)
+        except ResultsFileError as e:
+            ap.error(str(e))
         if a.json:
             print(json.dumps(s, indent=1, default=str))
             continue

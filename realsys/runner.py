@@ -40,8 +40,8 @@ from simaccept.scenario import Scenario, ScenarioError, load_scenario
 from . import C_DIR, kernel
 from .docroot import make_docroot
 from .loadgen import httperf_argv, loadgen_argv, merge, parse_httperf, requests_per_conn
-from .servers import PORT, ServerConfigError, nginx_version, server_argv
-from .testbed import TestBed, netrx_check
+from .servers import PORT, ServerConfigError, nginx_event_methods, nginx_version, server_argv
+from .testbed import TestBed, TestBedError, netrx_check, owner_alive, _proc_starttime
 
 REPO = Path(__file__).resolve().parent.parent
 # Server and generators run at nice -20: on a shared machine other CPU-bound work then
@@ -82,6 +82,42 @@ def check_real(sc: Scenario) -> None:
                 raise ScenarioError(f"realsys.{key}", f"CPU {v['realsys'][key]} does not exist ({ncpu} CPUs)")
         if v["client"]["hosts"] > 2:
             raise ScenarioError("client.hosts", "the test bed has 2 client hosts")
+        for key, hi, prog in _C_LIMITS:
+            if prog in ("loadgen", kind) and _get(v, key) > hi:
+                raise ScenarioError(key, f"{_get(v, key):g} is past what {prog} accepts (at most {hi:g})")
+        if not v["realsys"]["httperf"]:
+            per_proc = v["workload"]["rate"] / requests_per_conn(v["workload"]["kind"]) / v["realsys"]["procs"]
+            if per_proc > LOADGEN_MAX_RATE:
+                raise ScenarioError("workload.rate", f"{per_proc:g} connections/s per generator is past what "
+                                    f"loadgen accepts ({LOADGEN_MAX_RATE:g}); raise realsys.procs")
+        if kind == "nginx" and v["server"]["mux"] not in nginx_event_methods():
+            raise ScenarioError("server.mux", f"this nginx has no {v['server']['mux']!r} event method (it has "
+                                f"{', '.join(nginx_event_methods()) or 'none found'}); set server.mux = \"epoll\"")
+
+
+#: What the C programs refuse past (their option parsing in realsys/c/*.c), for the scenario
+#: keys that reach them: a key the schema allows past these would start the test bed and
+#: then fail with the program's own message lost in its log.  (key, limit, program)
+_C_LIMITS = (("client.timeout", 600.0, "loadgen"),          # loadgen.c --timeout
+             ("scenario.duration", 3600.0, "loadgen"),      # loadgen.c --duration
+             ("scenario.warmup", 600.0, "loadgen"),         # loadgen.c --warmup
+             ("realsys.spin_us", 1e6, "userver"),           # userver.c --spin-us
+             ("realsys.spin_us", 1e6, "knot"),              # knot.c --spin-us
+             ("server.threads", 100000, "knot"))            # knot.c --threads
+LOADGEN_MAX_RATE = 1e6                                       # loadgen.c --rate (connections/s)
+
+
+def _get(v: dict, key: str):
+    section, name = key.split(".")
+    return v[section][name]
+
+
+def check_out_name(sc: Scenario) -> None:
+    """With no --out, scenario.name is a folder under realsys/results/: one plain name only."""
+    name = sc.name
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ScenarioError("scenario.name", f"{name!r} names the results folder (realsys/results/<name>) when "
+                            "there is no --out: use a plain name, or pass --out")
 
 
 def ensure_built(log=print) -> None:
@@ -121,11 +157,27 @@ def provenance() -> dict:
 
 
 # --------------------------------------------------------------------------- results file
+class ResultsFileError(ValueError):
+    """DIR/results.csv exists but is not a results file this runner wrote."""
+
+
 def read_rows(path: Path) -> list[dict]:
+    """The rows of a results.csv ([] if there is none).  Raises ResultsFileError for a file
+    that is not one (unreadable, not UTF-8, or no point/config/status header): a run would
+    otherwise rewrite it with its rows and lose what it held."""
     if not path.exists():
         return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rd = csv.DictReader(f)
+            rows = list(rd)
+            header = rd.fieldnames or []
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise ResultsFileError(f"{path}: cannot read it as a results file ({e}); move it away") from None
+    missing = [c for c in ("point", "config", "status", "replies_per_s") if c not in header]
+    if header and missing:
+        raise ResultsFileError(f"{path}: not a results file (no {', '.join(missing)} column); move it away")
+    return rows
 
 
 def append_record(path: Path, rec: RunRecord) -> None:
@@ -221,7 +273,11 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                       stderr=subprocess.STDOUT)
     extra: dict = {"point": pt.point_label(), "hash": h, "sysctls": sysctls, "server_argv": argv}
     try:
-        tb.wait_listening(PORT, server)
+        try:
+            tb.wait_listening(PORT, server)
+        except TestBedError as e:
+            srv_log.flush()
+            raise TestBedError(f"{e}{_log_tail(pdir / 'server.log', pdir / 'nginx' / 'error.log')}") from None
         time.sleep(0.1)
         pids = [server.pid]
         if kind == "nginx":
@@ -305,6 +361,10 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     split = kernel.split_drops(delta, bpf)
     if bpf is None and tracer.note:
         split["note"] = f"{split['note']} ({tracer.note})"
+    for i, (p, o) in enumerate(gens):
+        if p.returncode != 0 and not (rs["httperf"] and Path(o).exists()):
+            raise RuntimeError(f"load generator {i} exited with status {p.returncode}"
+                               + _log_tail(pdir / f"gen-{i}.log", Path(o)))
     if rs["httperf"]:
         gen_res = [parse_httperf(Path(o).read_text()) for _, o in gens]
         g = _from_httperf(gen_res, conn_rate, warm + dur)
@@ -331,6 +391,19 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                                   server_ns_ip_in_receives=delta.get("Ip.InReceives", 0)),
                   "server_fds_after_load": fds_open, "provenance": prov, "httperf": rs["httperf"]})
     return rec, extra
+
+
+def _log_tail(*paths: Path, lines: int = 5) -> str:
+    """The last lines of the first non-empty log, for an error message: the work folder
+    holding the logs is removed when the run ends."""
+    for path in paths:
+        try:
+            text = path.read_text(errors="replace").strip()
+        except OSError:
+            continue
+        if text:
+            return f"; {path.name} says: " + " | ".join(text.splitlines()[-lines:])
+    return ""
 
 
 def _from_httperf(res: list[dict], conn_rate: float, total_s: float) -> dict:
@@ -411,6 +484,8 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                  use_bpf: bool = True, hook: Callable[[str], None] | None = None) -> list[RunRecord]:
     sc = load_scenario(path, overrides)
     check_real(sc)
+    if not out:
+        check_out_name(sc)
     out_dir = Path(out) if out else REPO / "realsys" / "results" / sc.name
     try:                    # bad input (exit 2), refused before the test bed is built
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -420,16 +495,22 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     except OSError as e:
         raise ScenarioError("--out", f"cannot create {str(out_dir)!r}: {e.strerror or e}") from None
     csv_path = out_dir / "results.csv"
+    try:
+        done = done_keys(read_rows(csv_path))
+    except ResultsFileError as e:
+        raise ScenarioError("--out", str(e)) from None
     ensure_built(log)
     pts = sc.points()
-    done = done_keys(read_rows(csv_path))
     todo = [p for p in pts if (p.point_label(), p.to_json()) not in done]
     log(f"realsys: {sc.name}: {len(pts)} points, {len(pts) - len(todo)} already in {csv_path}")
     recs: list[RunRecord] = []
     if todo:
         first = todo[0].values["realsys"]
-        work = Path(tempfile.mkdtemp(prefix="realsys-"))
+        work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
         os.chmod(work, 0o755)
+        # Who owns it, for clean_work() after a run that could not remove it (SIGKILL).
+        (work / OWNER_FILE).write_text(json.dumps({"owner_pid": os.getpid(),
+                                                   "owner_starttime": _proc_starttime(os.getpid())}))
         # Keep this process (and bpftrace, which inherits the mask) off the server's CPU.
         old_aff = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {first["cpu_clients"]})
@@ -458,8 +539,38 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
         finally:
             os.sched_setaffinity(0, old_aff)
             shutil.rmtree(work, ignore_errors=True)
-    plot(csv_path, out_dir / "throughput.png", log=log)
+            if recs:            # an interrupted run's plot shows what it finished, too
+                try:
+                    plot(csv_path, out_dir / "throughput.png", log=log)
+                except Exception as e:      # never hide the run's own outcome behind a plot's
+                    log(f"realsys: no plot: {e}")
+    elif csv_path.exists():
+        plot(csv_path, out_dir / "throughput.png", log=log)
     return recs
+
+
+WORK_PREFIX = "realsys-"
+OWNER_FILE = "owner.json"
+
+
+def clean_work(log=None) -> list[str]:
+    """Remove the temporary work folders (``$TMPDIR/realsys-*``, about 5 MB each: a copy of
+    the document root) of runs whose owner is dead.  A folder without an owner record is
+    one this runner did not make, or an older one: it is left alone."""
+    removed = []
+    for d in Path(tempfile.gettempdir()).glob(WORK_PREFIX + "*"):
+        try:
+            m = json.loads((d / OWNER_FILE).read_text())
+            pid, start = int(m["owner_pid"]), m.get("owner_starttime")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if owner_alive(pid, start):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
+        if log:
+            log(f"realsys: removed work folder {d} (owner pid {pid} is gone)")
+    return removed
 
 
 def plot(csv_path: Path, png: Path, log=print) -> bool:
@@ -487,7 +598,7 @@ def plot(csv_path: Path, png: Path, log=print) -> bool:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(png, dpi=100)
+    atomic_write(png, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
     plt.close(fig)
     log(f"realsys: plot {png}")
     return True

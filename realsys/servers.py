@@ -34,6 +34,19 @@ def nginx_version() -> str:
     return (p.stderr or p.stdout).strip()
 
 
+def nginx_event_methods() -> tuple[str, ...]:
+    """The event methods (``use``) this nginx has, of epoll, poll and select.  On Linux nginx
+    builds select and poll only when configured ``--with-select_module`` / ``--with-poll_module``
+    (Debian's nginx-light is not): they are then missing, and ``use select;`` is a startup error."""
+    b = nginx_binary()
+    if not b:
+        return ()
+    p = subprocess.run([b, "-V"], capture_output=True, text=True)
+    conf = p.stderr + p.stdout
+    return ("epoll",) + tuple(m for m in ("poll", "select") if f"--with-{m}_module" in conf
+                              and f"--without-{m}_module" not in conf)
+
+
 def nginx_config(workdir: Path, docroot: Path, *, accept_limit, backlog: int, mux: str,
                  max_conns: int) -> Path:
     if accept_limit not in (1, "inf"):

@@ -18,7 +18,9 @@ the caller's namespace, so no traffic can leave the machine.
   somaxconn, tcp_max_syn_backlog, synack retries) and the clients get a wide
   ip_local_port_range and tcp_tw_reuse=1.
 * :class:`TestBed` is a context manager that always tears down what it created, on an
-  exception, Ctrl-C or SIGTERM (turned into :class:`TestBedInterrupted`).  It records
+  exception, Ctrl-C, SIGTERM or SIGHUP (the last two turned into :class:`TestBedInterrupted`).
+  Signals that arrive during the teardown itself are held until it has finished, so a
+  second Ctrl-C cannot leave namespaces behind.  It records
   what it created in ``/run/simaccept-testbed/<prefix>.json``; on start it removes
   stale test beds of earlier runs: namespaces named ``sa-<pid>-...`` whose owning
   process is dead (or whose pid was reused, per the recorded start time).  Namespaces
@@ -31,6 +33,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -51,7 +54,11 @@ class TestBedError(RuntimeError):
 
 
 class TestBedInterrupted(SystemExit):
-    """Raised in the main thread when SIGTERM arrives while a test bed is up."""
+    """Raised in the main thread when SIGTERM or SIGHUP arrives while a test bed is up."""
+
+#: Signals that end a run: the test bed turns them into exceptions, and holds them off
+#: while it tears down.  SIGHUP is a closed terminal or SSH session ending a long sweep.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _run(cmd: Sequence[str], input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -215,7 +222,7 @@ class TestBed:
         self.cgroups: list[Path] = []         # cpu cgroups we made (server CPU quota)
         self.procs: list[subprocess.Popen] = []
         self.anchors: dict[str, int] = {}     # ns -> pid of a sleeper whose /proc/<pid>/net shows the ns
-        self._old_sigterm = None
+        self._old_handlers: dict[int, object] = {}
         self._addr_cursor = [0] * n_clients
 
     # ------------------------------------------------------------------ lifecycle
@@ -223,7 +230,9 @@ class TestBed:
         if os.geteuid() != 0:
             raise TestBedError("the test bed needs root (network namespaces, veth, sysctls)")
         if threading.current_thread() is threading.main_thread():
-            self._old_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                if signal.getsignal(sig) is not signal.SIG_IGN:     # nohup: a hangup stays ignored
+                    self._old_handlers[sig] = signal.signal(sig, self._on_sigterm)
         try:
             clean_stale(self.log)
             self._build()
@@ -304,8 +313,44 @@ class TestBed:
         vals = p.stdout.splitlines()
         return {k: (vals[i].strip() if i < len(vals) else "") for i, k in enumerate(keys)}
 
+    def _say(self, msg: str) -> None:
+        # After SIGHUP the terminal may be gone (EIO/EPIPE), and from a signal handler the
+        # print may re-enter one in progress (RuntimeError): a log line must not stop a teardown.
+        try:
+            self.log(msg)
+        except (OSError, ValueError, RuntimeError):
+            pass
+
     def teardown(self) -> None:
-        """Stop our processes, delete our namespaces (their veths go with them)."""
+        """Stop our processes, delete our namespaces (their veths go with them).
+
+        SIGINT, SIGTERM and SIGHUP arriving meanwhile are held and acted on once everything
+        is removed (a KeyboardInterrupt or TestBedInterrupted raised then), so an impatient
+        second Ctrl-C cannot cut the teardown short and leave the test bed up."""
+        held: list[int] = []
+        saved: dict[int, object] = {}
+        if threading.current_thread() is threading.main_thread():
+            def hold(signum, frame):
+                if not held:
+                    self._say(f"testbed: tearing down; signal {signum} held until it is done")
+                held.append(signum)
+            for sig in _STOP_SIGNALS:
+                if signal.getsignal(sig) is not signal.SIG_IGN:     # an ignored signal stays ignored
+                    saved[sig] = signal.signal(sig, hold)
+        try:
+            self._teardown()
+        finally:
+            for sig, h in saved.items():
+                signal.signal(sig, h)
+            for sig, h in self._old_handlers.items():
+                signal.signal(sig, h)
+            self._old_handlers.clear()
+        if held and sys.exc_info()[1] is None:     # else an exception is already ending the run
+            if held[0] == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise TestBedInterrupted(128 + held[0])
+
+    def _teardown(self) -> None:
         for p in self.procs:
             if p.poll() is None:
                 try:
@@ -326,12 +371,9 @@ class TestBed:
             _remove_cgroup(cg)
         self.cgroups.clear()
         if self.created:
-            self.log(f"testbed: removed {', '.join(self.created)}")
+            self._say(f"testbed: removed {', '.join(self.created)}")
         self.created.clear()
         (MARK_DIR / f"{self.prefix}.json").unlink(missing_ok=True)
-        if self._old_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._old_sigterm)
-            self._old_sigterm = None
 
     # ------------------------------------------------------------------ processes
     def spawn(self, ns: str, argv: Sequence[str], cpu: int | None, nice: int | None = None,

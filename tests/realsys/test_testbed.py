@@ -151,3 +151,73 @@ def test_killed_run_is_cleaned_on_next_start(tmp_path):
     assert _ours(p.pid) == []
     time.sleep(0.2)
     assert not os.path.exists(f"/proc/{sleeper}") or "Z" in open(f"/proc/{sleeper}/stat").read().split()[2]
+
+
+_SLOW_TEARDOWN = """
+    import signal, sys, time
+    sys.path.insert(0, {root!r})
+    signal.signal(signal.SIGINT, signal.default_int_handler)    # even if pytest runs with it ignored
+    from realsys import testbed
+    from realsys.testbed import TestBed
+    _delete = testbed._delete_ns
+    def slow_delete(ns):            # a teardown long enough to be signalled in, deterministically
+        print("tearing", flush=True)
+        time.sleep(0.5)
+        _delete(ns)
+    testbed._delete_ns = slow_delete
+    with TestBed(log=lambda m: print(m, file=sys.stderr, flush=True)) as tb:
+        tb.spawn(tb.client_ns[0], ["sleep", "60"], cpu=1)
+        print("up", flush=True)
+        {body}
+"""
+
+
+@pytest.mark.parametrize("first, second, rc", [
+    (signal.SIGINT, signal.SIGINT, -signal.SIGINT),  # Ctrl-C twice: an uncaught KeyboardInterrupt
+    (signal.SIGTERM, signal.SIGTERM, 143),
+    (signal.SIGHUP, signal.SIGINT, 129),          # a closed terminal, then an impatient Ctrl-C
+    (None, signal.SIGTERM, 143),                  # the run ended by itself; SIGTERM in its teardown
+])
+def test_a_signal_during_the_teardown_is_held_until_it_is_done(tmp_path, first, second, rc):
+    """The audit's case: a second Ctrl-C or SIGTERM 20 ms after the first cut the teardown
+    short and left the namespaces up, while the run said it had been interrupted normally."""
+    body = "time.sleep(60)" if first else "pass"
+    script = tmp_path / "bed.py"
+    script.write_text(textwrap.dedent(_SLOW_TEARDOWN).format(
+        root=str(testbed.__file__.rsplit('/realsys/', 1)[0]), body=body))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "up"
+        if first:
+            p.send_signal(first)
+        assert p.stdout.readline().strip() == "tearing"
+        p.send_signal(second)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert _ours(p.pid) == [], err
+    assert not (testbed.MARK_DIR / f"sa-{p.pid}.json").exists()
+    assert "held until it is done" in err and "testbed: removed" in err
+    assert p.returncode == rc, err[-2000:]
+
+
+def test_a_nohup_run_ignores_the_hangup(tmp_path):
+    """SIGHUP ends a run as SIGTERM does, unless the run was started ignoring it (nohup)."""
+    script = tmp_path / "bed.py"
+    script.write_text(textwrap.dedent(f"""
+        import signal, sys, time
+        sys.path.insert(0, {str(testbed.__file__.rsplit('/realsys/', 1)[0])!r})
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        from realsys.testbed import TestBed
+        with TestBed() as tb:
+            print("up", flush=True)
+            time.sleep(1.0)
+        print("finished", flush=True)
+    """))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "up"
+    p.send_signal(signal.SIGHUP)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 0 and "finished" in out
+    assert _ours(p.pid) == []

@@ -1,0 +1,132 @@
+"""What realsys refuses before building the test bed, and what it says when a program fails anyway.
+
+Each refusal here was a run that built the test bed, started the programs and then failed
+with exit 1 and a message that did not name the key (found by a fresh-user audit)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from realsys import cli, report, runner
+from realsys.runner import _C_LIMITS, LOADGEN_MAX_RATE, clean_work
+from realsys.servers import nginx_binary, nginx_event_methods
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = str(REPO / "scenarios" / "realsys" / "smoke.toml")
+FLAG = {"client.timeout": "--timeout", "scenario.duration": "--duration", "scenario.warmup": "--warmup",
+        "realsys.spin_us": "--spin-us", "server.threads": "--threads"}
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["client.timeout=700"], "client.timeout"),                       # was: No such file ... gen-0.json
+    (["realsys.spin_us=2000000"], "realsys.spin_us"),                 # was: server exited with status 2
+    (["server.kind=knot", "server.threads=200000"], "server.threads"),
+    (["scenario.duration=3601"], "scenario.duration"),
+    (["scenario.warmup=601"], "scenario.warmup"),
+    (["workload.rate=3000000", "realsys.procs=1"], "workload.rate"),
+])
+def test_a_value_past_what_the_c_programs_take_is_exit_2_naming_the_key(overrides, key, capsys, tmp_path):
+    argv = ["run", SMOKE, "--out", str(tmp_path)]
+    for o in overrides:
+        argv += ["--set", o]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"scenario key '{key}'" in err and "accepts" in err, err
+    assert not (tmp_path / "results.csv").exists()
+
+
+@pytest.mark.parametrize("key, limit, prog", _C_LIMITS + (("workload.rate", LOADGEN_MAX_RATE, "loadgen"),))
+def test_the_limits_are_the_c_programs_own(cbuild, key, limit, prog):
+    """The limit itself passes the program's option check and just past it does not.  A bad
+    --port after it stops the program either way, before it listens or connects."""
+    flag = FLAG.get(key, "--rate")
+
+    def refused_for(value):
+        p = subprocess.run([str(cbuild / prog), flag, value, "--port", "0"], capture_output=True, text=True,
+                           timeout=10)
+        assert p.returncode == 2, p.stderr
+        return f"{flag}:" in p.stderr
+
+    assert float(limit).is_integer()
+    assert not refused_for(str(int(limit)))
+    assert refused_for(str(int(limit) + 1))
+
+
+@pytest.mark.skipif(nginx_binary() is None, reason="nginx is installed by make venv / realsys/install-deps.sh")
+def test_an_event_method_this_nginx_lacks_is_refused(capsys, tmp_path):
+    # Debian's nginx-light is built without --with-select_module/--with-poll_module
+    methods = nginx_event_methods()
+    assert methods[0] == "epoll"
+    lacking = [m for m in ("select", "poll") if m not in methods]
+    for mux in lacking:
+        rc = cli.main(["run", SMOKE, "--set", "server.kind=nginx", "--set", "server.accept_limit=1",
+                       "--set", f"server.mux={mux}", "--out", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert rc == 2 and "scenario key 'server.mux'" in err and "epoll" in err, err
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", ".."])
+def test_a_scenario_name_that_is_not_a_plain_folder_name_is_refused_without_out(name, capsys):
+    rc = cli.main(["run", SMOKE, "--set", f'scenario.name="{name}"'])
+    err = capsys.readouterr().err
+    assert rc == 2 and "scenario key 'scenario.name'" in err and "--out" in err, err
+    assert not (REPO / "realsys" / "escape").exists()
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage\n", b"name,value\nx,1\n"])
+def test_a_results_csv_that_is_not_one_is_refused_not_replaced(content, capsys, tmp_path):
+    (tmp_path / "results.csv").write_bytes(content)
+    rc = cli.main(["run", SMOKE, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("realsys: --out: ") and "move it away" in err, err
+    assert (tmp_path / "results.csv").read_bytes() == content
+
+
+def test_report_refuses_a_folder_without_results(capsys, tmp_path):
+    # it printed "saturation at None; past it: []" and exited 0: a typo read as an empty result
+    with pytest.raises(SystemExit) as e:
+        report.main([str(tmp_path / "nonexistent")])
+    assert e.value.code == 2 and "no results.csv" in capsys.readouterr().err
+
+
+def test_clean_removes_work_folders_of_dead_owners_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    folders = {}
+    for what, owner in (("dead", {"owner_pid": dead.pid, "owner_starttime": None}),
+                        ("live", {"owner_pid": os.getpid(), "owner_starttime": runner._proc_starttime(os.getpid())}),
+                        ("unowned", None)):
+        d = tmp_path / f"realsys-{what}"
+        (d / "docroot-1024").mkdir(parents=True)
+        if owner:
+            (d / runner.OWNER_FILE).write_text(json.dumps(owner))
+        folders[what] = d
+    assert clean_work() == [str(folders["dead"])]
+    assert not folders["dead"].exists() and folders["live"].exists() and folders["unowned"].exists()
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("which", ["server", "generator"])
+def test_a_program_that_fails_anyway_has_its_own_message_in_the_error(cbuild, which, monkeypatch, capsys, tmp_path):
+    """The programs' logs live in the run's work folder, removed when the run ends: the
+    error must carry their last lines.  A bad option appended to the real argv stands in
+    for a limit the runner does not know of."""
+    if which == "server":
+        orig = runner.server_argv
+        monkeypatch.setattr(runner, "server_argv", lambda *a, **k: orig(*a, **k) + ["--backlog", "0"])
+        needle = "server.log says: userver: --backlog:"
+    else:
+        orig = runner.loadgen_argv
+        monkeypatch.setattr(runner, "loadgen_argv", lambda *a, **k: orig(*a, **k) + ["--timeout", "601"])
+        needle = "gen-0.log says: loadgen: --timeout:"
+    rc = cli.main(["run", SMOKE, "--no-bpf", "--out", str(tmp_path), "--set", "scenario.duration=0.3",
+                   "--set", "scenario.warmup=0.1"])
+    err = capsys.readouterr().err
+    assert rc == 1 and needle in err, err
+    assert not [n for n in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+                if n.startswith(f"sa-{os.getpid()}-")]
