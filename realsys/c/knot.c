@@ -121,11 +121,15 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void usage(void)
+/* Prints the usage and exits: to stdout with status 0 when asked for (--help, -h), to
+ * stderr with status 2 after a bad command line, so a caller can tell the two apart. */
+static void usage(int status)
 {
-    fprintf(stderr, "usage: knot [--addr A] [--port P] [--backlog N] [--threads T] [--accept-limit N|inf]\n"
-                    "            [--spin-us U] [--docroot DIR] [--stats FILE] [--sample-ms MS] [--idle-timeout S]\n");
-    exit(2);
+    fprintf(status ? stderr : stdout,
+            "usage: knot [--addr A] [--port P] [--backlog N] [--threads T] [--accept-limit N|inf]\n"
+            "            [--spin-us U] [--docroot DIR] [--stats FILE] [--sample-ms MS] [--idle-timeout S]\n"
+            "            [--help]\n");
+    exit(status);
 }
 
 int main(int argc, char **argv)
@@ -136,11 +140,11 @@ int main(int argc, char **argv)
         {"addr", 1, 0, 'a'}, {"port", 1, 0, 'p'}, {"backlog", 1, 0, 'b'}, {"threads", 1, 0, 't'},
         {"accept-limit", 1, 0, 'l'}, {"spin-us", 1, 0, 's'}, {"docroot", 1, 0, 'd'},
         {"stats", 1, 0, 'o'}, {"sample-ms", 1, 0, 'S'}, {"idle-timeout", 1, 0, 'i'},
-        {"mux", 1, 0, 'm'}, {0, 0, 0, 0}};
+        {"mux", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (o) {
-        case 'a': addr = optarg; break;
+        case 'a': addr = opt_ipv4("knot", "addr", optarg, NULL); break;
         case 'p': port = (int)opt_long("knot", "port", optarg, 1, 65535); break;
         case 'b': backlog = (int)opt_long("knot", "backlog", optarg, 1, 1 << 20); break;
         case 't': nthreads = (int)opt_long("knot", "threads", optarg, 1, 100000); break;
@@ -153,7 +157,8 @@ int main(int argc, char **argv)
         case 'S': sample_ms = (int)opt_long("knot", "sample-ms", optarg, 1, 3600000); break;
         case 'i': idle_timeout_s = (int)opt_long("knot", "idle-timeout", optarg, 1, 86400); break;
         case 'm': break; /* accepted and ignored: knot has no getevents-phase */
-        default: usage();
+        case 'h': usage(0); break;
+        default: usage(2);
         }
     }
     if (optind < argc)

@@ -520,15 +520,17 @@ static void write_json(FILE *o, double window)
     fprintf(o, "}\n");
 }
 
-static void usage(void)
+/* Prints the usage and exits: to stdout with status 0 when asked for (--help, -h), to
+ * stderr with status 2 after a bad command line, so a caller can tell the two apart. */
+static void usage(int status)
 {
-    fprintf(stderr,
+    fprintf(status ? stderr : stdout,
             "usage: loadgen --server IP [--port P] [--bind IP[,IP...]] --rate CONN_PER_S --duration S\n"
             "               [--timeout S] [--timeout-from connect|first-syn]\n"
             "               [--arrivals deterministic|poisson] [--seed N]\n"
             "               [--workload one-packet|specweb] [--uri PATH] [--http10] [--zipf A]\n"
-            "               [--max-conns N] [--warmup S] [--out FILE]\n");
-    exit(2);
+            "               [--max-conns N] [--warmup S] [--out FILE] [--help]\n");
+    exit(status);
 }
 
 int main(int argc, char **argv)
@@ -541,14 +543,14 @@ int main(int argc, char **argv)
         {"duration", 1, 0, 'd'}, {"timeout", 1, 0, 't'}, {"arrivals", 1, 0, 'a'}, {"seed", 1, 0, 's'},
         {"workload", 1, 0, 'w'}, {"uri", 1, 0, 'u'}, {"http10", 0, 0, 'H'}, {"max-conns", 1, 0, 'm'},
         {"out", 1, 0, 'o'}, {"zipf", 1, 0, 'z'}, {"warmup", 1, 0, 'W'}, {"timeout-from", 1, 0, 'T'},
-        {0, 0, 0, 0}};
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     static const char *const timeout_froms[] = {"connect", "first-syn", NULL};
     static const char *const arrivals[] = {"deterministic", "poisson", NULL};
     static const char *const workloads[] = {"one-packet", "specweb", "specweb99", NULL};
     int o;
-    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (o) {
-        case 'S': srv = optarg; break;
+        case 'S': srv = opt_ipv4("loadgen", "server", optarg, &server.sin_addr); break;
         case 'p': port = (int)opt_long("loadgen", "port", optarg, 1, 65535); break;
         case 'b': {
             /* strtok_r skips empty fields, so "" and "a,,b" used to pass (an empty list
@@ -591,19 +593,18 @@ int main(int argc, char **argv)
         case 'o': out_path = optarg; break;
         case 'z': zipf_alpha = opt_double("loadgen", "zipf", optarg, 0, 100, 0); break;
         case 'W': warmup = opt_double("loadgen", "warmup", optarg, 0, 600, 0); break;
-        default: usage();
+        case 'h': usage(0); break;
+        default: usage(2);
         }
     }
     if (optind < argc)
         opt_stray("loadgen", argv[optind]);
     if (!srv) {
         fprintf(stderr, "loadgen: --server is required\n");
-        usage();
+        usage(2);
     }
     server.sin_family = AF_INET;
     server.sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, srv, &server.sin_addr) != 1)
-        opt_refuse("loadgen", "server", "expected an IPv4 address", srv);
     host_hdr = srv;
     rng_state ^= seed * 0x9E3779B97F4A7C15ull;
     if (!rng_state) rng_state = 1;

@@ -9,6 +9,7 @@
 #ifndef SIMACCEPT_OPT_H
 #define SIMACCEPT_OPT_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -74,6 +75,20 @@ static inline int opt_choice(const char *prog, const char *opt, const char *arg,
     }
     opt_refuse(prog, opt, what, arg);
     return -1;
+}
+
+/* Returns arg when it is an IPv4 dotted quad (inet_pton, what bind and connect are given);
+ * anything else (a host name, IPv6, "") exits via opt_refuse.  Names are not resolved: a
+ * lookup could block or pick another family, and a server used to accept "localhost" here
+ * only to fail later with "listen: Invalid argument", not naming the option. */
+static inline const char *opt_ipv4(const char *prog, const char *opt, const char *arg, struct in_addr *out)
+{
+    struct in_addr a;
+    if (inet_pton(AF_INET, arg, &a) != 1)
+        opt_refuse(prog, opt, "expected an IPv4 address (dotted quad)", arg);
+    if (out)
+        *out = a;
+    return arg;
 }
 
 #endif

@@ -138,13 +138,15 @@ static void do_write(struct conn *c)
     set_mask(c, EV_READ);
 }
 
-static void usage(void)
+/* Prints the usage and exits: to stdout with status 0 when asked for (--help, -h), to
+ * stderr with status 2 after a bad command line, so a caller can tell the two apart. */
+static void usage(int status)
 {
-    fprintf(stderr,
+    fprintf(status ? stderr : stdout,
             "usage: userver [--addr A] [--port P] [--backlog N] [--mux select|poll|epoll]\n"
             "               [--accept-limit N|inf] [--spin-us U] [--docroot DIR] [--stats FILE]\n"
-            "               [--max-conns N] [--sample-ms MS]\n");
-    exit(2);
+            "               [--max-conns N] [--sample-ms MS] [--help]\n");
+    exit(status);
 }
 
 int main(int argc, char **argv)
@@ -161,9 +163,9 @@ int main(int argc, char **argv)
     static const char *const muxes[] = {"select", "poll", "epoll", NULL};
     static const struct ev_backend *const backends[] = {&ev_select_backend, &ev_poll_backend, &ev_epoll_backend};
     ev = &ev_select_backend;
-    while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (o) {
-        case 'a': addr = optarg; break;
+        case 'a': addr = opt_ipv4("userver", "addr", optarg, NULL); break;
         case 'p': port = (int)opt_long("userver", "port", optarg, 1, 65535); break;
         case 'b': backlog = (int)opt_long("userver", "backlog", optarg, 1, 1 << 20); break;
         case 'm': ev = backends[opt_choice("userver", "mux", optarg, muxes)]; break;
@@ -175,7 +177,8 @@ int main(int argc, char **argv)
         case 'o': stats_path = optarg; break;
         case 'c': max_conns = (int)opt_long("userver", "max-conns", optarg, 1, 1L << 22); break;
         case 'S': sample_ms = (int)opt_long("userver", "sample-ms", optarg, 1, 3600000); break;
-        default: usage();
+        case 'h': usage(0); break;
+        default: usage(2);
         }
     }
     if (optind < argc)
