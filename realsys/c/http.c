@@ -74,7 +74,7 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
 {
     size_t scan = len > HTTP_MAX_HEAD ? HTTP_MAX_HEAD : len;
     size_t p = 0;
-    int eol;
+    int eol, hosts = 0;
 
     memset(req, 0, sizeof *req);
     /* Tolerate (RFC 9112 2.2) empty lines before the request line. */
@@ -152,8 +152,13 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
         if (le == HTTP_ERROR)
             return HTTP_ERROR;
         lend = le == HTTP_PARTIAL ? scan : (size_t)le;
-        if (le != HTTP_PARTIAL && lend == p)
+        if (le != HTTP_PARTIAL && lend == p) {
+            /* RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+             * Only here, at the blank line: until then a Host line may still arrive. */
+            if (req->minor == 1 && hosts == 0)
+                return HTTP_ERROR;
             return (int)(p + (size_t)eol); /* COMPLETE */
+        }
         if (le == HTTP_PARTIAL && lend > p && buf[lend - 1] == '\r')
             lend--; /* a CR at the very end awaits its LF */
         if (le == HTTP_PARTIAL && lend == p)
@@ -200,6 +205,9 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
                 return HTTP_ERROR; /* a body on GET/HEAD: refused */
         } else if (ci_eq(name, nlen, "transfer-encoding")) {
             return HTTP_ERROR;
+        } else if (ci_eq(name, nlen, "host")) {
+            if (++hosts > 1)
+                return HTTP_ERROR; /* RFC 9112 3.2: more than one Host is a 400, any version */
         }
         p = (size_t)le + (size_t)eol;
     }

@@ -37,7 +37,8 @@ struct http_req {
  *          HTTP_PARTIAL: every byte so far is valid but the blank line has not arrived;
  *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
  *          HTTP_ERROR: malformed (bad method token, NUL or control byte, bad version,
- *                      bad header line, a body, or an absolute-form target).
+ *                      bad header line, a body, an absolute-form target, more than one
+ *                      Host header, or an HTTP/1.1 head without one: RFC 9112 3.2).
  * On COMPLETE *req is filled; otherwise its contents are unspecified. */
 int http_parse_request(const char *buf, size_t len, struct http_req *req);
 

@@ -181,7 +181,7 @@ def _loop(ip: str, port: int, hold: float, secret: bytes, mode: str, rate: float
                 junk = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 3000)))
                 if n % 2:
                     s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n" + junk +
-                              b"GET /index.html HTTP/1.1\r\n\r\n")
+                              b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
                 else:
                     s.sendall(junk + b"\r\n\r\n")
                 raw = _read_all(s)
@@ -192,7 +192,10 @@ def _loop(ip: str, port: int, hold: float, secret: bytes, mode: str, rate: float
                 if k < len(TRAVERSAL):
                     req = b"GET " + TRAVERSAL[k] + b" HTTP/1.0\r\n\r\n"
                     if n % 3 == 0:   # pipelined behind a valid keep-alive request
-                        req = b"GET /index.html HTTP/1.1\r\n\r\n" + b"GET " + TRAVERSAL[k] + b" HTTP/1.1\r\n\r\n"
+                        # with Host: an HTTP/1.1 request without one is a 400 (RFC 9112 3.2),
+                        # the connection closes and the traversal would never be parsed
+                        req = (b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"
+                               b"GET " + TRAVERSAL[k] + b" HTTP/1.1\r\nHost: x\r\n\r\n")
                 else:
                     req = RAW_TRAVERSAL[k - len(TRAVERSAL)]
                 s.sendall(req)
