@@ -414,6 +414,13 @@ void samples_add(struct samples *s, double t, int n)
     s->n[s->len++] = n;
 }
 
+void samples_free(struct samples *s)
+{
+    free(s->t);
+    free(s->n);
+    memset(s, 0, sizeof *s);
+}
+
 static double per(uint64_t a, uint64_t b)
 {
     return b ? (double)a / (double)b : 0.0;

@@ -112,6 +112,8 @@ struct samples {
     size_t len, cap;
 };
 void samples_add(struct samples *s, double t, int n);
+/* Frees the samples' arrays and empties s (it can be added to again). */
+void samples_free(struct samples *s);
 
 /* Write the statistics JSON (temp file + rename when path != NULL, else stdout).
  * extra: already formatted `"key": value, ` text inserted first (server identity). */
