@@ -136,16 +136,16 @@ def main(argv=None) -> int:
             continue
         print(f"== {d}")
         for lab, p in sorted(s["policies"].items()):
-            print(f"  {lab:32s} peak {p['peak_replies_per_s']:8.0f} replies/s at {p['peak_at_rate']:.0f}; "
+            print(f"  {lab:32s} peak {p['peak_replies_per_s']:8.0f} replies/s at {p['peak_at_rate']:g}; "
                   f"generator max error {100 * p['generator_max_rel_error']:.2f} %")
-            print("      " + ", ".join(f"{r:.0f}: {v:.0f}" + (f"±{p['replies_per_s_sd'][r]:.0f}"
+            print("      " + ", ".join(f"{r:g}: {v:.0f}" + (f"±{p['replies_per_s_sd'][r]:.0f}"
                                                               if not math.isnan(p['replies_per_s_sd'][r]) else "")
                                        for r, v in p["replies_per_s"].items()))
         print(f"  saturation at {s['saturation_rate']}; past it: {s['rates_past_saturation']}")
         for k, rr in s["ratios_past_saturation"].items():
-            print(f"  {k}: " + ", ".join(f"{r:.0f}: {v:.3f}" for r, v in rr.items()))
+            print(f"  {k}: " + ", ".join(f"{r:g}: {v:.3f}" for r, v in rr.items()))
         if s.get("drops"):
-            print(f"  drops at {s['drops_at_rate']:.0f} req/s (counts over the measured window):")
+            print(f"  drops at {s['drops_at_rate']:g} req/s (counts over the measured window):")
             for lab, t in sorted(s["drops"].items()):
                 print(f"    {lab:32s} AcceptQFull {t['AcceptQFull']}  DropRequest {t['DropRequest']}  "
                       f"ListenOverflow {t['ListenOverflow']}  SynQFull {t['SynQFull']}  total {t['total']}  "
