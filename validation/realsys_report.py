@@ -267,7 +267,7 @@ def markdown(info: dict[str, Any], fit: dict[str, Any] | None, pngs: list[str]) 
         L.append(f"Not available: {info.get('note', '')}.\n")
         return L
     L.append(f"Profile `{info['profile']}` (fitted to userver select at accept-limit 1 and inf only, past "
-             f"saturation: `python -m validation.machine`; details in `realsys-fit.json`).  Realsys files: "
+             f"saturation: `python -m validation machine-fit`; details in `realsys-fit.json`).  Realsys files: "
              + ", ".join(f"`{Path(p).parent.name}`" for p in info["files"]) + ".\n")
     L.append(f"**Median |throughput error| over {info['n']} held-out runs past saturation: "
              f"{100 * info['median_abs_throughput_error']:.1f} %** (target ≤ 10 %); over all "
@@ -324,7 +324,7 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
     from . import machine
     f = fit["fit"]
     L = ["### The machine profile: fitted and measured per-syscall costs\n"]
-    L.append(f"Fitted by `python -m validation.machine` (CostFitter, {len(f['records'])} records: select accept-1 "
+    L.append(f"Fitted by `python -m validation machine-fit` (CostFitter, {len(f['records'])} records: select accept-1 "
              f"and accept-inf at 4,000-6,400 req/s, 4 seeds; residual norm {f['residual_norm']:.3g}, start "
              f"{f['start_residual_norm']:.3g}).  Measured: the server's own clock_gettime timings per call, median "
              f"over the fit runs past saturation; *corrected* divides each point by its dilation (spin wall / "

@@ -178,7 +178,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "*", "accepted_never_completed"):
         "14-17 % of the connections the thesis's μserver accepted got no reply, at every policy (table 4.8): "
         "connections httperf had closed, on which the server read nothing (the text under the table); the "
-        "sim completes all but 0.02-0.07 % of what it accepts (0.2-0.5 % before its clients' timer restarted "
+        "sim completes all but 0.02-0.07 % of what it accepts (0.2-0.3 % before its clients' timer restarted "
         "at the connect, as httperf's does).  Its clients that give up almost all do so before their handshake "
         "(Accept-10, timer from the first SYN: 43.7 % of connections abandoned with their SYN dropped, 0.2 % "
         "timed out after it), so they never reach the accept queue.  This is also most of the accept-rate gaps "
@@ -210,7 +210,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "as Accept-1, less so (fewer selects per connection); -9.4 % at the inferred delays (specweb-idle.md)",
     ("userver-specweb99-select", "inf", "replies_per_s"):
         "the sim's μserver costs ~93 us per SPECweb99-like reply at full CPU, the thesis's ~82 us (1 / replies/s), "
-        "while the sim's TUX (82-89 us) matches the thesis's (79-85 us): the excess is in the μserver's own "
+        "while the sim's TUX (83-88 us) matches the thesis's (79-85 us): the excess is in the μserver's own "
         "per-reply path (sendfile with its per-KB term, ~30 of the 93 us, write, read, CORK/UNCORK), which no "
         "one-packet row measures (sendfile, sendfile_per_kb and write are unidentified).  The client's ACKs "
         "(k_ack_rx = k_data_rx a priori, ~17 us a reply) are shared with TUX, which is in band; without them this "
