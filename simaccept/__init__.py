@@ -12,7 +12,7 @@ from .record import COLUMNS, RunRecord
 from .scenario import Scenario, ScenarioError, load_scenario, scenario_from_dict
 
 __all__ = ["COLUMNS", "RunRecord", "Scenario", "ScenarioError", "load_scenario",
-           "scenario_from_dict", "simulate", "sweep"]
+           "run_sweep", "scenario_from_dict", "simulate"]
 __version__ = "0.1.0"
 
 
@@ -22,7 +22,11 @@ def simulate(scenario, **kw):
     return _simulate(scenario, **kw)
 
 
-def sweep(scenario, **kw):
-    """Run every point of a scenario's grid (see simaccept.sweep.run_sweep)."""
-    from .sweep import run_sweep
-    return run_sweep(scenario, **kw)
+def run_sweep(scenario, **kw):
+    """Run every point of a scenario's grid (see :func:`simaccept.sweep.run_sweep`)."""
+    from .sweep import run_sweep as _run_sweep
+    return _run_sweep(scenario, **kw)
+
+# Not a function named ``sweep``: importing the submodule simaccept.sweep (as the first
+# call did, and as ``import simaccept.sweep`` does) rebinds the package's ``sweep`` to the
+# module, so such a function worked once and then was "'module' object is not callable".

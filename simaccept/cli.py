@@ -89,13 +89,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def shown(e: ScenarioError) -> str:
-    """The message for the terminal: a command-line flag or the file itself is not a "scenario key".
+    """The message for the terminal (``str(e)``: a flag or the file is not named as a scenario key).
 
     Shared with ``python -m realsys``, which loads scenarios the same way."""
-    if e.key.startswith("--"):                      # --jobs, --out, --dask, --parquet
-        return f"{e.key}: {e.reason}"
-    if e.key in ("<file>", "<path>", "<document>"):   # the file could not be read or parsed
-        return f"scenario file: {e.reason}"
     return str(e)
 
 

@@ -69,7 +69,13 @@ class ScenarioError(ValueError):
     def __init__(self, key: str, reason: str):
         self.key = key
         self.reason = reason
-        super().__init__(f"scenario key '{key}': {reason}")
+        if key.startswith("--"):                          # a command-line flag: --jobs, --out
+            msg = f"{key}: {reason}"
+        elif key in ("<file>", "<path>", "<document>"):   # the file itself could not be read or parsed
+            msg = f"scenario file: {reason}"
+        else:
+            msg = f"scenario key '{key}': {reason}"
+        super().__init__(msg)
 
     def __reduce__(self):
         return (ScenarioError, (self.key, self.reason))
@@ -332,6 +338,8 @@ class Scenario:
 
 
 def _apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> None:
+    if isinstance(overrides, (str, bytes)):     # iterated, it was one "override" per character
+        raise TypeError(f"overrides must be a list of 'section.key=value' strings, got one string {overrides!r}")
     for item in overrides:
         if not isinstance(item, str) or "=" not in item:
             raise ScenarioError(str(item), "override must look like section.key=value")
@@ -473,12 +481,12 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
         raise ScenarioError("<file>", f"not UTF-8 (byte offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError("<file>", f"not valid TOML: {e}") from None
-    _apply_overrides(doc, list(overrides))
+    _apply_overrides(doc, overrides)
     return _resolve(doc, source)
 
 
 def scenario_from_dict(doc: Mapping[str, Any], overrides: Iterable[str] = ()) -> Scenario:
     """Like :func:`load_scenario` for an already-parsed document."""
     raw = copy.deepcopy(dict(doc))
-    _apply_overrides(raw, list(overrides))
+    _apply_overrides(raw, overrides)
     return _resolve(raw, "<dict>")

@@ -78,7 +78,7 @@ COLLECT_AFTER_CONNECTIONS = 50_000
 def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = False):
     """Run one point.  Returns a RunRecord (and the Host if ``return_host``)."""
     if sc.axes:
-        raise ScenarioError(sc.axes[0][0], "is a sweep axis; use `simaccept sweep` / simaccept.sweep()")
+        raise ScenarioError(sc.axes[0][0], "is a sweep axis; use `simaccept sweep` / simaccept.run_sweep()")
     if sc["server"]["kind"] not in SIMULATED_SERVERS:
         raise ScenarioError("server.kind", f"{sc['server']['kind']!r} runs only in realsys; the simulator "
                             f"models {', '.join(SIMULATED_SERVERS)}")

@@ -63,6 +63,21 @@ def test_not_toml_and_not_utf8():
         load_scenario(text=b"[scenario]\nname = \"\xff\"\n")
 
 
+
+def test_the_file_and_a_flag_are_not_named_as_scenario_keys(tmp_path):
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(tmp_path / "missing.toml")
+    assert str(e.value).startswith("scenario file: cannot read") and e.value.key == "<file>"
+    assert str(ScenarioError("--jobs", "must be >= 1")) == "--jobs: must be >= 1"
+    assert str(ScenarioError("workload.rate", "must be > 0")) == "scenario key 'workload.rate': must be > 0"
+
+
+def test_one_string_of_overrides_is_a_type_error_not_one_override_per_character():
+    # it said "scenario key 'w': override must look like section.key=value"
+    with pytest.raises(TypeError, match="list of 'section.key=value' strings"):
+        load_scenario(text="", overrides="workload.rate=5000")
+    assert load_scenario(text="", overrides=iter(["workload.rate=5000"]))["workload"]["rate"] == 5000
+
 def test_the_default_sentinel_and_a_byte_order_mark_are_accepted():
     sc = load_scenario(text="\ufeff[client]\nsyn_rto = -1\n[kernel]\nmax_syn_backlog = -1\n")
     assert sc["client"]["syn_rto"] == -1.0 and sc["kernel"]["max_syn_backlog"] == -1

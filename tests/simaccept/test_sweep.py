@@ -208,3 +208,16 @@ def test_an_edited_model_does_not_reuse_cached_points(tmp_path, monkeypatch):
     monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None: "an-edited-model")
     run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
     assert len(ran) == 2
+
+
+def test_package_run_sweep_is_callable_again_and_the_module_stays_a_module(tmp_path):
+    # simaccept.sweep() was a function named as the submodule: its first call imported
+    # simaccept.sweep, which rebound the name, and the second call raised TypeError.
+    import simaccept
+    import simaccept.sweep as sweep_module
+    sc = simaccept.load_scenario(text=SMALL, overrides=["workload.rate=[1000, 2000]", "server.accept_limit=1",
+                                                        "scenario.duration=0.2", "scenario.warmup=0.1"])
+    first = simaccept.run_sweep(sc, jobs=1, out=tmp_path / "a", plots=False)
+    again = simaccept.run_sweep(sc, jobs=1, out=tmp_path / "b", plots=False)
+    assert [r.replies_per_s for r in first] == [r.replies_per_s for r in again] and len(first) == 2
+    assert callable(sweep_module.run_sweep) and simaccept.sweep is sweep_module
