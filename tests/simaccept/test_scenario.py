@@ -63,7 +63,6 @@ def test_not_toml_and_not_utf8():
         load_scenario(text=b"[scenario]\nname = \"\xff\"\n")
 
 
-
 def test_the_file_and_a_flag_are_not_named_as_scenario_keys(tmp_path):
     with pytest.raises(ScenarioError) as e:
         load_scenario(tmp_path / "missing.toml")
@@ -77,6 +76,7 @@ def test_one_string_of_overrides_is_a_type_error_not_one_override_per_character(
     with pytest.raises(TypeError, match="list of 'section.key=value' strings"):
         load_scenario(text="", overrides="workload.rate=5000")
     assert load_scenario(text="", overrides=iter(["workload.rate=5000"]))["workload"]["rate"] == 5000
+
 
 def test_the_default_sentinel_and_a_byte_order_mark_are_accepted():
     sc = load_scenario(text="\ufeff[client]\nsyn_rto = -1\n[kernel]\nmax_syn_backlog = -1\n")
