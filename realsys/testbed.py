@@ -230,9 +230,9 @@ class TestBed:
         if os.geteuid() != 0:
             raise TestBedError("the test bed needs root (network namespaces, veth, sysctls)")
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                if signal.getsignal(sig) is not signal.SIG_IGN:     # nohup: a hangup stays ignored
-                    self._old_handlers[sig] = signal.signal(sig, self._on_sigterm)
+            self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._on_sigterm)
+            if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:    # under nohup it stays ignored
+                self._old_handlers[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._on_sigterm)
         try:
             clean_stale(self.log)
             self._build()

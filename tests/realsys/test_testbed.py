@@ -156,7 +156,10 @@ def test_killed_run_is_cleaned_on_next_start(tmp_path):
 _SLOW_TEARDOWN = """
     import signal, sys, time
     sys.path.insert(0, {root!r})
-    signal.signal(signal.SIGINT, signal.default_int_handler)    # even if pytest runs with it ignored
+    # as in a terminal, even if pytest runs with them ignored (a background job, nohup)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     from realsys import testbed
     from realsys.testbed import TestBed
     _delete = testbed._delete_ns
