@@ -41,7 +41,7 @@ from . import C_DIR, kernel
 from .docroot import make_docroot
 from .loadgen import httperf_argv, loadgen_argv, merge, parse_httperf, requests_per_conn
 from .servers import PORT, ServerConfigError, nginx_event_methods, nginx_version, server_argv
-from .testbed import TestBed, TestBedError, netrx_check, owner_alive, _proc_starttime
+from .testbed import TestBed, TestBedError, netrx_check, owner_alive, owner_record
 
 REPO = Path(__file__).resolve().parent.parent
 # Server and generators run at nice -20: on a shared machine other CPU-bound work then
@@ -83,8 +83,8 @@ def check_real(sc: Scenario) -> None:
         if v["client"]["hosts"] > 2:
             raise ScenarioError("client.hosts", "the test bed has 2 client hosts")
         for key, hi, prog in _C_LIMITS:
-            if prog in ("loadgen", kind) and _get(v, key) > hi:
-                raise ScenarioError(key, f"{_get(v, key):g} is past what {prog} accepts (at most {hi:g})")
+            if prog in ("loadgen", kind) and pt.get(key) > hi:
+                raise ScenarioError(key, f"{pt.get(key):g} is past what {prog} accepts (at most {hi:g})")
         if not v["realsys"]["httperf"]:
             per_proc = v["workload"]["rate"] / requests_per_conn(v["workload"]["kind"]) / v["realsys"]["procs"]
             if per_proc > LOADGEN_MAX_RATE:
@@ -105,11 +105,6 @@ _C_LIMITS = (("client.timeout", 600.0, "loadgen"),          # loadgen.c --timeou
              ("realsys.spin_us", 1e6, "knot"),              # knot.c --spin-us
              ("server.threads", 100000, "knot"))            # knot.c --threads
 LOADGEN_MAX_RATE = 1e6                                       # loadgen.c --rate (connections/s)
-
-
-def _get(v: dict, key: str):
-    section, name = key.split(".")
-    return v[section][name]
 
 
 def check_out_name(sc: Scenario) -> None:
@@ -509,8 +504,7 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
         work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
         os.chmod(work, 0o755)
         # Who owns it, for clean_work() after a run that could not remove it (SIGKILL).
-        (work / OWNER_FILE).write_text(json.dumps({"owner_pid": os.getpid(),
-                                                   "owner_starttime": _proc_starttime(os.getpid())}))
+        (work / OWNER_FILE).write_text(json.dumps(owner_record(os.getpid())))
         # Keep this process (and bpftrace, which inherits the mask) off the server's CPU.
         old_aff = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {first["cpu_clients"]})

@@ -7,6 +7,7 @@ the same document root.  The config lives in a temporary directory of its own.
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,6 +35,7 @@ def nginx_version() -> str:
     return (p.stderr or p.stdout).strip()
 
 
+@functools.lru_cache(maxsize=1)
 def nginx_event_methods() -> tuple[str, ...]:
     """The event methods (``use``) this nginx has, of epoll, poll and select.  On Linux nginx
     builds select and poll only when configured ``--with-select_module`` / ``--with-poll_module``

@@ -107,6 +107,11 @@ def _delete_ns(ns: str) -> None:
     _run(["ip", "netns", "del", ns], check=False)
 
 
+def owner_record(pid: int) -> dict:
+    """Who made something that may outlive a SIGKILL: what :func:`owner_alive` checks later."""
+    return {"owner_pid": pid, "owner_starttime": _proc_starttime(pid)}
+
+
 def owner_alive(pid: int, starttime: int | None) -> bool:
     st = _proc_starttime(pid)
     if st is None:
@@ -250,7 +255,7 @@ class TestBed:
     def _mark(self) -> None:
         MARK_DIR.mkdir(parents=True, exist_ok=True)
         tmp = MARK_DIR / f".{self.prefix}.tmp"
-        tmp.write_text(json.dumps({"owner_pid": self.pid, "owner_starttime": _proc_starttime(self.pid),
+        tmp.write_text(json.dumps({**owner_record(self.pid),
                                    "namespaces": self.created, "cgroups": [str(c) for c in self.cgroups]}))
         os.replace(tmp, MARK_DIR / f"{self.prefix}.json")
 

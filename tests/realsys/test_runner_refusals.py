@@ -14,6 +14,7 @@ import pytest
 from realsys import cli, report, runner
 from realsys.runner import _C_LIMITS, LOADGEN_MAX_RATE, clean_work
 from realsys.servers import nginx_binary, nginx_event_methods
+from realsys.testbed import owner_record
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "scenarios" / "realsys" / "smoke.toml")
@@ -99,7 +100,7 @@ def test_clean_removes_work_folders_of_dead_owners_only(tmp_path, monkeypatch):
     dead.wait()
     folders = {}
     for what, owner in (("dead", {"owner_pid": dead.pid, "owner_starttime": None}),
-                        ("live", {"owner_pid": os.getpid(), "owner_starttime": runner._proc_starttime(os.getpid())}),
+                        ("live", owner_record(os.getpid())),
                         ("unowned", None)):
         d = tmp_path / f"realsys-{what}"
         (d / "docroot-1024").mkdir(parents=True)
