@@ -1,6 +1,7 @@
 /* http.c - see http.h for the contract of each function. */
 #include "http.h"
 
+#include <ctype.h>
 #include <string.h>
 
 static int is_tchar(unsigned char c)
@@ -43,6 +44,52 @@ static int has_token(const char *v, size_t vlen, const char *lit)
             return 1;
     }
     return 0;
+}
+
+/* Is v[0..vlen) a valid Host field value, uri-host [ ":" port ] (RFC 9110 7.2, RFC 3986 3.2)?
+ * Returns: 1 valid (also empty, which RFC 9110 7.2 allows); 0 invalid (RFC 9112 3.2: a 400).
+ * uri-host is an IP-literal in brackets or a reg-name (IPv4 dotted quads are reg-names by
+ * their characters); the port is digits only.  The name is not resolved or compared with
+ * anything: the servers here have one site. */
+static int host_value_ok(const char *v, size_t vlen)
+{
+    static const char unreserved_sub[] = "-._~!$&'()*+,;=";
+    size_t i = 0;
+    if (i < vlen && v[i] == '[') {
+        size_t s = ++i;
+        while (i < vlen && v[i] != ']') {
+            unsigned char c = (unsigned char)v[i];
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == ':' ||
+                  (c != 0 && strchr(unreserved_sub, c))))
+                return 0;
+            i++;
+        }
+        if (i == vlen || i == s)
+            return 0; /* no closing bracket, or "[]" */
+        i++;
+    } else {
+        while (i < vlen && v[i] != ':') {
+            unsigned char c = (unsigned char)v[i];
+            if (c == '%') {
+                if (i + 2 >= vlen || !isxdigit((unsigned char)v[i + 1]) || !isxdigit((unsigned char)v[i + 2]))
+                    return 0;
+                i += 3;
+                continue;
+            }
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c != 0 && strchr(unreserved_sub, c))))
+                return 0;
+            i++;
+        }
+    }
+    if (i == vlen)
+        return 1;
+    if (v[i] != ':')
+        return 0; /* "[::1]x" */
+    for (i++; i < vlen; i++)
+        if (v[i] < '0' || v[i] > '9')
+            return 0;
+    return 1;
 }
 
 /* Find the end of the line starting at p (exclusive of CRLF / LF).
@@ -208,6 +255,8 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
         } else if (ci_eq(name, nlen, "host")) {
             if (++hosts > 1)
                 return HTTP_ERROR; /* RFC 9112 3.2: more than one Host is a 400, any version */
+            if (!host_value_ok(val, vlen))
+                return HTTP_ERROR; /* RFC 9112 3.2: so is a Host with an invalid value */
         }
         p = (size_t)le + (size_t)eol;
     }

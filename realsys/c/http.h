@@ -38,7 +38,8 @@ struct http_req {
  *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
  *          HTTP_ERROR: malformed (bad method token, NUL or control byte, bad version,
  *                      bad header line, a body, an absolute-form target, more than one
- *                      Host header, or an HTTP/1.1 head without one: RFC 9112 3.2).
+ *                      Host header, a Host value that is not uri-host[:port], or an
+ *                      HTTP/1.1 head without Host: RFC 9112 3.2).
  * On COMPLETE *req is filled; otherwise its contents are unspecified. */
 int http_parse_request(const char *buf, size_t len, struct http_req *req);
 

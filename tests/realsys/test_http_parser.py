@@ -82,6 +82,23 @@ PARSE_ROWS = [
     ("get11-two-hosts", b"GET / HTTP/1.1\r\nHost: x\r\nA: b\r\nhost: x\r\n\r\n", "error", {}),
     ("get10-two-hosts", b"GET / HTTP/1.0\r\nHost: x\r\nHost: y\r\n\r\n", "error", {}),
     ("pipelined-second-no-host", GOOD + b"GET /b HTTP/1.1\r\n\r\n", "complete", {"consumed": len(GOOD)}),
+    # RFC 9112 3.2: a Host with an invalid value is a 400 too; valid is uri-host [":" port]
+    ("host-ipv4-port", b"GET / HTTP/1.1\r\nHost: 198.18.0.1:8080\r\n\r\n", "complete", {}),
+    ("host-name-pct-subdelims", b"GET / HTTP/1.1\r\nHost: a-b.c_d~%41!$&'()*+,;=\r\n\r\n", "complete", {}),
+    ("host-ipv6", b"GET / HTTP/1.1\r\nHost: [2001:db8::1]:80\r\n\r\n", "complete", {}),
+    ("host-empty-port", b"GET / HTTP/1.0\r\nHost: x:\r\n\r\n", "complete", {}),
+    ("host-space-inside", b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "error", {}),
+    ("host-userinfo", b"GET / HTTP/1.1\r\nHost: user@x\r\n\r\n", "error", {}),
+    ("host-path", b"GET / HTTP/1.1\r\nHost: x/y\r\n\r\n", "error", {}),
+    ("host-bad-port", b"GET / HTTP/1.1\r\nHost: x:8o\r\n\r\n", "error", {}),
+    ("host-two-ports", b"GET / HTTP/1.1\r\nHost: x:1:2\r\n\r\n", "error", {}),
+    ("host-bad-pct", b"GET / HTTP/1.1\r\nHost: x%4g\r\n\r\n", "error", {}),
+    ("host-cut-pct", b"GET / HTTP/1.1\r\nHost: x%4\r\n\r\n", "error", {}),
+    ("host-ipv6-unclosed", b"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", "error", {}),
+    ("host-ipv6-empty", b"GET / HTTP/1.1\r\nHost: []\r\n\r\n", "error", {}),
+    ("host-ipv6-junk-after", b"GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", "error", {}),
+    ("host-high-byte", b"GET / HTTP/1.1\r\nHost: caf\xc3\xa9\r\n\r\n", "error", {}),
+    ("host-invalid-http10", b"GET / HTTP/1.0\r\nHost: a\"b\r\n\r\n", "error", {}),
 ]
 
 

@@ -166,6 +166,7 @@ def test_big_file_complete(server):
     # RFC 9112 3.2: HTTP/1.1 without Host, or two Host lines in any version, is a 400
     (b"GET /index.html HTTP/1.1\r\n\r\n", 400),
     (b"GET /index.html HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
+    (b"GET /index.html HTTP/1.1\r\nHost: a b\r\n\r\n", 400),    # and so is an invalid Host value
     (b"GET /index.html HTTP/1.0\r\nHost: x\r\nHost: x\r\n\r\n", 400),
     # a pipelined request without Host after a good one: 200, then 400 and close
     (b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\nGET /index.html HTTP/1.1\r\n\r\n", (200, 400)),
