@@ -78,6 +78,9 @@ def merge(results: list[dict]) -> dict:
     """Sum counts of several loadgen processes and merge their histograms."""
     out: dict = {k: sum(r.get(k, 0) or 0 for r in results) for k in SUM_KEYS}
     out["window_s"] = max((r.get("window_s", 0) for r in results), default=math.nan)
+    # one generator stopped by a signal makes the whole point a partial one
+    out["interrupted"] = any(r.get("interrupted", False) for r in results)
+    out["open_at_stop"] = sum(r.get("open_at_stop", 0) for r in results)
     for h in ("connect_ms", "resp_ms", "total_ms", "launch_lag_us"):
         out[h] = _merge_hist([r[h] for r in results if h in r])
     out["procs"] = len(results)

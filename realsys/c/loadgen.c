@@ -19,7 +19,9 @@
  *
  * Output: JSON (see write_json) with counts and log-bucket histograms (4 per octave, us).
  * Counts are of connections launched in the measured window, except replies_recv_in_window:
- * every reply received in the window, whenever its connection was launched (the reply rate). */
+ * every reply received in the window, whenever its connection was launched (the reply rate).
+ * SIGINT or SIGTERM stops the run early: the output is still written, with "interrupted":
+ * true and window_s cut to where the stop came, and the exit status is 128 + the signal. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -480,17 +482,23 @@ static void expire(uint64_t now)
     }
 }
 
-static volatile sig_atomic_t stop_now;
-static void on_sig(int s) { (void)s; stop_now = 1; }
+static volatile sig_atomic_t stop_now;   /* the signal that stopped the run, or 0 */
+static void on_sig(int s) { stop_now = s; }
+static uint64_t open_at_stop;            /* connections still open when a signal stopped the run */
 
 static void write_json(FILE *o, double window)
 {
+    /* an interrupted run's counts cover only window_s of the requested duration_s, and the
+     * connections open at the stop are neither replies nor timeouts: a reader must not
+     * take it for a finished run (the exit status says so too) */
     double achieved = S.last_launch > S.first_launch && S.attempts > 1
                           ? (double)(S.attempts - 1) / ((double)(S.last_launch - S.first_launch) / 1e9) : NAN;
     fprintf(o, "{\"target_rate\": %.3f, \"duration_s\": %.3f, \"warmup_s\": %.3f, \"window_s\": %.6f, \"arrivals\": \"%s\", "
                "\"workload\": \"%s\", \"timeout_s\": %.3f, \"timeout_from\": \"%s\",\n",
             rate, duration, warmup, window, poisson ? "poisson" : "deterministic", specweb ? "specweb" : "one-packet",
             timeout_s, timeout_from_syn ? "first-syn" : "connect");
+    fprintf(o, " \"interrupted\": %s, \"open_at_stop\": %llu,\n", stop_now ? "true" : "false",
+            (unsigned long long)open_at_stop);
     char ab[32], mb[32];
     double mid = t_mid1 > t_mid0 ? (double)S.mid_launches / ((double)(t_mid1 - t_mid0) / 1e9) : NAN;
     fprintf(o, " \"achieved_rate_mid\": %s,\n", num(mb, sizeof mb, mid));
@@ -670,13 +678,20 @@ int main(int argc, char **argv)
             on_event(evs[i].data.ptr, evs[i].events);
         }
     }
-    /* whatever is still open at the hard end counts as timed out */
+    uint64_t t_stop = now_ns();
+    /* whatever is still open at the hard end counts as timed out; after a signal it was
+     * cut short, which is no verdict on the server */
     while (head) {
-        head->st->timeouts++;
-        if (head->state == C_CONNECTING) head->st->timeouts_connect++; else head->st->timeouts_reply++;
+        if (stop_now) {
+            open_at_stop++;
+        } else {
+            head->st->timeouts++;
+            if (head->state == C_CONNECTING) head->st->timeouts_connect++; else head->st->timeouts_reply++;
+        }
         conn_end(head);
     }
-    double window = (double)(t_end - t_meas) / 1e9;
+    uint64_t w_end = stop_now && t_stop < t_end ? t_stop : t_end;
+    double window = w_end > t_meas ? (double)(w_end - t_meas) / 1e9 : 0.0;
     FILE *out = stdout;
     char tmp[4096];
     if (out_path) {
@@ -688,6 +703,13 @@ int main(int argc, char **argv)
     if (out_path) {
         fclose(out);
         if (rename(tmp, out_path) < 0) { perror("loadgen: rename"); return 1; }
+    }
+    if (stop_now) {
+        /* the output is kept (marked "interrupted"), and the status says the run did not end */
+        fprintf(stderr, "loadgen: interrupted by signal %d, %.3f s into the %.3f s window; %llu connections "
+                        "were open; output marked \"interrupted\"\n",
+                (int)stop_now, window, duration, (unsigned long long)open_at_stop);
+        return 128 + (int)stop_now;
     }
     return 0;
 }

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -47,7 +49,15 @@ class DelayServer:
         self.port = srv.sockets[0].getsockname()[1]
         self.ready.set()
         self.loop.run_forever()
+        # connections still in their delay when the test ends (a generator stopped early)
+        # are cancelled and awaited, so no task is destroyed pending with the loop
+        pending = asyncio.all_tasks(self.loop)
+        for t in pending:
+            t.cancel()
+        self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         srv.close()
+        self.loop.run_until_complete(srv.wait_closed())
+        self.loop.close()
 
     def __enter__(self):
         self.thread.start()
@@ -115,3 +125,44 @@ def test_loadgen_argv_without_binds_runs(cbuild, tmp_path):
         p = subprocess.run(argv, capture_output=True, timeout=30)
     assert p.returncode == 0, p.stderr.decode()
     assert json.loads(out.read_text())["replies"] == 4
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_keeps_its_output_marked_interrupted(cbuild, tmp_path, sig):
+    # A generator stopped by a signal used to write the JSON of a finished run: the full
+    # window as window_s, its open connections as timeouts, exit 0, so a partial point
+    # read as a complete one with a low reply rate.  Now the output is kept, says
+    # "interrupted", has the window up to the stop, and the status is 128 + the signal.
+    out = tmp_path / "g.json"
+    with DelayServer() as srv:
+        p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
+                              "--rate", str(RATE), "--duration", "30", "--warmup", "0.2",
+                              "--timeout", "5", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+        t0 = time.monotonic()
+        time.sleep(1.5)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=20)
+        elapsed = time.monotonic() - t0
+    assert p.returncode == 128 + sig, (p.returncode, err)
+    assert "interrupted by signal" in err, err
+    g = json.loads(out.read_text())
+    assert g["interrupted"] is True and g["duration_s"] == 30
+    # the window ran from 0.2 s after the start to the stop, at most the wall time seen here
+    assert 0.5 < g["window_s"] < elapsed, (g["window_s"], elapsed)
+    # 200 conn/s against a 0.2 s server: about 40 were in flight when the signal came,
+    # and none of them is called a timeout
+    assert g["open_at_stop"] > 0 and g["timeouts"] == 0, g
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_finished_run_is_not_marked_interrupted(generated):
+    assert generated["interrupted"] is False and generated["open_at_stop"] == 0
+
+
+def test_merge_marks_a_point_with_one_interrupted_generator():
+    from realsys.loadgen import merge
+    base = {"window_s": 1.0, "open_at_stop": 0, "interrupted": False}
+    m = merge([dict(base), dict(base, interrupted=True, open_at_stop=7)])
+    assert m["interrupted"] is True and m["open_at_stop"] == 7
+    assert merge([dict(base), dict(base)])["interrupted"] is False
