@@ -221,6 +221,18 @@ def _sleep_until(t: float) -> None:
 WINDOW_SLACK = 0.05
 
 
+def launch_error(attempts: float, conn_rate: float, dur: float) -> str | None:
+    """None if the generators launched a connection in the measured window; else why the
+    point measured nothing.  Launches are scheduled from the warm-up's start, so a rate
+    below one per (warm-up + duration) can leave the window empty: such a point used to be
+    recorded ok at 0 replies/s, a measurement of no load passed off as one of the server."""
+    if attempts > 0:
+        return None
+    return (f"no connection was launched in the measured window ({conn_rate:g} conn/s x {dur:g} s = "
+            f"{conn_rate * dur:.2g} expected): its rates would be of no load; raise workload.rate or "
+            f"scenario.duration")
+
+
 def window_error(dur: float, late_start: float, late_end: float, server_wall_s: float | None) -> str | None:
     """None if the point measured the window it was asked for; else why not, in a sentence.
 
@@ -367,7 +379,8 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
         gen_res = [json.loads(Path(o).read_text()) for _, o in gens]
         g = merge(gen_res)
     rec = _record(pt, v, g, snap, delta, split, shares, dur, kind)
-    why = window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None)
+    why = (launch_error(g["attempts"], conn_rate, dur)
+           or window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None))
     if why:
         rec.status, rec.error = "failed", why
     sirq = netrx_check(tb, sirq0, sirq1)

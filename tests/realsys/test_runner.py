@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from realsys import cli
-from realsys.runner import append_record, read_rows, run_scenario, window_error
+from realsys.runner import append_record, launch_error, read_rows, run_scenario, window_error
 from simaccept.record import COLUMNS, RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,6 +133,25 @@ def test_a_point_measured_off_its_window_fails_and_is_retried(cbuild, tmp_path):
     again = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
     assert [r.status for r in again] == ["ok"]
     assert [r["status"] for r in read_rows(tmp_path / "results.csv")] == ["failed", "ok"]
+
+
+@pytest.mark.parametrize("attempts, fails", [(0, True), (1, False), (5000, False)])
+def test_launch_error(attempts, fails):
+    why = launch_error(attempts, 0.2, 0.5)
+    assert (why is not None) == fails
+    if fails:
+        assert "no connection was launched" in why and "0.2 conn/s x 0.5 s" in why
+
+
+@pytest.mark.root
+def test_a_point_whose_window_got_no_connection_fails(cbuild, tmp_path):
+    """At 0.2 conn/s the generator launches at the warm-up's start and next 5 s later, past
+    a 0.5 s window: nothing was measured, and the row says so instead of 0 replies/s ok."""
+    over = ["workload.rate=0.2", "workload.arrivals=deterministic", "realsys.procs=1",
+            "scenario.duration=0.5", "scenario.warmup=0.1"]
+    recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
+    assert [r.status for r in recs] == ["failed"]
+    assert "no connection was launched in the measured window" in recs[0].error, recs[0].error
 
 
 def test_cli_exits_1_when_a_point_failed(monkeypatch, capsys):
