@@ -2,16 +2,20 @@
 
 Exit status: 0 success, 1 the run failed, 2 bad input (unknown scenario key,
 wrong type, out-of-range value, unreadable file) -- refused before anything
-runs, with the key named.
+runs, with the key named; 130 after Ctrl-C, 143 after SIGTERM and 129 after
+SIGHUP (unless started under nohup), each with what was kept.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from .scenario import ScenarioError, load_scenario
+from .sweep import SweepError
 
 
 def add_predict_args(pr) -> None:
@@ -95,6 +99,31 @@ def shown(e: ScenarioError) -> str:
     return str(e)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, taken the way Ctrl-C is: a sweep's workers are stopped and its
+    finished points kept.  Their default action killed the parent alone, and its pool
+    workers stayed behind, blocked on its pipe, until killed by hand."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(signum)
+
+
+def _take_termination_signals() -> dict:
+    """Install the handlers; returns the ones they replace, for :func:`main` to put back (a
+    notebook or test calling main() keeps its own).  Only the main thread can set them."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    old = {signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated)}
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:      # nohup's ignore stands
+        old[signal.SIGHUP] = signal.signal(signal.SIGHUP, _raise_terminated)
+    return old
+
+
 def _load(path: str, overrides):
     sc = load_scenario(path, overrides)
     # defaults are a scenario of their own, but an empty file is more often a mistake
@@ -107,6 +136,15 @@ def _load(path: str, overrides):
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    old_handlers = _take_termination_signals()
+    try:
+        return _main(args)
+    finally:
+        for sig, h in old_handlers.items():
+            signal.signal(sig, h)
+
+
+def _main(args) -> int:
     try:
         if args.cmd == "run":
             sc = _load(args.scenario, args.set)
@@ -158,12 +196,16 @@ def main(argv=None) -> int:
     except ScenarioError as e:
         print(f"error: {shown(e)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        by = f" by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else ""
         if args.cmd in ("sweep", "figures"):    # they cache each finished point under OUT
-            print("interrupted; finished points are kept (rerun to resume)", file=sys.stderr)
+            print(f"interrupted{by}; finished points are kept (rerun to resume)", file=sys.stderr)
         else:                                   # run, fit, predict write nothing until the end
-            print(f"interrupted; nothing written ({args.cmd} keeps no partial results)", file=sys.stderr)
-        return 130
+            print(f"interrupted{by}; nothing written ({args.cmd} keeps no partial results)", file=sys.stderr)
+        return 128 + e.signum if isinstance(e, Terminated) else 130
+    except SweepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

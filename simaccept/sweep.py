@@ -6,7 +6,14 @@
   is split or on which worker ran it.
 * Finished points are cached by content hash under ``OUT/points/`` (one JSON
   file per point, written atomically), so an interrupted sweep resumes and
-  recomputes nothing it had finished.
+  recomputes nothing it had finished.  The hash covers the model's code; a
+  policy registered from outside simaccept is keyed by its class's own source
+  too (:func:`policy_key`), so editing it recomputes its points.
+* An interrupted sweep (Ctrl-C, or SIGTERM/SIGHUP through the CLI) kills its
+  workers before the exception goes on: they used to outlive a SIGTERMed
+  parent, blocked on its pipe, for good.  A worker that dies on its own (the
+  OOM killer: one point may take ~12 GB) ends the sweep with a
+  :class:`SweepError` that says so; the finished points are kept either way.
 * Points run on a local process pool (``jobs``) or on a Dask cluster
   (``dask="local"`` or a scheduler address).
 * ``OUT/results.csv`` (one row per point, the record columns, written
@@ -18,6 +25,8 @@
 from __future__ import annotations
 
 import csv
+import hashlib
+import inspect
 import io
 import json
 import math
@@ -25,6 +34,7 @@ import os
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -110,6 +120,82 @@ def _run_point(values_json: str, point_key, coords, source: str) -> dict:
     return simulate(sc).to_dict()
 
 
+#: Most points one sweep may have.  Building the grid alone took 9.3 s at 100,000 points,
+#: and 1,000,000 (three 100-value axes) ran past 2.6 GB without finishing; at ~1 s of CPU a
+#: point, 100,000 is already more than a day on two cores.
+MAX_SWEEP_POINTS = 100_000
+
+
+def check_grid_size(sc: Scenario) -> int:
+    """The number of points of ``sc``'s grid; ScenarioError (naming the longest axis) past
+    :data:`MAX_SWEEP_POINTS`, found from the axes' lengths before any point is built."""
+    axes = sc.axes
+    n = math.prod(len(v) for _, v in axes) if axes else 1
+    if n > MAX_SWEEP_POINTS:
+        longest = max(axes, key=lambda a: len(a[1]))[0]
+        shape = " x ".join(f"{len(v)} ({k})" for k, v in axes)
+        raise ScenarioError(longest, f"the sweep grid would have {n:,} points ({shape}), more than "
+                            f"{MAX_SWEEP_POINTS:,}: split it into several sweeps")
+    return n
+
+
+class SweepError(RuntimeError):
+    """A sweep that could not finish for a reason outside its scenario (a worker died)."""
+
+
+def policy_key(policy: str) -> str | None:
+    """What the cache key needs about ``server.policy`` beyond :func:`model_fingerprint`.
+
+    Returns: "" for a policy whose classes are all simaccept's own (the fingerprint covers
+    them); a digest of the source of each class in its MRO that is defined outside
+    simaccept, for a policy registered by the user; None when such a source cannot be read
+    (a class typed at ``python -c``), and then the point is not cached at all.  Helpers
+    the class calls outside its own body are not covered: rename the policy, or delete
+    ``OUT/points``, after editing those."""
+    from .servers.policies import REGISTRY
+    h, outside = hashlib.sha256(), False
+    for c in REGISTRY[policy].__mro__:
+        mod = c.__module__ or ""
+        if c is object or mod == "simaccept" or mod.startswith("simaccept."):
+            continue
+        try:
+            src = inspect.getsource(c)
+        except (OSError, TypeError):
+            return None
+        outside = True
+        h.update(f"{mod}.{c.__qualname__}\n{src}".encode())
+    return h.hexdigest()[:16] if outside else ""
+
+
+def _cache_name(p: Scenario) -> str | None:
+    """The point's file under OUT/points, or None: its policy's code cannot be keyed."""
+    key = policy_key(p["server"]["policy"])
+    if key is None:
+        return None
+    return f"{p.content_hash()}-{key}.json" if key else f"{p.content_hash()}.json"
+
+
+def _worker_init() -> None:
+    """A worker dies of SIGTERM/SIGHUP outright; the parent (through the CLI) turns them into
+    an interruption and kills the workers it has left.  An ignored SIGHUP (nohup) stays so."""
+    import signal
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+
+
+def _stop_workers(ex: ProcessPoolExecutor) -> None:
+    """Kill a pool's workers now: shutdown() alone lets each finish its point first (minutes
+    at high rates), and a parent that dies meanwhile leaves them blocked on its pipe."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())    # no public handle before 3.14
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+    ex.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        proc.join(5)
+
+
 def _load_cached(path: Path) -> RunRecord | None:
     try:
         d = json.loads(path.read_text())
@@ -127,6 +213,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         if out is None:
             raise ValueError("parquet=True needs an out directory")
         _pyarrow()
+    check_grid_size(sc)
     points = sc.points()
     from .sim import SIMULATED_SERVERS
     kinds = sc["server"]["kind"]
@@ -143,9 +230,14 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
     results: dict[int, RunRecord] = {}
     todo = []
+    names = [_cache_name(p) for p in points] if cache_dir is not None else [None] * len(points)
+    unkeyed = sorted({p["server"]["policy"] for p, n in zip(points, names) if n is None})
+    if cache_dir is not None and unkeyed:
+        print(f"policy {', '.join(unkeyed)}: its source cannot be read (defined at a prompt?), so its "
+              f"points are not cached and a rerun computes them again", file=sys.stderr)
     for i, p in enumerate(points):
-        if cache_dir is not None:
-            cached = _load_cached(cache_dir / f"{p.content_hash()}.json")
+        if names[i] is not None:
+            cached = _load_cached(cache_dir / names[i])
             if cached is not None and cached.status == "ok":
                 results[i] = cached
                 continue
@@ -156,8 +248,8 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     def finish(i: int, d: dict) -> None:
         rec = RunRecord(**d)
         results[i] = rec
-        if cache_dir is not None and rec.status == "ok":
-            atomic_write(cache_dir / f"{points[i].content_hash()}.json", json.dumps(d))
+        if names[i] is not None and rec.status == "ok":
+            atomic_write(cache_dir / names[i], json.dumps(d))
         if on_point:
             on_point(rec)
         bar.step()
@@ -169,10 +261,21 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         for i, a in zip(todo, args):
             finish(i, _run_point(*a))
     else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as ex:     # no idle workers
+        ex = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_worker_init)  # no idle workers
+        try:
             futs = {ex.submit(_run_point, *a): i for i, a in zip(todo, args)}
             for f in as_completed(futs):
                 finish(futs[f], f.result())
+        except BrokenProcessPool:
+            _stop_workers(ex)
+            kept = f"; the {len(results)} finished points are kept under {cache_dir}" if cache_dir else ""
+            raise SweepError(f"a worker process died before its point finished (killed: by the OOM killer "
+                             f"if memory ran out, one point can take ~12 GB; fewer --jobs use less){kept}; "
+                             f"rerun to resume") from None
+        except BaseException:
+            _stop_workers(ex)
+            raise
+        ex.shutdown()
     bar.close()
     records = [results[i] for i in range(len(points))]
     if out is not None:

@@ -221,3 +221,167 @@ def test_package_run_sweep_is_callable_again_and_the_module_stays_a_module(tmp_p
     again = simaccept.run_sweep(sc, jobs=1, out=tmp_path / "b", plots=False)
     assert [r.replies_per_s for r in first] == [r.replies_per_s for r in again] and len(first) == 2
     assert callable(sweep_module.run_sweep) and simaccept.sweep is sweep_module
+
+
+# ---------------------------------------------------------------- user policies and the cache
+POLICY_SRC = '''
+from simaccept.servers.policies import AcceptPolicy, REGISTRY
+
+
+class Edited(AcceptPolicy):
+    name = "edited-policy"
+
+    def quota(self, view):
+        return {quota}
+
+
+REGISTRY["edited-policy"] = Edited
+'''
+
+
+def _register(tmp_path, quota, modname):
+    import importlib.util
+    f = tmp_path / f"{modname}.py"
+    f.write_text(POLICY_SRC.format(quota=quota))
+    spec = importlib.util.spec_from_file_location(modname, f)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod          # inspect.getsource finds a class through its module
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatch):
+    # A policy registered from outside simaccept is not in the model's fingerprint: editing
+    # its quota() used to give the old policy's cached replies/s back (found by an audit:
+    # 22,407 cached where the edited policy simulates 14,682).
+    from simaccept.servers import policies
+    from simaccept.sweep import policy_key
+    monkeypatch.setitem(policies.REGISTRY, "edited-policy", policies.AcceptLimit)
+    over = ["workload.rate=[12000]", "server.policy=edited-policy", "server.accept_limit=inf",
+            "scenario.duration=0.5", "scenario.warmup=0.2"]
+    sc = load_scenario(text=SMALL, overrides=over)
+    assert policy_key("accept-limit") == ""             # shipped: the fingerprint covers it
+    _register(tmp_path, "view.acceptq_len", "user_policy_a")
+    key_a = policy_key("edited-policy")
+    first = run_sweep(sc, tmp_path / "o", jobs=1, plots=False)
+    ran = []
+    run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
+    assert ran == []                                    # unchanged: cached
+    _register(tmp_path, "1", "user_policy_b")           # the same policy, quota() edited
+    assert policy_key("edited-policy") not in ("", key_a)
+    again = run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
+    assert len(ran) == 1
+    assert again[0].c_avg <= 1.0 < first[0].c_avg      # the edited policy's own result
+    assert len(list((tmp_path / "o" / "points").glob("*.json"))) == 2
+
+
+def test_a_policy_without_readable_source_is_never_cached(tmp_path, monkeypatch, capsys):
+    from simaccept.servers import policies
+    ns: dict = {}
+    exec(POLICY_SRC.format(quota="1").replace('REGISTRY["edited-policy"] = Edited', ""), ns)
+    monkeypatch.setitem(policies.REGISTRY, "prompt-policy", ns["Edited"])
+    sc = load_scenario(text=SMALL, overrides=["workload.rate=[3000]", "server.policy=prompt-policy",
+                                              "server.accept_limit=inf", "scenario.duration=0.3",
+                                              "scenario.warmup=0.1"])
+    for _ in range(2):
+        ran = []
+        run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
+        assert len(ran) == 1
+    assert "prompt-policy: its source cannot be read" in capsys.readouterr().err
+    assert not list((tmp_path / "o" / "points").glob("*.json"))
+
+
+def test_a_grid_past_the_limit_is_refused_before_it_is_built():
+    from simaccept import ScenarioError
+    from simaccept.sweep import MAX_SWEEP_POINTS
+    sc = load_scenario(text=SMALL, overrides=["workload.rate=" + str(list(range(1000, 1200))),
+                                              "scenario.seed=" + str(list(range(100))),
+                                              "server.accept_limit=" + str(list(range(1, 101)))])
+    t0 = time.monotonic()
+    with pytest.raises(ScenarioError, match="2,000,000 points") as e:
+        run_sweep(sc, plots=False)
+    assert time.monotonic() - t0 < 5 and e.value.key == "workload.rate"
+    assert MAX_SWEEP_POINTS == 100_000
+
+
+# ---------------------------------------------------------------- signals and dead workers
+LONG_AND_SHORT = SMALL.replace("duration = 1.0", "duration = [0.3, 120.0]").replace(
+    "rate = [2000, 6000, 12000]", "rate = [2000, 2001]").replace('accept_limit = [1, "inf"]', 'accept_limit = 1')
+
+
+def _children(pid):
+    kids = set()
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        kids |= {int(x) for x in (t / "children").read_text().split()}
+    return kids
+
+
+def _start_long_sweep(tmp_path, reaper):
+    """A --jobs 2 sweep whose two short points finish in a second and whose two long ones run
+    for minutes; returns (process, points dir, the worker pids) once the short ones are cached."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(LONG_AND_SHORT)
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # a terminal's dispositions, whatever the test runner was started under (nohup ignores SIGHUP)
+    p = subprocess.Popen([sys.executable, "-m", "simaccept", "sweep", str(spec), "--out", str(out), "--jobs", "2",
+                          "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    reaper.append(p.pid)
+    points = out / "points"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(points.glob("*.json"))) < 2:
+        time.sleep(0.05)
+    workers = _children(p.pid)
+    reaper += workers
+    assert len(list(points.glob("*.json"))) == 2 and p.poll() is None
+    return p, points, workers
+
+
+def _gone(pids, within=10.0):
+    deadline = time.time() + within
+    while time.time() < deadline:
+        alive = [x for x in pids if Path(f"/proc/{x}").exists()
+                 and "Z" not in Path(f"/proc/{x}/stat").read_text().split(")")[-1][:3]]
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def reaper():
+    """Kills whatever a failed assertion left running (the defect itself leaves workers)."""
+    pids = []
+    yield pids
+    for pid in pids:
+        try:        # only a sweep's process: a pid that ended may already be someone else's
+            if b"simaccept" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_sweep_stops_its_workers_and_keeps_finished_points(tmp_path, sig, reaper):
+    # SIGTERM to the sweep alone (not its process group) used to kill the parent and leave
+    # its two workers running, then blocked on its pipe, until killed by hand.
+    p, points, workers = _start_long_sweep(tmp_path, reaper)
+    assert len(workers) == 2, workers
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + sig, (p.returncode, err)
+    assert f"interrupted by {signal.Signals(sig).name}; finished points are kept" in err, err
+    assert _gone(workers), "a worker outlived the sweep"
+    assert len(list(points.glob("*.json"))) == 2 and not list(points.glob(".*.tmp"))
+
+
+def test_a_worker_killed_outright_ends_the_sweep_with_a_clear_error(tmp_path, reaper):
+    p, points, workers = _start_long_sweep(tmp_path, reaper)
+    os.kill(min(workers), signal.SIGKILL)               # as the OOM killer would
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 1, (p.returncode, err)
+    assert "error: a worker process died before its point finished" in err and "Traceback" not in err, err
+    assert "the 2 finished points are kept" in err
+    assert _gone(workers)
+    assert len(list(points.glob("*.json"))) == 2
