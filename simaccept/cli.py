@@ -31,7 +31,7 @@ def add_predict_args(pr) -> None:
                     help="scenario override for every simulation")
     pr.add_argument("--jobs", type=int, default=1)
     pr.add_argument("--out", default=None, help="also write the rows as CSV (row, seed, metric, measured, "
-                    "predicted, error)")
+                    "predicted, error, difference)")
 
 
 def _out_dir(path: str, option: str = "--out") -> None:

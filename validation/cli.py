@@ -57,6 +57,8 @@ def _out_problem(out: Path) -> str | None:
     if out.is_dir():
         return "is a directory; give a file name"
     if not out.parent.is_dir():
+        if out.parent.exists():
+            return f"{str(out.parent)!r} is not a directory"
         return f"directory {str(out.parent)!r} does not exist"
     try:                            # the one test that holds for root and read-only file systems
         fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".probe")
@@ -306,27 +308,27 @@ def _parser() -> argparse.ArgumentParser:
                     help="only print the fit's residuals at the shipped thesis-2004 values (writes nothing)")
     si = sub.add_parser("specweb-idle", help="open connections implied by the thesis's SPECweb99-like select "
                         "statistics, and throughput by client delay -> docs/validation/specweb-idle.md")
-    si.add_argument("--out", default="docs/validation")
+    si.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
     si.add_argument("--jobs", type=int, default=2)
     si.add_argument("--think-ms", default=None, metavar="MS,MS,...",
                     help="client delays to sweep (default 0,25,50,75,100,125,150,200)")
     si.add_argument("--profile", default="thesis-2004")
     se = sub.add_parser("sensitivity", help="elasticity of every thesis throughput cell to each cost, and which "
                         "costs the calibration rows identify -> docs/validation/sensitivity.md")
-    se.add_argument("--out", default="docs/validation")
+    se.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
     se.add_argument("--jobs", type=int, default=2)
     se.add_argument("--step", type=float, default=1.25, help="factor each cost is raised by (default 1.25)")
     se.add_argument("--profile", default="thesis-2004")
     se.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/sensitivity)")
     wi = sub.add_parser("window", help="each thesis cell simulated in the report's window and in the thesis's "
                         "(120 s from idle queues) -> docs/validation/window.md")
-    wi.add_argument("--out", default="docs/validation")
+    wi.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
     wi.add_argument("--jobs", type=int, default=2)
     wi.add_argument("--profile", default="thesis-2004")
     wi.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/window)")
     sd = sub.add_parser("seeds", help="every held-out throughput cell at several seeds: is a miss seed noise? "
                         "-> docs/validation/seeds.md")
-    sd.add_argument("--out", default="docs/validation")
+    sd.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
     sd.add_argument("--seeds", type=int, default=4, help="seeds per cell: the row's own and the ones after it")
     sd.add_argument("--jobs", type=int, default=2)
     sd.add_argument("--profile", default="thesis-2004")
@@ -400,6 +402,9 @@ def _main(args) -> int:
     except ScenarioError as e:
         _err(f"--out {str(out_dir)!r}: {e.reason}")
         return 2
+    if args.cmd != "report":
+        # the repository's docs/validation, not one under the working directory (as report's)
+        args.out = str(out_dir)
     if args.cmd == "specweb-idle":
         from .specweb_idle import THINK_GRID_MS, IdleError, run as run_idle
         try:

@@ -527,9 +527,13 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
             raise ValueError(f"--select {s!r}: {col} is text; only = and != compare it")
         if op not in ("=", "!="):
             try:
-                float(val)
+                x = float(val)
             except ValueError:
                 raise ValueError(f"--select {s!r}: {val!r} is not a number") from None
+            if math.isnan(x):       # every comparison with NaN is false: it would keep nothing
+                raise ValueError(f"--select {s!r}: nan compares with nothing; != nan keeps the measured ones")
+        if col == "accept_limit" and val.strip().lower() in ("inf", "infinity"):
+            val = "inf"             # as records spell it; scenarios and plot legends say Inf too
 
         def match(m, col=col, val=val, f=_SELECT_OPS[op], op=op):
             v = getattr(m.record, col)

@@ -760,6 +760,10 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
     tag = ("quick-" if quick else "") + Path(label).stem + "-" + hashlib.sha256(costs_now.encode()).hexdigest()[:10]
     all_cells, group_info, order_checks, unscored = [], [], {}, []
     lines_by_group: dict[str, dict[str, list[RunRecord]]] = {}
+    unknown = sorted(only - {_group_name(g) for g in groups})
+    if unknown:     # a typo used to write an empty report (over docs/validation without --out) and exit 0
+        raise ReportError(f"--group: no configuration named {', '.join(map(repr, unknown))} (have: "
+                          f"{', '.join(sorted(_group_name(g) for g in groups))})")
     for g, rows in groups.items():
         name = _group_name(g)
         if only and name not in only:

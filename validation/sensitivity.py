@@ -175,8 +175,8 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
     bad = sorted({p for v in params.values() for p in v} - set(COST_NAMES))
     if bad:
         raise SensitivityError(f"unknown cost(s): {', '.join(bad)}")
-    if not step > 0 or step == 1:
-        raise SensitivityError(f"step must be > 0 and != 1, got {step}")
+    if not (step > 0 and math.isfinite(step)) or step == 1:
+        raise SensitivityError(f"--step: must be finite, > 0 and != 1, got {step}")
     costs = load_costs(profile).as_dict()
     base_over = [f'costs.profile="{profile}"'] + list(sim_overrides)
 

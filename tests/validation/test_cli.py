@@ -250,6 +250,29 @@ def test_select_compares_numbers_and_text(sim_csv, sel, kept):
     assert [m.record.accept_limit for m in select_records(load_records(sim_csv), [sel])] == kept
 
 
+@pytest.mark.parametrize("spelling", ["inf", "Inf", "INF", "infinity"])
+def test_select_accept_limit_inf_in_any_spelling(sim_csv, tmp_path, spelling):
+    # scenarios take "Inf" and the plots say Accept-Inf; --select accept_limit=Inf kept nothing
+    import csv
+    from validation.records import load_records, select_records
+    rows = list(csv.DictReader(sim_csv.open()))
+    rows[0]["accept_limit"] = "inf"
+    f = tmp_path / "with-inf.csv"
+    with f.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    kept = select_records(load_records(f), [f"accept_limit={spelling}"])
+    assert [m.record.accept_limit for m in kept] == ["inf"]
+
+
+@pytest.mark.parametrize("sel", ["replies_per_s>nan", "target_rate<=NaN"])
+def test_select_against_nan_is_refused(sim_csv, sel):
+    from validation.records import load_records, select_records
+    with pytest.raises(ValueError, match="nan compares with nothing"):
+        select_records(load_records(sim_csv), [sel])
+
+
 def test_predict_skips_failed_runs_naming_why(sim_csv, tmp_path, capsys):
     import csv
     rows = list(csv.DictReader(sim_csv.open()))

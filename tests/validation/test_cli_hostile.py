@@ -199,3 +199,58 @@ def test_long_commands_refuse_an_unusable_out_before_running(cmd, where, tmp_pat
     err = capsys.readouterr().err
     assert f"--out {str(out)!r}" in err and "not a directory" in err and "Traceback" not in err, err
     assert f.read_text() == "keep"
+
+
+def test_report_with_an_unknown_group_is_exit_2_and_writes_nothing(tmp_path, capsys):
+    # `--group nosuchgroup` used to write an empty report (into docs/validation without
+    # --out) and exit 0
+    from validation.cli import main as vmain
+    out = tmp_path / "rep"
+    out.mkdir()
+    assert vmain(["report", "--group", "userver-one-packet-select", "--group", "nosuchgroup", "--out", str(out),
+                  "--cache", str(tmp_path / "cache"), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "--group: no configuration named 'nosuchgroup'" in err and "userver-one-packet-select" in err, err
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("step", ["inf", "-inf", "nan", "0", "1"])
+def test_sensitivity_step_that_is_no_factor_is_exit_2(step, tmp_path, capsys):
+    from validation.cli import main as vmain
+    assert vmain(["sensitivity", f"--step={step}", "--out", str(tmp_path), "--cache", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "--step: must be finite, > 0 and != 1" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("cmd, module, fn", [("window", "validation.window", "run"),
+                                             ("seeds", "validation.seeds", "run"),
+                                             ("sensitivity", "validation.sensitivity", "run"),
+                                             ("specweb-idle", "validation.specweb_idle", "run")])
+def test_default_out_is_the_repositorys_docs_validation_from_any_directory(cmd, module, fn, tmp_path,
+                                                                           monkeypatch):
+    # the default was the relative "docs/validation": run elsewhere, it made ./docs/validation there
+    import importlib
+    from validation.cli import main as vmain
+    from validation.report import DEFAULT_OUT
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def capture(*a, **k):
+        seen["out"] = k.get("out")
+        raise Stop
+    monkeypatch.setattr(importlib.import_module(module), fn, capture)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Stop):
+        vmain([cmd])
+    assert Path(seen["out"]) == DEFAULT_OUT and DEFAULT_OUT.is_absolute()
+    assert not (tmp_path / "docs").exists()
+
+
+def test_out_under_a_file_says_it_is_not_a_directory(sim_csv, tmp_path, capsys):
+    f = tmp_path / "f"
+    f.write_text("")
+    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(f / "x.toml")]) == 2
+    err = capsys.readouterr().err
+    assert f"{str(f)!r} is not a directory" in err and "does not exist" not in err, err
