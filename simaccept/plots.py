@@ -1,6 +1,8 @@
-"""Thesis-style figures: one metric against target rate, one line per policy."""
+"""Thesis-style figures: one metric against target rate, one line per policy (and per
+any other key the sweep varies); seed replicates drawn as their mean with a 95 % interval."""
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -35,25 +37,96 @@ def save_figure(fig, stem: Path, formats=("png", "svg")) -> list[Path]:
     return written
 
 
+#: Swept keys a line's label already shows through :func:`policy_label`, or that are not a
+#: line of their own: the x axis, and the seed, whose points are replicates of one line.
+_IN_LABEL = ("server.accept_limit", "server.policy", "server.kind")
+_NOT_A_LINE = ("workload.rate", "scenario.seed", "scenario.name")
+
+
+def _flat_config(r) -> dict:
+    """The record's resolved configuration as dotted key -> JSON value, and its source; a
+    record without a readable config (an old CSV, a paper row) has its own columns."""
+    try:
+        cfg = json.loads(r.config) if r.config else None
+    except ValueError:
+        cfg = None
+    if isinstance(cfg, dict):
+        flat = {f"{s}.{k}": json.dumps(v, sort_keys=True) for s, keys in cfg.items() if isinstance(keys, dict)
+                for k, v in keys.items()}
+    else:
+        flat = {"server.mux": json.dumps(r.mux), "workload.kind": json.dumps(r.workload)}
+    flat["record.source"] = json.dumps(r.source)
+    return flat
+
+
+def plot_lines(records) -> dict[str, list]:
+    """The records of each line of a sweep figure, by legend label.
+
+    A line is a policy (:func:`policy_label`) plus every other configuration key that varies
+    among ``records`` (from their resolved ``config``), except the rate on the x axis and
+    the seed: a sweep over ``server.mux`` has an "Accept-1, mux=poll" line beside
+    "Accept-1, mux=select", where both used to be drawn as "Accept-1", and the points of a
+    ``scenario.seed`` axis are replicates of one line (:func:`thesis_plots` draws their mean).
+    Records without a readable config are told apart by mux, workload and source."""
+    flats = [_flat_config(r) for r in records]
+    keys = sorted({k for f in flats for k in f})
+    shown = [k for k in keys if k not in _NOT_A_LINE and k not in _IN_LABEL
+             and len({f.get(k) for f in flats}) > 1]
+    lines: dict[str, list] = defaultdict(list)
+    for r, f in zip(records, flats):
+        extra = [f"{k.split('.', 1)[1]}={_plain(f.get(k))}" for k in shown]
+        lines[", ".join([policy_label(r), *extra])].append(r)
+    return dict(lines)
+
+
+def _plain(v: str | None) -> str:
+    if v is None or v == '""':
+        return "-"
+    try:
+        x = json.loads(v)
+    except ValueError:
+        return v
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _mean_ci(ys: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % t interval (0 for a single value)."""
+    n = len(ys)
+    m = sum(ys) / n
+    if n < 2:
+        return m, 0.0
+    from scipy import stats
+    sd = math.sqrt(sum((y - m) ** 2 for y in ys) / (n - 1))
+    return m, float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+
+
 def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
+    """One figure per metric against target rate, one line per :func:`plot_lines` label.
+    Replicates (several seeds at one rate) are drawn as their mean with a 95 % interval."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ok = [r for r in records if r.status == "ok" and not math.isnan(r.target_rate)]
-    lines = defaultdict(list)
-    for r in ok:
-        key = (policy_label(r), r.mux, r.workload, r.source)
-        lines[key].append(r)
+    lines = plot_lines(ok)
     written = []
     for metric, ylabel, stem in FIGURES:
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        for (label, mux, wl, src), rs in sorted(lines.items()):
-            rs = sorted(rs, key=lambda r: r.target_rate)
-            ys = [getattr(r, metric) for r in rs]
-            if all(math.isnan(y) or (metric in GETEVENTS and y == 0) for y in ys):
+        most = 1
+        for label, rs in sorted(lines.items()):
+            by_x: dict[float, list[float]] = defaultdict(list)
+            for r in rs:
+                y = getattr(r, metric)
+                if not math.isnan(y):
+                    by_x[r.target_rate].append(y)
+            ys = [y for v in by_x.values() for y in v]
+            if not ys or (metric in GETEVENTS and all(y == 0 for y in ys)):
                 continue            # not measured, or a server with no getevents phase (TUX)
-            ax.plot([r.target_rate for r in rs], ys, marker="o", ms=3, label=label)
+            xs = sorted(by_x)
+            stats = [_mean_ci(by_x[x]) for x in xs]
+            most = max(most, max(len(v) for v in by_x.values()))
+            ax.errorbar(xs, [m for m, _ in stats], yerr=[h for _, h in stats], marker="o", ms=3, capsize=2,
+                        label=label)
         if not ax.get_legend_handles_labels()[0]:
             # an empty frame says nothing; one left by an earlier sweep here would say something wrong
             plt.close(fig)
@@ -63,7 +136,8 @@ def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
         ax.set_xlabel("Target requests/s")
         ax.set_ylabel(ylabel)
         if ok:
-            ax.set_title(f"{ok[0].scenario}")
+            ax.set_title(ok[0].scenario + (f" (mean of up to {most} seeds, 95 % interval)" if most > 1 else ""),
+                         fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         fig.tight_layout()

@@ -28,3 +28,38 @@ def test_tux_gets_no_getevents_figures_and_an_earlier_one_is_removed(tmp_path):
 def test_userver_gets_all_five(tmp_path):
     written = thesis_plots([_rec("userver", r, 500.0, 2.0) for r in (1000.0, 2000.0)], tmp_path, formats=("png",))
     assert len(written) == 5 and all(p.stat().st_size > 1000 for p in written)
+
+
+def test_lines_are_told_apart_by_every_swept_key_and_seeds_are_replicates(tmp_path):
+    # An audit's sweep over mux x seed x accept-limit drew two lines called "Accept-1" (select
+    # and poll) and ran each line through both seeds' points at every rate.
+    from simaccept import load_scenario
+    from simaccept.plots import plot_lines
+    from simaccept.sweep import run_sweep
+    sc = load_scenario("scenarios/thesis/userver-onepacket.toml", overrides=[
+        "scenario.warmup=0.1", "scenario.duration=0.3", "workload.rate=[20000, 30000]",
+        "server.accept_limit=[1, inf]", "scenario.seed=[1, 2]", 'server.mux=["select", "poll"]'])
+    recs = run_sweep(sc, tmp_path / "o", jobs=1, plots=True)
+    lines = plot_lines(recs)
+    assert sorted(lines) == ["Accept-1, mux=poll", "Accept-1, mux=select",
+                             "Accept-Inf, mux=poll", "Accept-Inf, mux=select"]
+    for label, rs in lines.items():
+        assert sorted(r.target_rate for r in rs) == [20000, 20000, 30000, 30000]   # 2 seeds per rate
+        assert len({r.seed for r in rs}) == 2
+    assert (tmp_path / "o" / "throughput.png").stat().st_size > 1000
+
+
+def test_a_line_through_replicates_is_their_mean_with_a_95_interval():
+    from simaccept.plots import _mean_ci
+    m, h = _mean_ci([10.0, 12.0, 14.0])
+    assert m == 12.0 and h == pytest.approx(4.968, abs=1e-3)      # t(0.975, 2) 4.303 x 2 / sqrt 3
+    assert _mean_ci([5.0]) == (5.0, 0.0)
+
+
+def test_records_without_config_split_by_mux_only_when_it_varies():
+    from simaccept.plots import plot_lines
+    a, b = _rec("userver", 1000.0, 1.0, 1.0), _rec("userver", 1000.0, 1.0, 1.0)
+    a.mux, b.mux = "select", "poll"
+    assert sorted(plot_lines([a, b])) == ["Accept-1, mux=poll", "Accept-1, mux=select"]
+    assert sorted(plot_lines([a, _rec("userver", 2000.0, 1.0, 1.0)])) == ["Accept-1, mux=-", "Accept-1, mux=select"]
+    assert list(plot_lines([_rec("userver", 1000.0, 1.0, 1.0), _rec("userver", 2000.0, 1.0, 1.0)])) == ["Accept-1"]
