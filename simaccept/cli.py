@@ -1,4 +1,4 @@
-"""Command line: ``simaccept run | sweep | figures | fit | predict``.
+"""Command line: simaccept run | sweep | figures | fit | predict.
 
 Exit status: 0 success, 1 the run failed, 2 bad input (unknown scenario key,
 wrong type, out-of-range value, unreadable file) -- refused before anything
@@ -56,21 +56,27 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="simaccept", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="simulate one scenario point")
-    r.add_argument("scenario")
-    r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    r.add_argument("scenario", help="scenario TOML file")
+    r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a scenario key; repeatable")
     r.add_argument("--json", action="store_true", help="print the record as one JSON object")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
-    s.add_argument("scenario")
-    s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
-    s.add_argument("--jobs", type=int, default=1)
-    s.add_argument("--dask", default=None, metavar="ADDRESS|local")
-    s.add_argument("--out", required=True)
-    s.add_argument("--no-progress", action="store_true")
+    s.add_argument("scenario", help="scenario TOML file; its list values are the sweep's axes")
+    s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a scenario key (a list makes it an axis); repeatable")
+    s.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); results are the same "
+                   "whatever the number")
+    s.add_argument("--dask", default=None, metavar="ADDRESS|local",
+                   help="run the points on a Dask scheduler at ADDRESS, or on a local cluster of --jobs workers")
+    s.add_argument("--out", required=True, help="directory for results.csv, the figures and the point cache "
+                   "(OUT/points: a rerun computes only what is missing)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     s.add_argument("--parquet", action="store_true",
                    help="also write OUT/results.parquet (typed columns; needs pyarrow, installed by make venv)")
     g = sub.add_parser("figures", help="regenerate every figure of thesis chapters 4 and 5 in simulation")
-    g.add_argument("--out", default="out/figures")
-    g.add_argument("--jobs", type=int, default=1)
+    g.add_argument("--out", default="out/figures", help="output directory (default out/figures; each sweep's "
+                   "points are cached there, so a rerun only redraws)")
+    g.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     f = sub.add_parser("fit", help="fit cost parameters to records (validation package)")
     f.add_argument("--records", required=True, help="RunRecords as CSV (e.g. validation/data/thesis.csv) or Parquet (a sweep's results.parquet)")
     f.add_argument("--params", required=True, help="comma-separated cost names to fit")
@@ -161,6 +167,11 @@ def _main(args) -> int:
             if rec.status != "ok":
                 print(rec.error, file=sys.stderr)
                 return 1
+            if not rec.conn_attempts_per_s > 0:
+                # not an error (the record is what was asked for), but no measurement either
+                print(f"warning: no connection was offered in the {rec.duration_s:g} s measured window "
+                      f"(workload.rate x scenario.duration = {sc['workload']['rate'] * rec.duration_s:.3g} "
+                      f"requests): its rates are of no load", file=sys.stderr)
             return 0
         if args.cmd == "sweep":
             if args.jobs < 1:

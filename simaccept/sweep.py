@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .record import _TEXT, COLUMNS, RunRecord
-from .scenario import Scenario, ScenarioError
+from .scenario import SCHEMA, Scenario, ScenarioError
 
 
 def atomic_write(path: Path, data) -> None:
@@ -139,6 +139,10 @@ def check_grid_size(sc: Scenario) -> int:
     return n
 
 
+#: Scenario keys only realsys reads (realsys.spin_us is simulated too: user work per request).
+SIM_IGNORES = frozenset(f"realsys.{k}" for k in SCHEMA["realsys"] if k != "spin_us")
+
+
 class SweepError(RuntimeError):
     """A sweep that could not finish for a reason outside its scenario (a worker died)."""
 
@@ -214,6 +218,11 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             raise ValueError("parquet=True needs an out directory")
         _pyarrow()
     check_grid_size(sc)
+    idle = [k for k, _ in sc.axes if k in SIM_IGNORES]
+    if idle:
+        print(f"warning: the simulator does not read {', '.join(idle)}: the points along "
+              f"{'that axis' if len(idle) == 1 else 'those axes'} differ only in their random stream",
+              file=sys.stderr)
     points = sc.points()
     from .sim import SIMULATED_SERVERS
     kinds = sc["server"]["kind"]
@@ -256,7 +265,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
 
     args = [(points[i].to_json(), points[i].point_key, points[i].coords, points[i].source) for i in todo]
     if dask:
-        _run_dask(dask, todo, args, finish)
+        _run_dask(dask, todo, args, finish, jobs)
     elif jobs <= 1 or len(todo) <= 1:
         for i, a in zip(todo, args):
             finish(i, _run_point(*a))
@@ -298,14 +307,14 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     return records
 
 
-def _run_dask(address: str, todo, args, finish) -> None:
+def _run_dask(address: str, todo, args, finish, jobs: int = 1) -> None:
     try:
         from dask.distributed import Client, LocalCluster, as_completed as d_as_completed
     except ImportError:  # pragma: no cover - depends on the extra
         raise ScenarioError("--dask", "needs dask.distributed (pip install 'simaccept[dask]')") from None
     cluster = None
     if address == "local":
-        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True)
+        cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True)
         client = Client(cluster)
     else:
         try:

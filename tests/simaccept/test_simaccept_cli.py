@@ -144,3 +144,51 @@ def test_an_empty_scenario_file_runs_on_defaults_with_a_warning(tmp_path, capsys
     assert main(["run", str(empty), "--set", "scenario.duration=0.2", "--set", "scenario.warmup=0.1",
                  "--set", "workload.rate=1000"]) == 0
     assert "is empty: every key not given with --set takes its default" in capsys.readouterr().err
+
+
+def test_a_run_with_no_load_in_its_window_warns(tmp_path, capsys):
+    # scenario.duration=1e-9 printed "0 replies/s ... mean response nan ms" and nothing else
+    p = tmp_path / "one.toml"
+    p.write_text(SMALL.replace("rate = [2000, 6000]", "rate = 2000"))
+    assert cli.main(["run", str(p), "--set", "scenario.duration=1e-9"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: no connection was offered in the 1e-09 s measured window" in err, err
+    assert cli.main(["run", str(p)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_sweeping_a_key_only_realsys_reads_warns(tmp_path, spec, capsys):
+    assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--no-progress",
+                     "--set", "workload.rate=2000", "--set", "realsys.httperf=[false, true]"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the simulator does not read realsys.httperf" in err, err
+    assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "p"), "--no-progress",
+                     "--set", "workload.rate=2000", "--set", "realsys.spin_us=[0, 5]"]) == 0
+    assert "does not read" not in capsys.readouterr().err          # spin_us is simulated too
+
+
+def test_dask_local_has_jobs_workers(tmp_path, spec, monkeypatch):
+    pytest.importorskip("dask.distributed")
+    import dask.distributed
+    seen = {}
+
+    class Probe(Exception):
+        pass
+
+    def cluster(**kw):
+        seen.update(kw)
+        raise Probe
+    monkeypatch.setattr(dask.distributed, "LocalCluster", cluster)
+    with pytest.raises(Probe):
+        sweep.run_sweep(cli.load_scenario(str(spec)), tmp_path / "o", jobs=3, dask="local", plots=False)
+    assert seen["n_workers"] == 3
+
+
+def test_every_sweep_and_figures_option_has_help():
+    p = cli._parser()
+    subs = next(a for a in p._actions if a.dest == "cmd").choices
+    for name in ("run", "sweep", "figures"):
+        for a in subs[name]._actions:
+            if a.dest != "help":
+                assert a.help, f"{name} {a.option_strings or a.dest} has no help"
+    assert "``" not in p.description
