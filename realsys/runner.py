@@ -221,6 +221,15 @@ def _sleep_until(t: float) -> None:
 WINDOW_SLACK = 0.05
 
 
+def httperf_launches_in_window(rate: float, warm: float, dur: float) -> int:
+    """How many of one httperf process's connections start in [warm, warm + dur): it starts
+    round(rate x (warm + dur)) of them (at least 1, :func:`httperf_argv`), the k-th at k / rate."""
+    n = max(1, int(round(rate * (warm + dur))))
+    lo = math.ceil(warm * rate)
+    hi = min(n - 1, math.ceil((warm + dur) * rate) - 1)
+    return max(0, hi - lo + 1)
+
+
 def launch_error(attempts: float, conn_rate: float, dur: float) -> str | None:
     """None if the generators launched a connection in the measured window; else why the
     point measured nothing.  Launches are scheduled from the warm-up's start, so a rate
@@ -379,7 +388,11 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
         gen_res = [json.loads(Path(o).read_text()) for _, o in gens]
         g = merge(gen_res)
     rec = _record(pt, v, g, snap, delta, split, shares, dur, kind)
-    why = (launch_error(g["attempts"], conn_rate, dur)
+    # loadgen counts its launches in the window; httperf's count includes the warm-up's, so
+    # its in-window launches come from its schedule (deterministic, from the warm-up's start)
+    in_window = (procs * httperf_launches_in_window(conn_rate / procs, warm, dur) if rs["httperf"]
+                 else g["attempts"])
+    why = (launch_error(in_window, conn_rate, dur)
            or window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None))
     if why:
         rec.status, rec.error = "failed", why

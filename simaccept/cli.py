@@ -147,7 +147,8 @@ def main(argv=None) -> int:
         return _main(args)
     finally:
         for sig, h in old_handlers.items():
-            signal.signal(sig, h)
+            if h is not None:           # None: set from C, cannot be put back from Python
+                signal.signal(sig, h)
 
 
 def _main(args) -> int:

@@ -43,20 +43,17 @@ _IN_LABEL = ("server.accept_limit", "server.policy", "server.kind")
 _NOT_A_LINE = ("workload.rate", "scenario.seed", "scenario.name")
 
 
-def _flat_config(r) -> dict:
-    """The record's resolved configuration as dotted key -> JSON value, and its source; a
-    record without a readable config (an old CSV, a paper row) has its own columns."""
+def _flat_config(r) -> dict | None:
+    """The record's resolved configuration as dotted key -> JSON value, or None when it has
+    none that can be read (an old CSV, a paper row)."""
     try:
         cfg = json.loads(r.config) if r.config else None
-    except ValueError:
-        cfg = None
-    if isinstance(cfg, dict):
-        flat = {f"{s}.{k}": json.dumps(v, sort_keys=True) for s, keys in cfg.items() if isinstance(keys, dict)
-                for k, v in keys.items()}
-    else:
-        flat = {"server.mux": json.dumps(r.mux), "workload.kind": json.dumps(r.workload)}
-    flat["record.source"] = json.dumps(r.source)
-    return flat
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(cfg, dict):
+        return None
+    return {f"{s}.{k}": json.dumps(v, sort_keys=True) for s, keys in cfg.items() if isinstance(keys, dict)
+            for k, v in keys.items()}
 
 
 def plot_lines(records) -> dict[str, list]:
@@ -67,26 +64,36 @@ def plot_lines(records) -> dict[str, list]:
     the seed: a sweep over ``server.mux`` has an "Accept-1, mux=poll" line beside
     "Accept-1, mux=select", where both used to be drawn as "Accept-1", and the points of a
     ``scenario.seed`` axis are replicates of one line (:func:`thesis_plots` draws their mean).
-    Records without a readable config are told apart by mux, workload and source."""
+    Lines are told apart by the exact values; the label names a key by its section too
+    when two sections have a key of that name.  When any record lacks a readable config,
+    all are told apart by their mux, workload and source columns instead."""
     flats = [_flat_config(r) for r in records]
-    keys = sorted({k for f in flats for k in f})
-    shown = [k for k in keys if k not in _NOT_A_LINE and k not in _IN_LABEL
-             and len({f.get(k) for f in flats}) > 1]
-    lines: dict[str, list] = defaultdict(list)
+    if any(f is None for f in flats):
+        flats = [{"server.mux": json.dumps(r.mux), "workload.kind": json.dumps(r.workload)} for r in records]
+    for f, r in zip(flats, records):
+        f["record.source"] = json.dumps(r.source)
+    keys = sorted(set.intersection(*(set(f) for f in flats))) if flats else []
+    shown = [k for k in keys if k not in _NOT_A_LINE and k not in _IN_LABEL and len({f[k] for f in flats}) > 1]
+    names = [k.split(".", 1)[1] for k in shown]
+    short = {k: (n if names.count(n) == 1 else k) for k, n in zip(shown, names)}
+    groups: dict[tuple, list] = defaultdict(list)
     for r, f in zip(records, flats):
-        extra = [f"{k.split('.', 1)[1]}={_plain(f.get(k))}" for k in shown]
-        lines[", ".join([policy_label(r), *extra])].append(r)
-    return dict(lines)
+        groups[(policy_label(r), *(f[k] for k in shown))].append(r)
+    lines: dict[str, list] = {}
+    for (label, *vals), rs in groups.items():
+        lines.setdefault(", ".join([label, *(f"{short[k]}={_plain(v)}" for k, v in zip(shown, vals))]), []).extend(rs)
+    return lines
 
 
-def _plain(v: str | None) -> str:
-    if v is None or v == '""':
+def _plain(v: str) -> str:
+    """A JSON value as a legend shows it: 30000.0 as 30000, strings unquoted, "" as -;
+    other floats in full (repr), so two values are never shown alike."""
+    x = json.loads(v)
+    if x == "":
         return "-"
-    try:
-        x = json.loads(v)
-    except ValueError:
-        return v
-    return f"{x:g}" if isinstance(x, float) else str(x)
+    if isinstance(x, float):
+        return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
+    return str(x)
 
 
 def _mean_ci(ys: list[float]) -> tuple[float, float]:

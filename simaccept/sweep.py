@@ -10,9 +10,10 @@
   policy registered from outside simaccept is keyed by its class's own source
   too (:func:`policy_key`), so editing it recomputes its points.
 * An interrupted sweep (Ctrl-C, or SIGTERM/SIGHUP through the CLI) kills its
-  workers before the exception goes on: they used to outlive a SIGTERMed
-  parent, blocked on its pipe, for good.  A worker that dies on its own (the
-  OOM killer: one point may take ~12 GB) ends the sweep with a
+  workers before the exception goes on, and a worker dies with its parent even
+  when the parent is SIGKILLed: they used to outlive a SIGTERMed parent,
+  blocked on its pipe, for good.  A worker that dies on its own (the OOM
+  killer: one point may take ~12 GB) ends the sweep with a
   :class:`SweepError` that says so; the finished points are kept either way.
 * Points run on a local process pool (``jobs``) or on a Dask cluster
   (``dask="local"`` or a scheduler address).
@@ -179,25 +180,57 @@ def _cache_name(p: Scenario) -> str | None:
     return f"{p.content_hash()}-{key}.json" if key else f"{p.content_hash()}.json"
 
 
-def _worker_init() -> None:
-    """A worker dies of SIGTERM/SIGHUP outright; the parent (through the CLI) turns them into
-    an interruption and kills the workers it has left.  An ignored SIGHUP (nohup) stays so."""
+def _worker_init(parent: int) -> None:
+    """A worker dies of SIGTERM/SIGHUP outright (an ignored SIGHUP, nohup's, stays ignored);
+    the parent turns them into an interruption and kills the workers it has left.  And it
+    dies with its parent, even a SIGKILLed one: it would otherwise wait on the parent's pipe
+    for good, since the other workers hold its write end open."""
     import signal
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        import ctypes
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:      # the parent died before the prctl: nobody to work for
+            os._exit(1)
 
 
-def _stop_workers(ex: ProcessPoolExecutor) -> None:
+def worker_pool(jobs: int) -> ProcessPoolExecutor:
+    """A process pool for simulations.  Forked where the platform can (Linux), so a policy
+    registered in this process is known to the workers too (Python 3.14 defaults to
+    forkserver, whose workers would not have it); workers as :func:`_worker_init` says.
+    Stop it with :func:`stop_workers` when interrupted."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
+                               initargs=(os.getpid(),))
+
+
+def stop_workers(ex: ProcessPoolExecutor) -> None:
     """Kill a pool's workers now: shutdown() alone lets each finish its point first (minutes
-    at high rates), and a parent that dies meanwhile leaves them blocked on its pipe."""
-    procs = list((getattr(ex, "_processes", None) or {}).values())    # no public handle before 3.14
-    for proc in procs:
-        if proc.is_alive():
-            proc.kill()
-    ex.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        proc.join(5)
+    at high rates), and a parent that dies meanwhile leaves them blocked on its pipe.  A
+    second Ctrl-C/SIGTERM/SIGHUP while they are killed is ignored (it would cut the loop
+    short and leave the rest running); the first one is already being acted on."""
+    import signal
+    import threading
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    held = {}
+    if threading.current_thread() is threading.main_thread():
+        held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in sigs}
+    try:
+        procs = list((getattr(ex, "_processes", None) or {}).values())    # no public handle before 3.14
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+        ex.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.join(5)
+    finally:
+        for sig, h in held.items():
+            if h is not None:           # None: set from C, cannot be put back from Python
+                signal.signal(sig, h)
 
 
 def _load_cached(path: Path) -> RunRecord | None:
@@ -270,19 +303,24 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         for i, a in zip(todo, args):
             finish(i, _run_point(*a))
     else:
-        ex = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_worker_init)  # no idle workers
+        ex = worker_pool(min(jobs, len(todo)))      # no idle workers
+        futs = {}
         try:
             futs = {ex.submit(_run_point, *a): i for i, a in zip(todo, args)}
             for f in as_completed(futs):
                 finish(futs[f], f.result())
         except BrokenProcessPool:
-            _stop_workers(ex)
-            kept = f"; the {len(results)} finished points are kept under {cache_dir}" if cache_dir else ""
+            stop_workers(ex)
+            for f, i in futs.items():       # points that finished beside the dead one are kept too
+                if i not in results and f.done() and not f.cancelled() and f.exception() is None:
+                    finish(i, f.result())
+            kept = (f"the {len(results)} finished points are kept under {cache_dir}; rerun to resume"
+                    if cache_dir else "nothing was kept (no out directory)")
             raise SweepError(f"a worker process died before its point finished (killed: by the OOM killer "
-                             f"if memory ran out, one point can take ~12 GB; fewer --jobs use less){kept}; "
-                             f"rerun to resume") from None
+                             f"if memory ran out, one point can take ~12 GB; fewer --jobs use less); "
+                             f"{kept}") from None
         except BaseException:
-            _stop_workers(ex)
+            stop_workers(ex)
             raise
         ex.shutdown()
     bar.close()

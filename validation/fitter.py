@@ -50,7 +50,6 @@ import datetime as _dt
 import json
 import math
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -59,6 +58,7 @@ import numpy as np
 from simaccept.costs import COST_NAMES, load_costs, save_profile
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
+from simaccept.sweep import stop_workers, worker_pool
 
 from .records import Measured, _as_measured, is_peak_row, peak_scenarios, repo_path, scenario_for, simulable
 
@@ -119,12 +119,12 @@ def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: st
     name or a ``.toml`` path) and ``sim_overrides``, on ``jobs`` processes, in order."""
     over = [f"costs.profile={json.dumps(str(profile))}"] + list(sim_overrides)
     scs = [scenario_json(scenario_for(m, overrides=over)) for m in recs]
-    ex = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(scs))))   # no idle workers
+    ex = worker_pool(max(1, min(jobs, len(scs))))   # no idle workers
     try:
         out = [RunRecord(**d) for d in ex.map(_simulate_json, scs, [source] * len(scs))]
     except BaseException:
-        # Ctrl-C (or a failure): drop the queued runs instead of simulating them all before exiting
-        ex.shutdown(wait=False, cancel_futures=True)
+        # Ctrl-C, SIGTERM (or a failure): kill the running simulations, drop the queued ones
+        stop_workers(ex)
         raise
     ex.shutdown()
     return out
@@ -176,14 +176,15 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
             on_done(js, d)
 
     if jobs > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as ex:
-            futs = {ex.submit(_simulate_json, js, source): (js, f) for js, f in todo}
-            try:
-                for fut in as_completed(futs):
-                    keep(*futs[fut], fut.result())
-            except BaseException:       # Ctrl-C: what finished is cached; the queued runs are dropped
-                ex.shutdown(wait=False, cancel_futures=True)
-                raise
+        ex = worker_pool(min(jobs, len(todo)))
+        futs = {ex.submit(_simulate_json, js, source): (js, f) for js, f in todo}
+        try:
+            for fut in as_completed(futs):
+                keep(*futs[fut], fut.result())
+        except BaseException:       # Ctrl-C, SIGTERM: what finished is cached; the rest is stopped
+            stop_workers(ex)
+            raise
+        ex.shutdown()
     else:
         for js, f in todo:
             keep(js, f, _simulate_json(js, source))
@@ -412,13 +413,17 @@ class CostFitter:
     def _pooled(self):
         """Worker processes for the simulations of one fit or residual call (none with a cache:
         :func:`simulate_cached` runs its own)."""
-        self._pool = (ProcessPoolExecutor(max_workers=self.n_jobs)
-                      if self.n_jobs > 1 and self.cache is None else None)
+        self._pool = worker_pool(self.n_jobs) if self.n_jobs > 1 and self.cache is None else None
         try:
             yield
-        finally:
+        except BaseException:
+            if self._pool is not None:      # Ctrl-C, SIGTERM: do not wait for the running simulations
+                stop_workers(self._pool)
+            raise
+        else:
             if self._pool is not None:
                 self._pool.shutdown(cancel_futures=True)
+        finally:
             self._pool = None
 
     def _prepare(self, records: Iterable[RunRecord | Measured]) -> list[Measured]:

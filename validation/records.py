@@ -514,7 +514,8 @@ _SELECT_OPS = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": ope
 def select_records(records: Iterable[Measured], selectors: Iterable[str] | None) -> list[Measured]:
     """Keep records that satisfy every selector: ``column=value``, or for a numeric column
     ``column>=value`` (also ``<=``, ``>``, ``<``, ``!=``), e.g. ``target_rate>=4000`` for
-    the runs past saturation.  A NaN (not measured) satisfies none but ``!=``."""
+    the runs past saturation.  A NaN (not measured) satisfies none but ``!=``; ``column=nan``
+    keeps the rows where the column was not measured and ``column!=nan`` the others."""
     out = list(records)
     for s in selectors or ():
         op = next((o for o in _SELECT_OPS if o in s), None)
@@ -531,7 +532,8 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
             except ValueError:
                 raise ValueError(f"--select {s!r}: {val!r} is not a number") from None
             if math.isnan(x):       # every comparison with NaN is false: it would keep nothing
-                raise ValueError(f"--select {s!r}: nan compares with nothing; != nan keeps the measured ones")
+                raise ValueError(f"--select {s!r}: nan is not an order; {col}!=nan keeps the rows that "
+                                 f"measured it, {col}=nan the others")
         if col == "accept_limit" and val.strip().lower() in ("inf", "infinity"):
             val = "inf"             # as records spell it; scenarios and plot legends say Inf too
 
@@ -542,6 +544,8 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
                     x = float(val)
                 except ValueError:
                     return op == "!="
+                if math.isnan(x):   # = / != nan: not measured / measured (op is one of them here)
+                    return math.isnan(v) == (op == "=")
                 return (op == "!=") if math.isnan(v) else f(v, x)
             return f(v, val)
         out = [m for m in out if match(m)]

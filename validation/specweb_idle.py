@@ -50,14 +50,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from simaccept.costs import load_costs
 from simaccept.record import RunRecord
 from simaccept.scenario import model_fingerprint
-from simaccept.sweep import atomic_write
+from simaccept.sweep import atomic_write, stop_workers, worker_pool
 
 from .records import Measured, load_thesis, nan_to_null, scenario_for
 
@@ -154,8 +153,13 @@ def simulate_rows(rows: Sequence[Measured], think_ms: Sequence[float], jobs: int
             todo.append((sc.to_json(), "<specweb-idle>"))
     from .fitter import _simulate_json
     if jobs > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as ex:
+        ex = worker_pool(min(jobs, len(todo)))
+        try:
             dicts = list(ex.map(_simulate_json, *zip(*todo)))
+        except BaseException:
+            stop_workers(ex)
+            raise
+        ex.shutdown()
     else:
         dicts = [_simulate_json(*t) for t in todo]
     out = {}

@@ -484,6 +484,10 @@ static void expire(uint64_t now)
 
 static volatile sig_atomic_t stop_now;   /* the signal that stopped the run, or 0 */
 static void on_sig(int s) { stop_now = s; }
+/* stop_now read once, after the run loop, with the signals blocked from then on: a signal
+ * during the wrap-up must not make half the open connections timeouts and half cut short,
+ * nor mark a run that had finished as interrupted */
+static int stopped_by;
 static uint64_t open_at_stop;            /* connections still open when a signal stopped the run */
 
 static void write_json(FILE *o, double window)
@@ -497,7 +501,7 @@ static void write_json(FILE *o, double window)
                "\"workload\": \"%s\", \"timeout_s\": %.3f, \"timeout_from\": \"%s\",\n",
             rate, duration, warmup, window, poisson ? "poisson" : "deterministic", specweb ? "specweb" : "one-packet",
             timeout_s, timeout_from_syn ? "first-syn" : "connect");
-    fprintf(o, " \"interrupted\": %s, \"open_at_stop\": %llu,\n", stop_now ? "true" : "false",
+    fprintf(o, " \"interrupted\": %s, \"open_at_stop\": %llu,\n", stopped_by ? "true" : "false",
             (unsigned long long)open_at_stop);
     char ab[32], mb[32];
     double mid = t_mid1 > t_mid0 ? (double)S.mid_launches / ((double)(t_mid1 - t_mid0) / 1e9) : NAN;
@@ -678,11 +682,19 @@ int main(int argc, char **argv)
             on_event(evs[i].data.ptr, evs[i].events);
         }
     }
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGINT);
+    sigaddset(&ss, SIGTERM);
+    sigprocmask(SIG_BLOCK, &ss, NULL);
+    stopped_by = stop_now;
     uint64_t t_stop = now_ns();
+    if (stopped_by && t_stop < t_mid1)
+        t_mid1 = t_stop > t_mid0 ? t_stop : t_mid0;   /* achieved_rate_mid over what ran (NaN if none) */
     /* whatever is still open at the hard end counts as timed out; after a signal it was
      * cut short, which is no verdict on the server */
     while (head) {
-        if (stop_now) {
+        if (stopped_by) {
             open_at_stop++;
         } else {
             head->st->timeouts++;
@@ -690,7 +702,7 @@ int main(int argc, char **argv)
         }
         conn_end(head);
     }
-    uint64_t w_end = stop_now && t_stop < t_end ? t_stop : t_end;
+    uint64_t w_end = stopped_by && t_stop < t_end ? t_stop : t_end;
     double window = w_end > t_meas ? (double)(w_end - t_meas) / 1e9 : 0.0;
     FILE *out = stdout;
     char tmp[4096];
@@ -704,12 +716,12 @@ int main(int argc, char **argv)
         fclose(out);
         if (rename(tmp, out_path) < 0) { perror("loadgen: rename"); return 1; }
     }
-    if (stop_now) {
+    if (stopped_by) {
         /* the output is kept (marked "interrupted"), and the status says the run did not end */
         fprintf(stderr, "loadgen: interrupted by signal %d, %.3f s into the %.3f s window; %llu connections "
                         "were open; output marked \"interrupted\"\n",
-                (int)stop_now, window, duration, (unsigned long long)open_at_stop);
-        return 128 + (int)stop_now;
+                stopped_by, window, duration, (unsigned long long)open_at_stop);
+        return 128 + stopped_by;
     }
     return 0;
 }

@@ -29,10 +29,12 @@ class DelayServer:
     def __init__(self):
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
+        self.accepted = threading.Event()      # the generator is running: it has connected
         self.port = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     async def _handle(self, reader, writer):
+        self.accepted.set()
         try:
             await reader.readuntil(b"\r\n\r\n")
             await asyncio.sleep(DELAY_S)
@@ -140,7 +142,9 @@ def test_a_stopped_run_keeps_its_output_marked_interrupted(cbuild, tmp_path, sig
                               "--timeout", "5", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
                              stderr=subprocess.PIPE, text=True)
         t0 = time.monotonic()
-        time.sleep(1.5)
+        # signal only once it runs (handlers set, connections launched), however slow its start
+        assert srv.accepted.wait(20), "loadgen never connected"
+        time.sleep(1.0)
         p.send_signal(sig)
         _, err = p.communicate(timeout=20)
         elapsed = time.monotonic() - t0
@@ -148,8 +152,11 @@ def test_a_stopped_run_keeps_its_output_marked_interrupted(cbuild, tmp_path, sig
     assert "interrupted by signal" in err, err
     g = json.loads(out.read_text())
     assert g["interrupted"] is True and g["duration_s"] == 30
-    # the window ran from 0.2 s after the start to the stop, at most the wall time seen here
-    assert 0.5 < g["window_s"] < elapsed, (g["window_s"], elapsed)
+    # the window ran from 0.2 s after the first launch to the stop: at least 1.0 - 0.2 s,
+    # at most the wall time seen here
+    assert 0.75 < g["window_s"] < elapsed, (g["window_s"], elapsed)
+    # the middle 80 % of the 30 s window starts 3 s in: none of it ran, so no rate is made up
+    assert g["achieved_rate_mid"] is None
     # 200 conn/s against a 0.2 s server: about 40 were in flight when the signal came,
     # and none of them is called a timeout
     assert g["open_at_stop"] > 0 and g["timeouts"] == 0, g
@@ -166,3 +173,21 @@ def test_merge_marks_a_point_with_one_interrupted_generator():
     m = merge([dict(base), dict(base, interrupted=True, open_at_stop=7)])
     assert m["interrupted"] is True and m["open_at_stop"] == 7
     assert merge([dict(base), dict(base)])["interrupted"] is False
+
+
+def test_a_stopped_run_gives_the_mid_window_rate_of_what_ran(cbuild, tmp_path):
+    # achieved_rate_mid divided the launches by the whole middle 80 % of the window, so a run
+    # stopped early reported a fraction of its rate (here ~17 conn/s for 200)
+    out = tmp_path / "g.json"
+    with DelayServer() as srv:
+        p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
+                              "--rate", str(RATE), "--duration", "6", "--warmup", "0.2",
+                              "--timeout", "5", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+        assert srv.accepted.wait(20), "loadgen never connected"
+        time.sleep(1.2)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    g = json.loads(out.read_text())
+    assert g["interrupted"] is True and 0.5 * RATE < g["achieved_rate_mid"] < 1.5 * RATE, g["achieved_rate_mid"]

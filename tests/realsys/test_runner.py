@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from realsys import cli
-from realsys.runner import append_record, launch_error, read_rows, run_scenario, window_error
+from realsys.runner import (append_record, httperf_launches_in_window, launch_error, read_rows, run_scenario,
+                            window_error)
 from simaccept.record import COLUMNS, RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -141,6 +142,18 @@ def test_launch_error(attempts, fails):
     assert (why is not None) == fails
     if fails:
         assert "no connection was launched" in why and "0.2 conn/s x 0.5 s" in why
+
+
+@pytest.mark.parametrize("rate, warm, dur, n", [
+    (0.2, 0.1, 0.5, 0),         # one connection, at 0, in the warm-up
+    (100.0, 0.5, 1.0, 100),     # 150 in all, 50 in the warm-up
+    (3.0, 0.0, 1.0, 3),         # at 0, 1/3, 2/3
+    (1.0, 0.5, 1.0, 1),         # round(1.5) = 2 connections, at 0 and 1
+])
+def test_httperf_launches_in_window(rate, warm, dur, n):
+    # httperf's own count includes the warm-up's connections: an empty window must be told
+    # from its schedule
+    assert httperf_launches_in_window(rate, warm, dur) == n
 
 
 @pytest.mark.root

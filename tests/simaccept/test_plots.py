@@ -1,4 +1,5 @@
 """Thesis-style sweep figures: a figure is written only when it has a line to show."""
+import json
 import math
 
 import pytest
@@ -63,3 +64,33 @@ def test_records_without_config_split_by_mux_only_when_it_varies():
     assert sorted(plot_lines([a, b])) == ["Accept-1, mux=poll", "Accept-1, mux=select"]
     assert sorted(plot_lines([a, _rec("userver", 2000.0, 1.0, 1.0)])) == ["Accept-1, mux=-", "Accept-1, mux=select"]
     assert list(plot_lines([_rec("userver", 1000.0, 1.0, 1.0), _rec("userver", 2000.0, 1.0, 1.0)])) == ["Accept-1"]
+
+
+def _cfg_rec(rate, **sections):
+    r = _rec("userver", rate, 1.0, 1.0)
+    r.config = json.dumps(sections)
+    return r
+
+
+def test_close_values_are_separate_lines_and_clashing_key_names_keep_their_section():
+    from simaccept.plots import plot_lines
+    recs = [_cfg_rec(1000.0, scenario={"duration": 1.0000001}, costs={"profile": "a"}, kernel={"profile": "x"}),
+            _cfg_rec(1000.0, scenario={"duration": 1.0000004}, costs={"profile": "a"}, kernel={"profile": "y"})]
+    assert sorted(plot_lines(recs)) == ["Accept-1, profile=x, duration=1.0000001",      # keys in dotted order
+                                        "Accept-1, profile=y, duration=1.0000004"]
+    recs[1].config = json.dumps({"scenario": {"duration": 1.0000004}, "costs": {"profile": "b"},
+                                 "kernel": {"profile": "y"}})
+    assert sorted(plot_lines(recs)) == ["Accept-1, costs.profile=a, kernel.profile=x, duration=1.0000001",
+                                        "Accept-1, costs.profile=b, kernel.profile=y, duration=1.0000004"]
+
+
+def test_records_with_and_without_config_fall_back_to_their_columns():
+    from simaccept.plots import plot_lines
+    with_cfg = _cfg_rec(1000.0, scenario={"duration": 1.0}, server={"mux": "select"})
+    with_cfg.mux = "select"
+    bare = _rec("userver", 2000.0, 1.0, 1.0)
+    bare.mux = "poll"
+    assert sorted(plot_lines([with_cfg, bare])) == ["Accept-1, mux=poll", "Accept-1, mux=select"]
+    broken = _rec("userver", 2000.0, 1.0, 1.0)
+    broken.config = "not json"
+    assert list(plot_lines([broken])) == ["Accept-1"]

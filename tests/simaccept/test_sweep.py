@@ -327,13 +327,13 @@ def _start_long_sweep(tmp_path, reaper):
     p = subprocess.Popen([sys.executable, "-m", "simaccept", "sweep", str(spec), "--out", str(out), "--jobs", "2",
                           "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
-    reaper.append(p.pid)
+    reaper.append((p.pid, _start_time(p.pid)))
     points = out / "points"
     deadline = time.time() + 120
     while time.time() < deadline and len(list(points.glob("*.json"))) < 2:
         time.sleep(0.05)
     workers = _children(p.pid)
-    reaper += workers
+    reaper += [(w, _start_time(w)) for w in workers]
     assert len(list(points.glob("*.json"))) == 2 and p.poll() is None
     return p, points, workers
 
@@ -349,17 +349,26 @@ def _gone(pids, within=10.0):
     return False
 
 
+def _start_time(pid):
+    """The process's start time in clock ticks (/proc/PID/stat field 22), or None if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 @pytest.fixture
 def reaper():
-    """Kills whatever a failed assertion left running (the defect itself leaves workers)."""
+    """Kills whatever a failed assertion left running (the defect itself leaves workers).
+    A pid is killed only while it is still the same process (same start time)."""
     pids = []
     yield pids
-    for pid in pids:
-        try:        # only a sweep's process: a pid that ended may already be someone else's
-            if b"simaccept" in Path(f"/proc/{pid}/cmdline").read_bytes():
+    for pid, started in pids:
+        if started is not None and _start_time(pid) == started:
+            try:
                 os.kill(pid, signal.SIGKILL)
-        except (OSError, ProcessLookupError):
-            pass
+            except ProcessLookupError:
+                pass
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
@@ -385,3 +394,12 @@ def test_a_worker_killed_outright_ends_the_sweep_with_a_clear_error(tmp_path, re
     assert "the 2 finished points are kept" in err
     assert _gone(workers)
     assert len(list(points.glob("*.json"))) == 2
+
+
+def test_workers_die_with_a_sigkilled_parent(tmp_path, reaper):
+    # nothing in the parent runs after SIGKILL: the workers end by PR_SET_PDEATHSIG
+    p, points, workers = _start_long_sweep(tmp_path, reaper)
+    assert len(workers) == 2
+    p.kill()
+    p.wait(10)
+    assert _gone(workers), "a worker outlived its SIGKILLed parent"

@@ -1,4 +1,5 @@
 """`simaccept fit` exit codes: 0 fitted, 1 the fit failed, 2 bad input (column / parameter named)."""
+import math
 import tomllib
 from pathlib import Path
 
@@ -267,10 +268,22 @@ def test_select_accept_limit_inf_in_any_spelling(sim_csv, tmp_path, spelling):
 
 
 @pytest.mark.parametrize("sel", ["replies_per_s>nan", "target_rate<=NaN"])
-def test_select_against_nan_is_refused(sim_csv, sel):
+def test_select_ordering_against_nan_is_refused(sim_csv, sel):
     from validation.records import load_records, select_records
-    with pytest.raises(ValueError, match="nan compares with nothing"):
+    with pytest.raises(ValueError, match="nan is not an order"):
         select_records(load_records(sim_csv), [sel])
+
+
+def test_select_equal_nan_is_not_measured_and_not_equal_nan_is_measured(sim_csv):
+    # "!=nan" kept every row, measured or not (a NaN is != anything), and "=nan" none
+    from validation.records import load_records, select_records
+    recs = load_records(sim_csv)
+    poll = [m.record.cpu_share_poll for m in recs]
+    assert all(math.isnan(x) for x in poll) and len(recs) == 2        # select runs: poll not measured
+    assert len(select_records(recs, ["cpu_share_poll=nan"])) == 2
+    assert select_records(recs, ["cpu_share_poll!=nan"]) == []
+    assert len(select_records(recs, ["replies_per_s!=nan"])) == 2
+    assert select_records(recs, ["replies_per_s=nan"]) == []
 
 
 def test_predict_skips_failed_runs_naming_why(sim_csv, tmp_path, capsys):

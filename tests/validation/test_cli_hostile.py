@@ -254,3 +254,37 @@ def test_out_under_a_file_says_it_is_not_a_directory(sim_csv, tmp_path, capsys):
     assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(f / "x.toml")]) == 2
     err = capsys.readouterr().err
     assert f"{str(f)!r} is not a directory" in err and "does not exist" not in err, err
+
+
+def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(sim_csv, tmp_path):
+    # predict's pool was shut down without killing its workers: after SIGTERM the parent
+    # waited for the running 20 s simulations (or, killed, left them running)
+    import signal
+    many = tmp_path / "many.csv"
+    many.write_text(sim_csv.read_text() + "".join(sim_csv.read_text().splitlines(True)[1:] * 3))
+    p = subprocess.Popen([sys.executable, "-m", "simaccept", "predict", "--records", str(many),
+                          "--profile", "thesis-2004", "--set", "scenario.duration=20", "--jobs", "2"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        workers = set()
+        deadline = time.time() + 60
+        while time.time() < deadline and len(workers) < 2:
+            time.sleep(0.2)
+            workers = {int(x) for t in Path(f"/proc/{p.pid}/task").iterdir()
+                       for x in (t / "children").read_text().split()}
+        assert len(workers) == 2, "the pool never started"
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 143 and "interrupted by SIGTERM" in err and "Traceback" not in err, err[-2000:]
+    assert took < 10, f"{took:.1f} s: it waited for the running simulations"
+    deadline = time.time() + 10
+    while time.time() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{w}").exists() for w in workers)
