@@ -48,8 +48,8 @@ static int has_token(const char *v, size_t vlen, const char *lit)
 
 /* Is v[0..vlen) a valid Host field value, uri-host [ ":" port ] (RFC 9110 7.2, RFC 3986 3.2)?
  * Returns: 1 valid (also empty, which RFC 9110 7.2 allows); 0 invalid (RFC 9112 3.2: a 400).
- * uri-host is an IP-literal in brackets or a reg-name (IPv4 dotted quads are reg-names by
- * their characters); the port is digits only.  The name is not resolved or compared with
+ * uri-host is an IP-literal in brackets (with an RFC 6874 zone, %25...) or a reg-name (IPv4
+ * dotted quads are reg-names by their characters); the port is digits only.  The name is not resolved or compared with
  * anything: the servers here have one site. */
 static int host_value_ok(const char *v, size_t vlen)
 {
@@ -59,6 +59,12 @@ static int host_value_ok(const char *v, size_t vlen)
         size_t s = ++i;
         while (i < vlen && v[i] != ']') {
             unsigned char c = (unsigned char)v[i];
+            if (c == '%') { /* RFC 6874: an IPv6 zone, "[fe80::1%25eth0]" */
+                if (i + 2 >= vlen || !isxdigit((unsigned char)v[i + 1]) || !isxdigit((unsigned char)v[i + 2]))
+                    return 0;
+                i += 3;
+                continue;
+            }
             if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == ':' ||
                   (c != 0 && strchr(unreserved_sub, c))))
                 return 0;

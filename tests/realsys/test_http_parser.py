@@ -86,6 +86,8 @@ PARSE_ROWS = [
     ("host-ipv4-port", b"GET / HTTP/1.1\r\nHost: 198.18.0.1:8080\r\n\r\n", "complete", {}),
     ("host-name-pct-subdelims", b"GET / HTTP/1.1\r\nHost: a-b.c_d~%41!$&'()*+,;=\r\n\r\n", "complete", {}),
     ("host-ipv6", b"GET / HTTP/1.1\r\nHost: [2001:db8::1]:80\r\n\r\n", "complete", {}),
+    ("host-ipv6-zone", b"GET / HTTP/1.1\r\nHost: [fe80::1%25eth0]:80\r\n\r\n", "complete", {}),   # RFC 6874
+    ("host-ipv6-bad-pct", b"GET / HTTP/1.1\r\nHost: [fe80::1%2]\r\n\r\n", "error", {}),
     ("host-empty-port", b"GET / HTTP/1.0\r\nHost: x:\r\n\r\n", "complete", {}),
     ("host-space-inside", b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "error", {}),
     ("host-userinfo", b"GET / HTTP/1.1\r\nHost: user@x\r\n\r\n", "error", {}),
