@@ -81,6 +81,10 @@ def merge(results: list[dict]) -> dict:
     # one generator stopped by a signal makes the whole point a partial one
     out["interrupted"] = any(r.get("interrupted", False) for r in results)
     out["open_at_stop"] = sum(r.get("open_at_stop", 0) for r in results)
+    # only when every generator counted it (older ones did not: 0 would read as no reply)
+    if results and all("replies_ok_recv_in_window" in r for r in results):
+        out["replies_ok_recv_in_window"] = sum(r["replies_ok_recv_in_window"] for r in results)
+    out["status"] = {k: sum((r.get("status") or {}).get(k, 0) for r in results) for k in ("2xx", "3xx", "4xx", "5xx")}
     for h in ("connect_ms", "resp_ms", "total_ms", "launch_lag_us"):
         out[h] = _merge_hist([r[h] for r in results if h in r])
     out["procs"] = len(results)
@@ -109,6 +113,7 @@ def parse_httperf(text: str) -> dict:
         "response_ms": grab(r"Reply time \[ms\]: response ([\d.]+)"),
         "reply_rate_avg": grab(r"Reply rate \[replies/s\]: min [\d.]+ avg ([\d.]+)"),
         "status_2xx": grab(r"Reply status: 1xx=\d+ 2xx=(\d+)", int, 0),
+        "status_4xx": grab(r"Reply status: 1xx=\d+ 2xx=\d+ 3xx=\d+ 4xx=(\d+)", int, 0),
         "errors": grab(r"Errors: total (\d+)", int, 0),
         "client_timo": grab(r"client-timo (\d+)", int, 0),
         "connrefused": grab(r"connrefused (\d+)", int, 0),

@@ -230,6 +230,19 @@ def httperf_launches_in_window(rate: float, warm: float, dur: float) -> int:
     return max(0, hi - lo + 1)
 
 
+def status_error(status: dict) -> str | None:
+    """None unless the server answered client errors: the generators ask only for files that
+    exist, in valid requests, so a 4xx means the server cannot serve them (an unreadable
+    document root gave 403 to every request, recorded as full throughput).  5xx replies are
+    load shedding, a result: they are just not counted as replies."""
+    n = sum(status.get(k, 0) for k in ("2xx", "3xx", "4xx", "5xx"))
+    bad = status.get("4xx", 0)
+    if n == 0 or bad <= 0.01 * n:
+        return None
+    return (f"{bad} of the {n} replies to connections launched in the window were 4xx: the server "
+            f"refused the generators' requests (document root unreadable or files missing?)")
+
+
 def launch_error(attempts: float, conn_rate: float, dur: float) -> str | None:
     """None if the generators launched a connection in the measured window; else why the
     point measured nothing.  Launches are scheduled from the warm-up's start, so a rate
@@ -393,6 +406,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     in_window = (procs * httperf_launches_in_window(conn_rate / procs, warm, dur) if rs["httperf"]
                  else g["attempts"])
     why = (launch_error(in_window, conn_rate, dur)
+           or (status_error(g["status"]) if "status" in g else None)
            or window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None))
     if why:
         rec.status, rec.error = "failed", why
@@ -434,6 +448,7 @@ def _from_httperf(res: list[dict], conn_rate: float, total_s: float) -> dict:
     c = [r["connect_ms"] for r in res if not math.isnan(r["connect_ms"])]
     return {"attempts": n, "replies_ok": sum(r["status_2xx"] for r in res), "replies": replies,
             "replies_in_window": sum(r["status_2xx"] for r in res), "window_s": total_s,
+            "status": {"2xx": sum(r["status_2xx"] for r in res), "4xx": sum(r.get("status_4xx", 0) for r in res)},
             "achieved_rate": sum(r["conn_rate"] for r in res if not math.isnan(r["conn_rate"])),
             "target_rate": conn_rate, "timeouts": sum(r["client_timo"] for r in res),
             "resets": sum(r["connreset"] for r in res), "refused": sum(r["connrefused"] for r in res),
@@ -450,9 +465,10 @@ def _record(pt: Scenario, v: dict, g: dict, snap: dict | None, delta: dict, spli
                   seed=float(v["scenario"]["seed"]), kernel_profile=v["kernel"]["profile"], cost_profile="",
                   config=pt.to_json())
     win = g.get("window_s") or dur
-    # replies received in the window, whichever launch they answer (as the simulator and
-    # httperf count); older points have only replies_in_window (launched in the window too)
-    r.replies_per_s = g.get("replies_recv_in_window", g["replies_in_window"]) / win
+    # 2xx replies received in the window, whichever launch they answer (as the simulator and
+    # httperf count); older points have every reply (replies_recv_in_window), or only those
+    # to launches in the window too (replies_in_window)
+    r.replies_per_s = g.get("replies_ok_recv_in_window", g.get("replies_recv_in_window", g["replies_in_window"])) / win
     # launches per second in the middle 80 % of the window (immune to start/end lag);
     # achieved_rate (first to last launch) is in the point JSON too
     r.conn_attempts_per_s = _nan(g.get("achieved_rate_mid") or g.get("achieved_rate"))

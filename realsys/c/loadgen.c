@@ -19,7 +19,8 @@
  *
  * Output: JSON (see write_json) with counts and log-bucket histograms (4 per octave, us).
  * Counts are of connections launched in the measured window, except replies_recv_in_window:
- * every reply received in the window, whenever its connection was launched (the reply rate).
+ * every reply received in the window, whenever its connection was launched, and its 2xx
+ * part replies_ok_recv_in_window (the reply rate).
  * SIGINT or SIGTERM stops the run early: the output is still written, with "interrupted":
  * true and window_s cut to where the stop came, and the exit status is 128 + the signal. */
 #ifndef _GNU_SOURCE
@@ -175,6 +176,10 @@ struct lstats {
      * window too) is short by about rate x mean latency / window, so a slow policy looked
      * worse than it was; see docs/validation. */
     uint64_t replies_recv_in_window;
+    /* the 2xx among them: the reply rate.  An error page is a reply too, but a server
+     * answering 403 to everything is not serving (an unreadable document root looked like
+     * full throughput) */
+    uint64_t replies_ok_recv_in_window;
     uint64_t first_launch, last_launch;
     uint64_t mid_launches;      /* launches whose actual time is in the middle 80 % of the window */
     struct hist connect, resp, total, lag;
@@ -328,6 +333,7 @@ static void reply_done(struct lconn *c)
     c->st->replies++;
     if (now <= t_end && now >= t_meas) {
         S.replies_recv_in_window++;
+        if (c->status >= 200 && c->status < 300) S.replies_ok_recv_in_window++;
         if (c->st == &S) S.replies_in_window++;
     }
     if (c->status >= 200 && c->status < 300) { c->st->replies_ok++; c->st->st2++; }
@@ -511,7 +517,8 @@ static void write_json(FILE *o, double window)
             (unsigned long long)S.attempts, num(ab, sizeof ab, achieved), (unsigned long long)S.established,
             (unsigned long long)S.requests, (unsigned long long)S.replies, (unsigned long long)S.replies_ok,
             (unsigned long long)S.replies_in_window);
-    fprintf(o, " \"replies_recv_in_window\": %llu,\n", (unsigned long long)S.replies_recv_in_window);
+    fprintf(o, " \"replies_recv_in_window\": %llu, \"replies_ok_recv_in_window\": %llu,\n",
+            (unsigned long long)S.replies_recv_in_window, (unsigned long long)S.replies_ok_recv_in_window);
     fprintf(o, " \"status\": {\"2xx\": %llu, \"3xx\": %llu, \"4xx\": %llu, \"5xx\": %llu},\n",
             (unsigned long long)S.st2, (unsigned long long)S.st3, (unsigned long long)S.st4,
             (unsigned long long)S.st5);

@@ -9,7 +9,8 @@ import pytest
 
 from realsys import cli
 from realsys.runner import (append_record, httperf_launches_in_window, launch_error, read_rows, run_scenario,
-                            window_error)
+                            status_error, window_error)
+from realsys.servers import nginx_binary
 from simaccept.record import COLUMNS, RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,3 +175,32 @@ def test_cli_exits_1_when_a_point_failed(monkeypatch, capsys):
     assert cli.main(["run", SMOKE]) == 1
     out, err = capsys.readouterr()
     assert "FAILED" in out and "1 of 1 points failed" in err and "6.69 s late" in err
+
+
+@pytest.mark.parametrize("status, fails", [
+    ({"2xx": 1000}, False),
+    ({"2xx": 995, "4xx": 5}, False),            # 0.5 %: not a setup error
+    ({"2xx": 0, "4xx": 2000}, True),            # nginx could not read the document root
+    ({"2xx": 500, "5xx": 1500}, False),         # load shedding is a result, just not replies
+])
+def test_status_error(status, fails):
+    why = status_error(status)
+    assert (why is not None) == fails
+    if fails:
+        assert "2000 replies" in why and "4xx" in why
+
+
+@pytest.mark.root
+@pytest.mark.skipif(nginx_binary() is None, reason="nginx is installed by make venv / realsys/install-deps.sh")
+def test_a_server_answering_403_is_not_full_throughput(cbuild, tmp_path, monkeypatch):
+    """nginx's worker (www-data) cannot read a document root under a 0700 folder: every request
+    got 403, and the point was recorded ok at 2,000 replies/s for 2,000 req/s offered."""
+    import tempfile
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    over = ["server.kind=nginx", "server.mux=epoll", "server.accept_limit=1", "workload.rate=500",
+            "scenario.duration=0.5", "scenario.warmup=0.2", "realsys.procs=1"]
+    recs = run_scenario(SMOKE, over, str(tmp_path / "o"), log=lambda m: None, use_bpf=False)
+    assert [r.status for r in recs] == ["failed"], [(r.status, r.replies_per_s) for r in recs]
+    assert "were 4xx" in recs[0].error and recs[0].replies_per_s == 0, (recs[0].error, recs[0].replies_per_s)
