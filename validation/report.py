@@ -194,8 +194,9 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "does not make them either (realsys/results/README.md, dead-accepts): Linux 6's userver at 1.4x its "
         "peak left 0.00-0.39 % of its accepts unanswered with our generator (timer from the connect, 0.25 s "
         "and 10 s) and with httperf 0.9.0 itself (0.25 s), so httperf's timer alone does not explain them; "
-        "the knot server at accept-limit inf, whose threads hold what they accept, left 27-30 %, as its "
-        "model predicts",
+        "the knot server at accept-limit inf left 27-30 % unanswered in the window, as its model does (31 % "
+        "and 48 %), but its threads still held them when the window ended: not dead accepts "
+        "(realsys/results/README.md)",
     ("userver-specweb99-select", "1", "replies_per_s"):
         "too few open connections, not too cheap a select: with requests back to back the sim keeps ~30 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "

@@ -32,6 +32,14 @@ void stats_add(struct stats *into, const struct stats *s)
         b[i] += a[i];
 }
 
+void stats_sub(struct stats *from, const struct stats *s)
+{
+    const uint64_t *a = (const uint64_t *)s;
+    uint64_t *b = (uint64_t *)from;
+    for (size_t i = 0; i < sizeof *s / sizeof(uint64_t); i++)
+        b[i] -= a[i];
+}
+
 /* ---- document root -------------------------------------------------------------- */
 static struct file *files;
 static size_t nfiles, capfiles;

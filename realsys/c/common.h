@@ -53,6 +53,8 @@ static inline uint64_t now_ns(void)
         r_; })
 
 void stats_add(struct stats *into, const struct stats *s);
+/* from -= s, field by field (every field is a uint64_t count) */
+void stats_sub(struct stats *from, const struct stats *s);
 
 /* ---- document root: all regular files loaded once at start-up ---------------- */
 #define SMALL_FILE_MAX 16384  /* files up to this size are kept in memory and sent with writev */

@@ -186,11 +186,13 @@ int main(int argc, char **argv)
     ST = &stats_main;
     install_signals();
     int maxfds = max_conns + 64;
-    int lim = raise_nofile(maxfds);
     /* accepted fds >= maxfds are refused and closed.  With maxfds = lim no fd was ever >= maxfds:
      * accept() failed with EMFILE instead, the listener stayed readable and the loop spun at
-     * full CPU; 16 descriptors above maxfds leave room to accept and refuse. */
-    if (lim < maxfds)
+     * full CPU; 16 descriptors above maxfds leave room to accept and refuse.  They are asked
+     * for too: a soft limit raised to exactly maxfds (a low soft limit under a high hard one,
+     * systemd's 1024 / 524288) had left none. */
+    int lim = raise_nofile(maxfds + 16);
+    if (lim < maxfds + 16)
         maxfds = lim > 64 ? lim - 16 : lim;
     if (spin_us)
         fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());

@@ -297,17 +297,23 @@ def test_knot_drops_a_client_that_stops_reading(cbuild, tmp_path):
     assert st["conns_reset"] >= 1
 
 
-def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path):
+@pytest.mark.parametrize("soft, max_conns", [(200, 1000), (100, 50)], ids=["hard-cap", "soft-raised"])
+def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path, soft, max_conns):
     """userver: when RLIMIT_NOFILE is below --max-conns + 64, maxfds used to be the limit
     itself, so no fd was ever >= maxfds to refuse: accept() failed with EMFILE, the listener
     stayed readable and the loop spun (millions of getevents calls a second).  Now fds above
-    maxfds (16 below the limit) are accepted and refused, and the loop stays idle."""
+    maxfds (16 below the limit) are accepted and refused, and the loop stays idle.
+    soft-raised: a soft limit under a higher hard one was raised to exactly maxfds, which
+    left the same spin (an audit: a whole CPU, 675,274 failed accepts in 2 s)."""
     import resource
 
-    def cap():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 
-    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", "epoll", "--max-conns", "1000", preexec_fn=cap)
+    def cap():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, soft if max_conns == 1000 else hard))
+
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", "epoll", "--max-conns", str(max_conns),
+                         preexec_fn=cap)
     held = []
     try:
         time.sleep(0.5)
@@ -378,3 +384,36 @@ def _connect_many(port: int, n: int) -> list[socket.socket]:
         s.connect_ex(("127.0.0.1", port))
         held.append(s)
     return held
+
+
+def test_knot_counts_the_replies_a_busy_thread_made_in_the_window(cbuild, tmp_path):
+    """knot's threads zeroed their counts when they next reached the top of their loop: a
+    thread serving a connection it had accepted before SIGUSR1 (the window's start) dropped
+    the reply it made after it, read as an accepted connection left unanswered.  One thread:
+    it accepts A and waits for A's request; the window starts; A and then B are served."""
+    p, port = start_asan(cbuild, "knot-asan", tmp_path, "--threads", "1", "--accept-limit", "inf",
+                         "--idle-timeout", "5", "--sample-ms", "10")
+    try:
+        time.sleep(0.5)
+        a = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.3)                                   # accepted; its thread blocks reading A
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)                                   # the window's start is taken (every 10 ms)
+        b = socket.create_connection(("127.0.0.1", port), timeout=5)
+        b.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        a.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        ra, rb = read_reply(a), read_reply(b)
+        assert ra[0] == 200 and rb[0] == 200
+        a.close()
+        b.close()
+        time.sleep(0.2)
+        p.send_signal(signal.SIGUSR2)
+        snap = Path(str(tmp_path / "s.json") + ".snap")
+        deadline = time.monotonic() + 5
+        while not snap.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        st = json.loads(snap.read_text())
+    finally:
+        stop_asan(p, tmp_path)
+    # both replies were made in the window; only B was accepted in it (A before SIGUSR1)
+    assert st["replies"] == 2 and st["accepts"] == 1, {k: st[k] for k in ("replies", "accepts")}
