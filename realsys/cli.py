@@ -9,11 +9,13 @@ its row is kept with status failed), 2 bad scenario (the message names the key),
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="realsys", description="measured runs on a network-namespace test bed")
+    ap = argparse.ArgumentParser(prog="realsys", description="measured runs on a network-namespace test bed",
+                                 epilog="a results folder's summary: python -m realsys.report DIR")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a scenario's sweep and append RunRecords to DIR/results.csv")
     r.add_argument("scenario")
@@ -27,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     from simaccept.scenario import ScenarioError
     log = (lambda m: print(m, file=sys.stderr, flush=True))
     if a.cmd == "clean":
+        if os.geteuid() != 0:   # namespaces need root, and others' work folders would be claimed, not removed
+            print("realsys: clean needs root (it deletes network namespaces)", file=sys.stderr)
+            return 1
         from .runner import clean_work
         from .testbed import clean_stale
         removed = clean_stale(log)

@@ -156,7 +156,9 @@ def main(argv=None) -> int:
                       + (f"  accepted-unanswered-in-window {t['accepted_unanswered_pct']:.2f} %"
                          + (f" (open at its end {t['open_conns_at_end']})" if t.get("open_conns_at_end") is not None
                             else "")
-                         if t.get("accepted_unanswered_pct") is not None else ""))
+                         if t.get("accepted_unanswered_pct") is not None else "")
+                      + ("  [counters only, no bpftrace: AcceptQFull includes ListenOverflow]"
+                         if t.get("source") == "counters only" else ""))
     return 0
 
 

@@ -524,6 +524,8 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     if not out:
         check_out_name(sc)
     out_dir = Path(out) if out else REPO / "realsys" / "results" / sc.name
+    if os.geteuid() != 0:   # before anything is made (the output folder was, then the refusal came)
+        raise TestBedError("the test bed needs root (network namespaces, veth, sysctls)")
     try:                    # bad input (exit 2), refused before the test bed is built
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "points").mkdir(exist_ok=True)
@@ -551,6 +553,7 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
         old_aff = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {first["cpu_clients"]})
         try:
+            said: set[str] = set()
             with TestBed(cpu_server=first["cpu_server"], cpu_clients=first["cpu_clients"], log=log) as tb:
                 for i, pt in enumerate(todo):
                     t0 = time.monotonic()
@@ -564,6 +567,10 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                                  json.dumps(extra, indent=1, default=str, allow_nan=True))
                     append_record(csv_path, rec)
                     recs.append(rec)
+                    note = extra.get("bpftrace_note")
+                    if note and note not in said and not (note == "bpftrace disabled" and not use_bpf):
+                        said.add(note)      # once per run: the row's drop columns lose a category
+                        log(f"realsys: {note}")
                     log(f"[{i + 1}/{len(todo)}] {pt.point_label() or '(single point)'}: "
                         f"{rec.replies_per_s:.0f} replies/s (offered {rec.conn_attempts_per_s:.0f} conn/s), "
                         f"drops/s {rec.qdrops_per_s:.0f}, p50 {rec.resp_ms_p50:.2f} ms, "
@@ -603,6 +610,10 @@ def clean_work(log=None) -> list[str]:
         if owner_alive(pid, start):
             continue
         shutil.rmtree(d, ignore_errors=True)
+        if d.exists():          # not ours to delete (another user's, read-only): say so, claim nothing
+            if log:
+                log(f"realsys: could not remove work folder {d} (owner pid {pid} is gone)")
+            continue
         removed.append(str(d))
         if log:
             log(f"realsys: removed work folder {d} (owner pid {pid} is gone)")

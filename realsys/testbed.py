@@ -28,6 +28,7 @@ the caller's namespace, so no traffic can leave the machine.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -40,6 +41,11 @@ from pathlib import Path
 from typing import Sequence
 
 MARK_DIR = Path("/run/simaccept-testbed")
+#: Held (flock) while a test bed is up; the kernel lets go when its process ends, even by
+#: SIGKILL.  Two runs at once share CPU 0 and the system-wide tracepoints: each measured
+#: about half a server (2,096 and 2,074 replies/s where one alone gave 4,173) and both
+#: bpftrace runs counted both servers' drops, with nothing to tell.
+LOCK_FILE = MARK_DIR / "lock"
 CG_V1 = Path("/sys/fs/cgroup/cpu")          # cgroup v1 cpu controller (this machine)
 CG_V2 = Path("/sys/fs/cgroup")              # cgroup v2 unified hierarchy
 NS_RE = re.compile(r"^sa-(\d+)-(srv|c\d+)$")
@@ -51,6 +57,10 @@ POOL = range(10, 250)          # extra client source addresses per subnet
 
 class TestBedError(RuntimeError):
     pass
+
+
+class TestBedBusy(TestBedError):
+    """Another test bed is up on this machine."""
 
 
 class TestBedInterrupted(SystemExit):
@@ -229,6 +239,7 @@ class TestBed:
         self.anchors: dict[str, int] = {}     # ns -> pid of a sleeper whose /proc/<pid>/net shows the ns
         self._old_handlers: dict[int, object] = {}
         self._addr_cursor = [0] * n_clients
+        self._lock_fd: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> "TestBed":
@@ -239,6 +250,7 @@ class TestBed:
             if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:    # under nohup it stays ignored
                 self._old_handlers[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._on_sigterm)
         try:
+            self._take_lock()
             clean_stale(self.log)
             self._build()
         except BaseException:
@@ -251,6 +263,24 @@ class TestBed:
 
     def _on_sigterm(self, signum, frame):
         raise TestBedInterrupted(128 + signum)
+
+    def _take_lock(self) -> None:
+        MARK_DIR.mkdir(parents=True, exist_ok=True)
+        fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = json.loads(os.read(fd, 4096) or b"{}").get("owner_pid", "?")
+            except ValueError:
+                holder = "?"
+            os.close(fd)
+            raise TestBedBusy(f"another test bed is up on this machine (pid {holder}); two runs at once "
+                              f"share the server's CPU and the kernel's tracepoints, and each would measure "
+                              f"part of a server: wait for it to end") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(owner_record(self.pid)).encode(), 0)
+        self._lock_fd = fd
 
     def _mark(self) -> None:
         MARK_DIR.mkdir(parents=True, exist_ok=True)
@@ -379,6 +409,9 @@ class TestBed:
             self._say(f"testbed: removed {', '.join(self.created)}")
         self.created.clear()
         (MARK_DIR / f"{self.prefix}.json").unlink(missing_ok=True)
+        if self._lock_fd is not None:       # last: the next run may build only once this one is gone
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     # ------------------------------------------------------------------ processes
     def spawn(self, ns: str, argv: Sequence[str], cpu: int | None, nice: int | None = None,

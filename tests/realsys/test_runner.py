@@ -204,3 +204,20 @@ def test_a_server_answering_403_is_not_full_throughput(cbuild, tmp_path, monkeyp
     recs = run_scenario(SMOKE, over, str(tmp_path / "o"), log=lambda m: None, use_bpf=False)
     assert [r.status for r in recs] == ["failed"], [(r.status, r.replies_per_s) for r in recs]
     assert "were 4xx" in recs[0].error and recs[0].replies_per_s == 0, (recs[0].error, recs[0].replies_per_s)
+
+
+@pytest.mark.root
+def test_a_run_without_bpftrace_says_so_once(cbuild, tmp_path, monkeypatch):
+    """Without bpftrace the drop split is counters only (ListenOverflow inside AcceptQFull):
+    the console used to look like a normal run's, and only the point files said it."""
+    import shutil as _shutil
+    from realsys import kernel
+    real_which = _shutil.which
+    monkeypatch.setattr(kernel.shutil, "which", lambda name, *a, **k: None if name == "bpftrace"
+                        else real_which(name, *a, **k))
+    lines = []
+    over = ["workload.rate=[300, 400]", "scenario.duration=0.3", "scenario.warmup=0.1", "realsys.settle_s=0"]
+    recs = run_scenario(SMOKE, over, str(tmp_path), log=lines.append, use_bpf=True)
+    assert [r.status for r in recs] == ["ok", "ok"]
+    said = [x for x in lines if "bpftrace not installed" in x]
+    assert len(said) == 1 and "AcceptQFull+ListenOverflow summed" in said[0], lines

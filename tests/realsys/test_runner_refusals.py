@@ -131,3 +131,39 @@ def test_a_program_that_fails_anyway_has_its_own_message_in_the_error(cbuild, wh
     assert rc == 1 and needle in err, err
     assert not [n for n in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
                 if n.startswith(f"sa-{os.getpid()}-")]
+
+
+def test_without_root_nothing_is_made_before_the_refusal(monkeypatch, capsys, tmp_path):
+    # the output folder (and its points/) used to be created, then "needs root" came
+    monkeypatch.setattr(os, "geteuid", lambda: 65534)
+    out = tmp_path / "nr"
+    assert cli.main(["run", SMOKE, "--out", str(out)]) == 1
+    assert "the test bed needs root" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_clean_without_root_is_refused_and_claims_nothing(monkeypatch, capsys):
+    # as nobody it printed "removed work folder ..." nine times and removed none
+    monkeypatch.setattr(os, "geteuid", lambda: 65534)
+    assert cli.main(["clean"]) == 1
+    err = capsys.readouterr().err
+    assert "clean needs root" in err and "removed" not in err
+
+
+def test_clean_does_not_claim_a_folder_it_could_not_remove(tmp_path, monkeypatch, capsys):
+    import shutil
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    d = tmp_path / "realsys-stuck"
+    d.mkdir()
+    (d / "owner.json").write_text(json.dumps({"owner_pid": 2 ** 22 + 1, "owner_starttime": 1}))
+    monkeypatch.setattr(shutil, "rmtree", lambda *a, **k: None)      # as EACCES would leave it
+    lines = []
+    assert clean_work(lines.append) == []
+    assert lines and "could not remove" in lines[0]
+
+
+def test_realsys_help_points_to_the_report(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "python -m realsys.report DIR" in " ".join(capsys.readouterr().out.split())

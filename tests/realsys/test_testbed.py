@@ -224,3 +224,32 @@ def test_a_nohup_run_ignores_the_hangup(tmp_path):
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 0 and "finished" in out
     assert _ours(p.pid) == []
+
+
+def test_a_second_test_bed_is_refused_while_one_is_up(tmp_path):
+    """Two runs at once each measured half a server (2,096 and 2,074 replies/s where one gave
+    4,173) and both counted both servers' drops.  Now the second is refused, naming the first;
+    once the first is gone (even SIGKILLed: the kernel drops its lock), a new one builds."""
+    script = tmp_path / "bed.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(testbed.__file__.rsplit('/realsys/', 1)[0])!r})
+        from realsys.testbed import TestBed
+        with TestBed() as tb:
+            print("up", flush=True)
+            time.sleep(60)
+    """))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "up"
+        with pytest.raises(testbed.TestBedBusy, match=f"another test bed is up on this machine \\(pid {p.pid}\\)"):
+            with TestBed():
+                pass
+        assert _ours(os.getpid()) == []                   # the refused one built nothing
+        assert _ours(p.pid)                               # and left the other alone
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+    with TestBed() as tb:                                 # the lock died with its holder
+        assert tb.server_ns in list_namespaces()
+    assert _ours(os.getpid()) == []
