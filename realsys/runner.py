@@ -243,6 +243,17 @@ def status_error(status: dict) -> str | None:
             f"refused the generators' requests (document root unreadable or files missing?)")
 
 
+def generator_error(g: dict) -> str | None:
+    """None unless our generators failed to launch more than 1 % of their connections
+    themselves (no socket, no port, no file descriptor, --max-conns open): the load offered
+    was then below the rate asked for, and the point would be read as that rate's."""
+    bad, n = g.get("local_errors", 0) or 0, g.get("attempts", 0) or 0
+    if n == 0 or bad <= 0.01 * n:
+        return None
+    return (f"the load generators could not launch {bad} of their {n} connections (out of sockets, ports "
+            f"or file descriptors; gen-N.log says which): the offered load was below the rate asked for")
+
+
 def launch_error(attempts: float, conn_rate: float, dur: float) -> str | None:
     """None if the generators launched a connection in the measured window; else why the
     point measured nothing.  Launches are scheduled from the warm-up's start, so a rate
@@ -407,6 +418,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                  else g["attempts"])
     why = (launch_error(in_window, conn_rate, dur)
            or (status_error(g["status"]) if "status" in g else None)
+           or generator_error(g)
            or window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None))
     if why:
         rec.status, rec.error = "failed", why

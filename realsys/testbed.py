@@ -32,6 +32,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,6 +47,8 @@ MARK_DIR = Path("/run/simaccept-testbed")
 #: about half a server (2,096 and 2,074 replies/s where one alone gave 4,173) and both
 #: bpftrace runs counted both servers' drops, with nothing to tell.
 LOCK_FILE = MARK_DIR / "lock"
+#: Programs the test bed runs: namespaces and veths, the anchors, CPU pinning, nice levels.
+REQUIRED_TOOLS = ("ip", "sh", "sleep", "taskset", "nice")
 CG_V1 = Path("/sys/fs/cgroup/cpu")          # cgroup v1 cpu controller (this machine)
 CG_V2 = Path("/sys/fs/cgroup")              # cgroup v2 unified hierarchy
 NS_RE = re.compile(r"^sa-(\d+)-(srv|c\d+)$")
@@ -249,6 +252,10 @@ class TestBed:
             self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._on_sigterm)
             if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:    # under nohup it stays ignored
                 self._old_handlers[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._on_sigterm)
+        missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
+        if missing:     # else the bed came up and failed later, as "No such file: /proc/<pid>/net/tcp"
+            raise TestBedError(f"the test bed needs {', '.join(missing)} on PATH (packages iproute2, "
+                               f"coreutils, util-linux; realsys/install-deps.sh)")
         try:
             self._take_lock()
             clean_stale(self.log)

@@ -191,3 +191,16 @@ def test_a_stopped_run_gives_the_mid_window_rate_of_what_ran(cbuild, tmp_path):
     assert p.returncode == 128 + signal.SIGTERM, err
     g = json.loads(out.read_text())
     assert g["interrupted"] is True and 0.5 * RATE < g["achieved_rate_mid"] < 1.5 * RATE, g["achieved_rate_mid"]
+
+
+def test_a_capped_open_files_limit_is_said_not_ignored(cbuild, tmp_path):
+    # setrlimit's failure was unchecked: past the cap socket() failed silently as local_errors
+    import resource
+    with DelayServer() as srv:
+        p = subprocess.run([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
+                            "--rate", "10", "--duration", "0.2", "--warmup", "0", "--max-conns", "1000",
+                            "--out", str(tmp_path / "g.json")],
+                           capture_output=True, text=True, timeout=30,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100)))
+    assert p.returncode == 0, p.stderr
+    assert "loadgen: open files capped at 100 (wanted 1064)" in p.stderr, p.stderr

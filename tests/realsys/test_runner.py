@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from realsys import cli
-from realsys.runner import (append_record, httperf_launches_in_window, launch_error, read_rows, run_scenario,
-                            status_error, window_error)
+from realsys.runner import (append_record, generator_error, httperf_launches_in_window, launch_error, read_rows,
+                            run_scenario, status_error, window_error)
 from realsys.servers import nginx_binary
 from simaccept.record import COLUMNS, RunRecord
 
@@ -221,3 +221,18 @@ def test_a_run_without_bpftrace_says_so_once(cbuild, tmp_path, monkeypatch):
     assert [r.status for r in recs] == ["ok", "ok"]
     said = [x for x in lines if "bpftrace not installed" in x]
     assert len(said) == 1 and "AcceptQFull+ListenOverflow summed" in said[0], lines
+
+
+@pytest.mark.parametrize("g, fails", [
+    ({"attempts": 10000, "local_errors": 0}, False),
+    ({"attempts": 10000, "local_errors": 50}, False),
+    ({"attempts": 10000, "local_errors": 300}, True),     # e.g. socket() past the open-files cap
+    ({"attempts": 0}, False),                             # httperf: no such count
+])
+def test_generator_error(g, fails):
+    # local_errors never reached the record or the console: a generator out of descriptors
+    # offered less than the rate asked for, and the point read as that rate's
+    why = generator_error(g)
+    assert (why is not None) == fails
+    if fails:
+        assert "could not launch 300 of their 10000 connections" in why

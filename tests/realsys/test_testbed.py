@@ -253,3 +253,14 @@ def test_a_second_test_bed_is_refused_while_one_is_up(tmp_path):
     with TestBed() as tb:                                 # the lock died with its holder
         assert tb.server_ns in list_namespaces()
     assert _ours(os.getpid()) == []
+
+
+def test_a_missing_program_is_named_before_anything_is_built(monkeypatch):
+    # without sleep on PATH the bed came up, then failed with "No such file: /proc/<pid>/net/tcp"
+    import shutil as _shutil
+    real = _shutil.which
+    monkeypatch.setattr(testbed.shutil, "which", lambda n, *a, **k: None if n == "sleep" else real(n, *a, **k))
+    with pytest.raises(testbed.TestBedError, match="needs sleep on PATH"):
+        with TestBed():
+            pass
+    assert _ours(os.getpid()) == []
