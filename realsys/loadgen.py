@@ -113,11 +113,15 @@ def parse_httperf(text: str) -> dict:
         "response_ms": grab(r"Reply time \[ms\]: response ([\d.]+)"),
         "reply_rate_avg": grab(r"Reply rate \[replies/s\]: min [\d.]+ avg ([\d.]+)"),
         "status_2xx": grab(r"Reply status: 1xx=\d+ 2xx=(\d+)", int, 0),
+        "status_3xx": grab(r"Reply status: 1xx=\d+ 2xx=\d+ 3xx=(\d+)", int, 0),
         "status_4xx": grab(r"Reply status: 1xx=\d+ 2xx=\d+ 3xx=\d+ 4xx=(\d+)", int, 0),
+        "status_5xx": grab(r"Reply status: 1xx=\d+ 2xx=\d+ 3xx=\d+ 4xx=\d+ 5xx=(\d+)", int, 0),
         "errors": grab(r"Errors: total (\d+)", int, 0),
         "client_timo": grab(r"client-timo (\d+)", int, 0),
         "connrefused": grab(r"connrefused (\d+)", int, 0),
         "connreset": grab(r"connreset (\d+)", int, 0),
         "fd_unavail": grab(r"fd-unavail (\d+)", int, 0),
+        "addrunavail": grab(r"addrunavail (\d+)", int, 0),
+        "ftab_full": grab(r"ftab-full (\d+)", int, 0),
     }
     return d

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from simaccept.cli import _out_dir
 from simaccept.sweep import atomic_write
 from simaccept.record import COLUMNS, RunRecord
 from simaccept.scenario import Scenario, ScenarioError, load_scenario
@@ -41,7 +42,7 @@ from . import C_DIR, kernel
 from .docroot import make_docroot
 from .loadgen import httperf_argv, loadgen_argv, merge, parse_httperf, requests_per_conn
 from .servers import PORT, ServerConfigError, nginx_event_methods, nginx_version, server_argv
-from .testbed import TestBed, TestBedError, netrx_check, owner_alive, owner_record
+from .testbed import TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record
 
 REPO = Path(__file__).resolve().parent.parent
 # Server and generators run at nice -20: on a shared machine other CPU-bound work then
@@ -239,8 +240,8 @@ def status_error(status: dict) -> str | None:
     bad = status.get("4xx", 0)
     if n == 0 or bad <= 0.01 * n:
         return None
-    return (f"{bad} of the {n} replies to connections launched in the window were 4xx: the server "
-            f"refused the generators' requests (document root unreadable or files missing?)")
+    return (f"{bad} of the generators' {n} replies were 4xx: the server refused their requests "
+            f"(document root unreadable or files missing?)")
 
 
 def generator_error(g: dict) -> str | None:
@@ -460,7 +461,10 @@ def _from_httperf(res: list[dict], conn_rate: float, total_s: float) -> dict:
     c = [r["connect_ms"] for r in res if not math.isnan(r["connect_ms"])]
     return {"attempts": n, "replies_ok": sum(r["status_2xx"] for r in res), "replies": replies,
             "replies_in_window": sum(r["status_2xx"] for r in res), "window_s": total_s,
-            "status": {"2xx": sum(r["status_2xx"] for r in res), "4xx": sum(r.get("status_4xx", 0) for r in res)},
+            # httperf's counts cover the warm-up too: shares, not window counts
+            "status": {k: sum(r.get(f"status_{k}", 0) for r in res) for k in ("2xx", "3xx", "4xx", "5xx")},
+            "local_errors": sum(r.get("fd_unavail", 0) + r.get("addrunavail", 0) + r.get("ftab_full", 0)
+                                for r in res),
             "achieved_rate": sum(r["conn_rate"] for r in res if not math.isnan(r["conn_rate"])),
             "target_rate": conn_rate, "timeouts": sum(r["client_timo"] for r in res),
             "resets": sum(r["connreset"] for r in res), "refused": sum(r["connrefused"] for r in res),
@@ -536,9 +540,15 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     if not out:
         check_out_name(sc)
     out_dir = Path(out) if out else REPO / "realsys" / "results" / sc.name
-    if os.geteuid() != 0:   # before anything is made (the output folder was, then the refusal came)
-        raise TestBedError("the test bed needs root (network namespaces, veth, sysctls)")
-    try:                    # bad input (exit 2), refused before the test bed is built
+    try:                    # bad input (exit 2), refused before anything is made
+        _out_dir(str(out_dir))
+        done = done_keys(read_rows(out_dir / "results.csv")) if out_dir.is_dir() else set()
+    except ResultsFileError as e:
+        raise ScenarioError("--out", str(e)) from None
+    # then what this machine lacks (not root, a program, another run up): before the output
+    # folder is made and the C programs built, as they were
+    check_can_build()
+    try:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "points").mkdir(exist_ok=True)
     except FileExistsError:
@@ -546,10 +556,6 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     except OSError as e:
         raise ScenarioError("--out", f"cannot create {str(out_dir)!r}: {e.strerror or e}") from None
     csv_path = out_dir / "results.csv"
-    try:
-        done = done_keys(read_rows(csv_path))
-    except ResultsFileError as e:
-        raise ScenarioError("--out", str(e)) from None
     ensure_built(log)
     pts = sc.points()
     todo = [p for p in pts if (p.point_label(), p.to_json()) not in done]

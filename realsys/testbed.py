@@ -214,6 +214,37 @@ def read_softnet() -> list[int]:
     return rows
 
 
+def _lock_or_busy() -> int:
+    """An fd holding :data:`LOCK_FILE`'s flock, or TestBedBusy naming the holder."""
+    MARK_DIR.mkdir(parents=True, exist_ok=True)
+    fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = json.loads(os.read(fd, 4096) or b"{}").get("owner_pid", "?")
+        except ValueError:
+            holder = "?"
+        os.close(fd)
+        raise TestBedBusy(f"another test bed is up on this machine (pid {holder}); two runs at once "
+                          f"share the server's CPU and the kernel's tracepoints, and each would measure "
+                          f"part of a server: wait for it to end") from None
+    return fd
+
+
+def check_can_build() -> None:
+    """TestBedError now, rather than half-way through a build or a run: not root, a program
+    missing (the bed came up and then failed as "No such file: /proc/<pid>/net/tcp" without
+    sleep), or another test bed up (TestBedBusy; the lock is taken for real by the bed)."""
+    if os.geteuid() != 0:
+        raise TestBedError("the test bed needs root (network namespaces, veth, sysctls)")
+    missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
+    if missing:
+        raise TestBedError(f"the test bed needs {', '.join(missing)} on PATH (packages iproute2, "
+                           f"coreutils, util-linux; realsys/install-deps.sh)")
+    os.close(_lock_or_busy())
+
+
 class TestBed:
     """Context manager: ``with TestBed(...) as tb: tb.spawn(tb.server_ns, [...], cpu=0)``."""
 
@@ -246,16 +277,11 @@ class TestBed:
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> "TestBed":
-        if os.geteuid() != 0:
-            raise TestBedError("the test bed needs root (network namespaces, veth, sysctls)")
+        check_can_build()       # before the handlers: a refusal must leave the process as it was
         if threading.current_thread() is threading.main_thread():
             self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._on_sigterm)
             if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:    # under nohup it stays ignored
                 self._old_handlers[signal.SIGHUP] = signal.signal(signal.SIGHUP, self._on_sigterm)
-        missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None]
-        if missing:     # else the bed came up and failed later, as "No such file: /proc/<pid>/net/tcp"
-            raise TestBedError(f"the test bed needs {', '.join(missing)} on PATH (packages iproute2, "
-                               f"coreutils, util-linux; realsys/install-deps.sh)")
         try:
             self._take_lock()
             clean_stale(self.log)
@@ -272,19 +298,7 @@ class TestBed:
         raise TestBedInterrupted(128 + signum)
 
     def _take_lock(self) -> None:
-        MARK_DIR.mkdir(parents=True, exist_ok=True)
-        fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                holder = json.loads(os.read(fd, 4096) or b"{}").get("owner_pid", "?")
-            except ValueError:
-                holder = "?"
-            os.close(fd)
-            raise TestBedBusy(f"another test bed is up on this machine (pid {holder}); two runs at once "
-                              f"share the server's CPU and the kernel's tracepoints, and each would measure "
-                              f"part of a server: wait for it to end") from None
+        fd = _lock_or_busy()
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(owner_record(self.pid)).encode(), 0)
         self._lock_fd = fd
@@ -393,6 +407,14 @@ class TestBed:
             raise TestBedInterrupted(128 + held[0])
 
     def _teardown(self) -> None:
+        try:
+            self._remove_all()
+        finally:        # last, and even after a failed removal: a held lock refuses every later bed
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    def _remove_all(self) -> None:
         for p in self.procs:
             if p.poll() is None:
                 try:
@@ -416,9 +438,6 @@ class TestBed:
             self._say(f"testbed: removed {', '.join(self.created)}")
         self.created.clear()
         (MARK_DIR / f"{self.prefix}.json").unlink(missing_ok=True)
-        if self._lock_fd is not None:       # last: the next run may build only once this one is gone
-            os.close(self._lock_fd)
-            self._lock_fd = None
 
     # ------------------------------------------------------------------ processes
     def spawn(self, ns: str, argv: Sequence[str], cpu: int | None, nice: int | None = None,

@@ -291,9 +291,12 @@ def point_json(m) -> dict | None:
     cands = [j for j in _points_cached(d.name) if j["point"] == m.record.point]
     if len(cands) > 1:   # replicates run with --set scenario.seed share the label: match the reply rate
         g = lambda j: j.get("generator") or {}  # noqa: E731
+        # the runner's own count: 2xx received in the window, or for older points every reply
+        # received in it, or (older still) those to launches in it
+        n = lambda j: g(j).get("replies_ok_recv_in_window",  # noqa: E731
+                               g(j).get("replies_recv_in_window", g(j)["replies_in_window"]))
         cands = [j for j in cands if g(j).get("window_s") and
-                 abs(g(j).get("replies_recv_in_window", g(j)["replies_in_window"]) / g(j)["window_s"]
-                     - m.record.replies_per_s) < 0.01]
+                 abs(n(j) / g(j)["window_s"] - m.record.replies_per_s) < 0.01]
     return cands[0] if len(cands) == 1 else None
 
 

@@ -56,22 +56,30 @@ static int host_value_ok(const char *v, size_t vlen)
     static const char unreserved_sub[] = "-._~!$&'()*+,;=";
     size_t i = 0;
     if (i < vlen && v[i] == '[') {
-        size_t s = ++i;
+        size_t s = ++i, zone = 0; /* zone: where the RFC 6874 zone's first character is */
         while (i < vlen && v[i] != ']') {
             unsigned char c = (unsigned char)v[i];
-            if (c == '%') { /* RFC 6874: an IPv6 zone, "[fe80::1%25eth0]" */
+            if (c == '%' && !zone) { /* "[fe80::1%25eth0]": "%25" once, then the zone */
+                if (i + 2 >= vlen || v[i + 1] != '2' || v[i + 2] != '5' || i == s)
+                    return 0;
+                i += 3;
+                zone = i;
+                continue;
+            }
+            if (c == '%') { /* pct-encoded, inside the zone */
                 if (i + 2 >= vlen || !isxdigit((unsigned char)v[i + 1]) || !isxdigit((unsigned char)v[i + 2]))
                     return 0;
                 i += 3;
                 continue;
             }
-            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == ':' ||
-                  (c != 0 && strchr(unreserved_sub, c))))
+            int unreserved = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                             (c != 0 && strchr("-._~", c));
+            if (zone ? !unreserved : !(unreserved || c == ':' || (c != 0 && strchr(unreserved_sub, c))))
                 return 0;
             i++;
         }
-        if (i == vlen || i == s)
-            return 0; /* no closing bracket, or "[]" */
+        if (i == vlen || i == s || (zone && i == zone))
+            return 0; /* no closing bracket, "[]", or an empty zone */
         i++;
     } else {
         while (i < vlen && v[i] != ':') {

@@ -88,6 +88,11 @@ PARSE_ROWS = [
     ("host-ipv6", b"GET / HTTP/1.1\r\nHost: [2001:db8::1]:80\r\n\r\n", "complete", {}),
     ("host-ipv6-zone", b"GET / HTTP/1.1\r\nHost: [fe80::1%25eth0]:80\r\n\r\n", "complete", {}),   # RFC 6874
     ("host-ipv6-bad-pct", b"GET / HTTP/1.1\r\nHost: [fe80::1%2]\r\n\r\n", "error", {}),
+    ("host-ipv6-zone-pct", b"GET / HTTP/1.1\r\nHost: [fe80::1%25en%300]\r\n\r\n", "complete", {}),
+    ("host-ipv6-empty-zone", b"GET / HTTP/1.1\r\nHost: [::1%25]\r\n\r\n", "error", {}),
+    ("host-ipv6-zone-not-25", b"GET / HTTP/1.1\r\nHost: [fe80::1%41x]\r\n\r\n", "error", {}),
+    ("host-ipv6-zone-only", b"GET / HTTP/1.1\r\nHost: [%25%25]\r\n\r\n", "error", {}),
+    ("host-ipv6-zone-colon", b"GET / HTTP/1.1\r\nHost: [fe80::1%25a:b]\r\n\r\n", "error", {}),
     ("host-empty-port", b"GET / HTTP/1.0\r\nHost: x:\r\n\r\n", "complete", {}),
     ("host-space-inside", b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "error", {}),
     ("host-userinfo", b"GET / HTTP/1.1\r\nHost: user@x\r\n\r\n", "error", {}),

@@ -197,7 +197,9 @@ def test_a_capped_open_files_limit_is_said_not_ignored(cbuild, tmp_path):
     # setrlimit's failure was unchecked: past the cap socket() failed silently as local_errors
     import resource
     with DelayServer() as srv:
-        p = subprocess.run([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
+        # without CAP_SYS_RESOURCE, which would let it raise the cap again (an ordinary root host)
+        p = subprocess.run(["setpriv", "--bounding-set=-sys_resource", "--inh-caps=-sys_resource",
+                            str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
                             "--rate", "10", "--duration", "0.2", "--warmup", "0", "--max-conns", "1000",
                             "--out", str(tmp_path / "g.json")],
                            capture_output=True, text=True, timeout=30,

@@ -167,3 +167,18 @@ def test_realsys_help_points_to_the_report(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     assert "python -m realsys.report DIR" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("content", [None, "not,a,results,file\n"])
+def test_without_root_bad_input_is_still_exit_2(content, monkeypatch, capsys, tmp_path):
+    # the root check came first for a moment: a bad --out or results.csv got "needs root", exit 1
+    monkeypatch.setattr(os, "geteuid", lambda: 65534)
+    if content is None:
+        (tmp_path / "f").write_text("keep")
+        out = tmp_path / "f"
+    else:
+        out = tmp_path / "o"
+        out.mkdir()
+        (out / "results.csv").write_text(content)
+    assert cli.main(["run", SMOKE, "--out", str(out)]) == 2
+    assert "--out" in capsys.readouterr().err

@@ -205,11 +205,18 @@ def test_stats_json_on_sigterm(server):
     assert st["open_conns"]["samples"]
 
 
+#: Run a program without CAP_SYS_RESOURCE: with it (an ordinary root host) a capped
+#: RLIMIT_NOFILE is simply raised again, and the tests of what happens at the cap test nothing.
+NO_SYS_RESOURCE = ["setpriv", "--bounding-set=-sys_resource", "--inh-caps=-sys_resource"]
+
+
 def start_asan(cbuild, binary: str, tmp_path, *args: str, preexec_fn=None):
-    """A sanitized server on loopback with its own docroot, stats to tmp_path/s.json: (proc, port)."""
+    """A sanitized server on loopback with its own docroot, stats to tmp_path/s.json: (proc, port).
+    With ``preexec_fn`` (a resource cap) it runs without CAP_SYS_RESOURCE."""
     root = make_docroot(tmp_path / "r", 512)
     port = free_port()
-    p = subprocess.Popen([str(cbuild / binary), "--addr", "127.0.0.1", "--port", str(port),
+    p = subprocess.Popen([*(NO_SYS_RESOURCE if preexec_fn else []), str(cbuild / binary), "--addr", "127.0.0.1",
+                          "--port", str(port),
                           "--docroot", str(root), *args, "--stats", str(tmp_path / "s.json")],
                          stderr=subprocess.PIPE, preexec_fn=preexec_fn,
                          env=dict(os.environ, ASAN_OPTIONS="detect_leaks=1"))
@@ -396,7 +403,19 @@ def test_knot_counts_the_replies_a_busy_thread_made_in_the_window(cbuild, tmp_pa
     try:
         time.sleep(0.5)
         a = socket.create_connection(("127.0.0.1", port), timeout=5)
-        time.sleep(0.3)                                   # accepted; its thread blocks reading A
+        snap = Path(str(tmp_path / "s.json") + ".snap")
+
+        def snapshot() -> dict:
+            snap.unlink(missing_ok=True)
+            p.send_signal(signal.SIGUSR2)
+            deadline = time.monotonic() + 5
+            while not snap.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return json.loads(snap.read_text())
+        deadline = time.monotonic() + 20                  # however slow the machine: A accepted first,
+        while snapshot()["open_conns_now"] != 1:          # its thread then blocks reading A
+            assert time.monotonic() < deadline, "knot never accepted A"
+            time.sleep(0.05)
         p.send_signal(signal.SIGUSR1)
         time.sleep(0.3)                                   # the window's start is taken (every 10 ms)
         b = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -407,12 +426,7 @@ def test_knot_counts_the_replies_a_busy_thread_made_in_the_window(cbuild, tmp_pa
         a.close()
         b.close()
         time.sleep(0.2)
-        p.send_signal(signal.SIGUSR2)
-        snap = Path(str(tmp_path / "s.json") + ".snap")
-        deadline = time.monotonic() + 5
-        while not snap.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        st = json.loads(snap.read_text())
+        st = snapshot()
     finally:
         stop_asan(p, tmp_path)
     # both replies were made in the window; only B was accepted in it (A before SIGUSR1)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -247,6 +248,11 @@ def test_a_second_test_bed_is_refused_while_one_is_up(tmp_path):
                 pass
         assert _ours(os.getpid()) == []                   # the refused one built nothing
         assert _ours(p.pid)                               # and left the other alone
+        # a run is refused before it makes its output folder or builds anything
+        from realsys import cli as rcli
+        smoke = str(Path(testbed.__file__).resolve().parents[1] / "scenarios" / "realsys" / "smoke.toml")
+        assert rcli.main(["run", smoke, "--out", str(tmp_path / "second")]) == 1
+        assert not (tmp_path / "second").exists()
     finally:
         p.kill()
         p.wait(timeout=10)
