@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -370,8 +371,14 @@ int raise_nofile(int want)
     if (rl.rlim_max < (rlim_t)want)
         rl.rlim_max = (rlim_t)want;
     if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        /* the hard limit could not be raised (no CAP_SYS_RESOURCE): take all of it, at least */
         getrlimit(RLIMIT_NOFILE, &rl);
-        return (int)rl.rlim_cur;
+        if (rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        return rl.rlim_cur > (rlim_t)INT_MAX ? INT_MAX : (int)rl.rlim_cur;
     }
     return want;
 }

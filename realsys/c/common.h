@@ -101,6 +101,8 @@ void error_close_drain(int fd);
 /* ---- process helpers ----------------------------------------------------------- */
 extern volatile sig_atomic_t g_stop, g_reset, g_snap;
 void install_signals(void);
+/* Raise RLIMIT_NOFILE to want (the hard limit too, given CAP_SYS_RESOURCE; else the soft
+ * limit up to the hard one).  Returns: the soft limit now in force, which may be below want. */
 int raise_nofile(int want);
 int make_listener(const char *addr, int port, int backlog, int nonblock);
 void spin_for_us(unsigned us);

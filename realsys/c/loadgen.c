@@ -292,7 +292,12 @@ static void launch(uint64_t sched)
     nactive++;
     list_push(c, now + (uint64_t)(timeout_s * 1e9));
     struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
-    epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        /* ENOMEM / ENOSPC (fs.epoll.max_user_watches): never watched, it would have been
+         * counted a timeout of the server's; it is the generator's own failure */
+        st->local_errors++;
+        conn_end(c);
+    }
 }
 
 static void fail(struct lconn *c, int err)
@@ -315,7 +320,8 @@ static void send_request(struct lconn *c)
     if (c->req_off < c->req_len) {
         c->state = C_SENDING;
         struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
-        epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+            fail(c, errno);
         return;
     }
     c->st->requests++;
@@ -323,7 +329,10 @@ static void send_request(struct lconn *c)
     if (c->state != C_READING) {
         c->state = C_READING;
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-        epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0) {
+            fail(c, errno);
+            return;
+        }
     }
 }
 
@@ -637,8 +646,11 @@ int main(int argc, char **argv)
     for (int i = 0; i < 9; i++) file_cdf[i] = (acc += 1.0 / pow(i + 1, zipf_alpha) / zs);
 
     struct rlimit rl = { (rlim_t)max_conns + 64, (rlim_t)max_conns + 64 };
-    if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-        rl.rlim_cur < (rlim_t)max_conns + 64)
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max; /* no CAP_SYS_RESOURCE: all of the hard limit, at least */
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)max_conns + 64)
         /* not fatal (few runs hold that many open), but past it socket() fails, counted in
          * local_errors, which the runner turns into a failed point */
         fprintf(stderr, "loadgen: open files capped at %llu (wanted %d): above about %llu connections "
@@ -650,7 +662,10 @@ int main(int argc, char **argv)
     epfd = epoll_create1(EPOLL_CLOEXEC);
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     struct epoll_event tev = { .events = EPOLLIN, .data.ptr = NULL };
-    epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &tev);
+    if (epfd < 0 || tfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &tev) < 0) {
+        perror("loadgen: epoll/timerfd");
+        return 1;
+    }
 
     t0 = now_ns() + 1000000; /* first arrival 1 ms from now */
     t_meas = t0 + (uint64_t)(warmup * 1e9);

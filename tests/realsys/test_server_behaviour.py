@@ -431,3 +431,18 @@ def test_knot_counts_the_replies_a_busy_thread_made_in_the_window(cbuild, tmp_pa
         stop_asan(p, tmp_path)
     # both replies were made in the window; only B was accepted in it (A before SIGUSR1)
     assert st["replies"] == 2 and st["accepts"] == 1, {k: st[k] for k in ("replies", "accepts")}
+
+
+def test_userver_takes_the_whole_hard_limit_when_it_cannot_raise_it(cbuild, tmp_path):
+    # soft 50 under hard 200, 1,080 wanted: the failed raise left the soft limit at 50
+    # (maxfds 34); it now takes the hard limit's 200 and keeps 16 for refusals
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (50, 200))
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", "epoll", "--max-conns", "1016", preexec_fn=cap)
+    try:
+        banner = p.stderr.readline().decode()
+    finally:
+        stop_asan(p, tmp_path)
+    assert "maxfds 184" in banner, banner
