@@ -32,8 +32,10 @@ import io
 import json
 import math
 import os
+import signal
 import sys
 import tempfile
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -172,9 +174,8 @@ def policy_key(policy: str) -> str | None:
     return h.hexdigest()[:16] if outside else ""
 
 
-def _cache_name(p: Scenario) -> str | None:
-    """The point's file under OUT/points, or None: its policy's code cannot be keyed."""
-    key = policy_key(p["server"]["policy"])
+def _cache_name(p: Scenario, key: str | None) -> str | None:
+    """The point's file under OUT/points, given its :func:`policy_key`; None: not cached."""
     if key is None:
         return None
     return f"{p.content_hash()}-{key}.json" if key else f"{p.content_hash()}.json"
@@ -185,7 +186,6 @@ def _worker_init(parent: int) -> None:
     the parent turns them into an interruption and kills the workers it has left.  And it
     dies with its parent, even a SIGKILLed one: it would otherwise wait on the parent's pipe
     for good, since the other workers hold its write end open."""
-    import signal
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, signal.SIG_DFL)
@@ -213,8 +213,6 @@ def stop_workers(ex: ProcessPoolExecutor) -> None:
     at high rates), and a parent that dies meanwhile leaves them blocked on its pipe.  A
     second Ctrl-C/SIGTERM/SIGHUP while they are killed is ignored (it would cut the loop
     short and leave the rest running); the first one is already being acted on."""
-    import signal
-    import threading
     sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     held = {}
     if threading.current_thread() is threading.main_thread():
@@ -272,7 +270,9 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
     results: dict[int, RunRecord] = {}
     todo = []
-    names = [_cache_name(p) for p in points] if cache_dir is not None else [None] * len(points)
+    keys = {pol: policy_key(pol) for pol in {p["server"]["policy"] for p in points}}    # read each source once
+    names = ([_cache_name(p, keys[p["server"]["policy"]]) for p in points] if cache_dir is not None
+             else [None] * len(points))
     unkeyed = sorted({p["server"]["policy"] for p, n in zip(points, names) if n is None})
     if cache_dir is not None and unkeyed:
         print(f"policy {', '.join(unkeyed)}: its source cannot be read (defined at a prompt?), so its "

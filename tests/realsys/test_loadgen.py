@@ -129,6 +129,23 @@ def test_loadgen_argv_without_binds_runs(cbuild, tmp_path):
     assert json.loads(out.read_text())["replies"] == 4
 
 
+def _stopped_run(cbuild, out, *, duration: float, sig: int, after_s: float):
+    """loadgen at RATE against the delay server, sent ``sig`` ``after_s`` seconds after its first
+    connection arrived (its handlers set and launches under way, however slow its start):
+    (exit status, stderr, seconds from its start to its end)."""
+    with DelayServer() as srv:
+        p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
+                              "--rate", str(RATE), "--duration", str(duration), "--warmup", "0.2",
+                              "--timeout", "5", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+        t0 = time.monotonic()
+        assert srv.accepted.wait(20), "loadgen never connected"
+        time.sleep(after_s)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=20)
+        return p.returncode, err, time.monotonic() - t0
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stopped_run_keeps_its_output_marked_interrupted(cbuild, tmp_path, sig):
     # A generator stopped by a signal used to write the JSON of a finished run: the full
@@ -136,19 +153,8 @@ def test_a_stopped_run_keeps_its_output_marked_interrupted(cbuild, tmp_path, sig
     # read as a complete one with a low reply rate.  Now the output is kept, says
     # "interrupted", has the window up to the stop, and the status is 128 + the signal.
     out = tmp_path / "g.json"
-    with DelayServer() as srv:
-        p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
-                              "--rate", str(RATE), "--duration", "30", "--warmup", "0.2",
-                              "--timeout", "5", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
-                             stderr=subprocess.PIPE, text=True)
-        t0 = time.monotonic()
-        # signal only once it runs (handlers set, connections launched), however slow its start
-        assert srv.accepted.wait(20), "loadgen never connected"
-        time.sleep(1.0)
-        p.send_signal(sig)
-        _, err = p.communicate(timeout=20)
-        elapsed = time.monotonic() - t0
-    assert p.returncode == 128 + sig, (p.returncode, err)
+    rc, err, elapsed = _stopped_run(cbuild, out, duration=30, sig=sig, after_s=1.0)
+    assert rc == 128 + sig, (rc, err)
     assert "interrupted by signal" in err, err
     g = json.loads(out.read_text())
     assert g["interrupted"] is True and g["duration_s"] == 30
@@ -179,16 +185,8 @@ def test_a_stopped_run_gives_the_mid_window_rate_of_what_ran(cbuild, tmp_path):
     # achieved_rate_mid divided the launches by the whole middle 80 % of the window, so a run
     # stopped early reported a fraction of its rate (here ~17 conn/s for 200)
     out = tmp_path / "g.json"
-    with DelayServer() as srv:
-        p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
-                              "--rate", str(RATE), "--duration", "6", "--warmup", "0.2",
-                              "--timeout", "5", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
-                             stderr=subprocess.PIPE, text=True)
-        assert srv.accepted.wait(20), "loadgen never connected"
-        time.sleep(1.2)
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=20)
-    assert p.returncode == 128 + signal.SIGTERM, err
+    rc, err, _ = _stopped_run(cbuild, out, duration=6, sig=signal.SIGTERM, after_s=1.2)
+    assert rc == 128 + signal.SIGTERM, err
     g = json.loads(out.read_text())
     assert g["interrupted"] is True and 0.5 * RATE < g["achieved_rate_mid"] < 1.5 * RATE, g["achieved_rate_mid"]
 
