@@ -20,7 +20,9 @@
  * Output: JSON (see write_json) with counts and log-bucket histograms (4 per octave, us).
  * Counts are of connections launched in the measured window, except replies_recv_in_window:
  * every reply received in the window, whenever its connection was launched, and its 2xx
- * part replies_ok_recv_in_window (the reply rate).
+ * part replies_ok_recv_in_window (the reply rate).  Launches stop at the window's end and
+ * the run stops for good a hard end later (a second and two timeouts; one with first-syn):
+ * a keep-alive session still inside its request's timeout then is open_at_end, not a timeout.
  * SIGINT or SIGTERM stops the run early: the output is still written, with "interrupted":
  * true and window_s cut to where the stop came, and the exit status is 128 + the signal. */
 #ifndef _GNU_SOURCE
@@ -171,6 +173,9 @@ struct lstats {
     uint64_t attempts, established, requests, replies, replies_ok, st2, st3, st4, st5;
     uint64_t timeouts, timeouts_connect, timeouts_reply, resets, refused, local_errors, other_errors;
     uint64_t conns_done, bytes, replies_in_window, attempts_in_window;
+    /* keep-alive sessions still running at the hard end, their current request inside its
+     * own timeout: the generator gave up on them, the server did not fail them */
+    uint64_t open_at_end;
     /* replies received in the window whenever their connection was launched (kept in S):
      * the reply rate the simulator and httperf report.  replies_in_window (launched in the
      * window too) is short by about rate x mean latency / window, so a slow policy looked
@@ -516,8 +521,8 @@ static void write_json(FILE *o, double window)
                "\"workload\": \"%s\", \"timeout_s\": %.3f, \"timeout_from\": \"%s\",\n",
             rate, duration, warmup, window, poisson ? "poisson" : "deterministic", specweb ? "specweb" : "one-packet",
             timeout_s, timeout_from_syn ? "first-syn" : "connect");
-    fprintf(o, " \"interrupted\": %s, \"open_at_stop\": %llu,\n", stopped_by ? "true" : "false",
-            (unsigned long long)open_at_stop);
+    fprintf(o, " \"interrupted\": %s, \"open_at_stop\": %llu, \"open_at_end\": %llu,\n", stopped_by ? "true" : "false",
+            (unsigned long long)open_at_stop, (unsigned long long)S.open_at_end);
     char ab[32], mb[32];
     double mid = t_mid1 > t_mid0 ? (double)S.mid_launches / ((double)(t_mid1 - t_mid0) / 1e9) : NAN;
     fprintf(o, " \"achieved_rate_mid\": %s,\n", num(mb, sizeof mb, mid));
@@ -719,15 +724,17 @@ int main(int argc, char **argv)
     uint64_t t_stop = now_ns();
     if (stopped_by && t_stop < t_mid1)
         t_mid1 = t_stop > t_mid0 ? t_stop : t_mid0;   /* achieved_rate_mid over what ran (NaN if none) */
-    /* whatever is still open at the hard end counts as timed out; after a signal it was
-     * cut short, which is no verdict on the server */
+    /* Neither kind of leftover is a timeout.  After a signal a connection was cut short.  At
+     * the hard end expire() has already ended every connection past its deadline, and a
+     * one-packet connection launched by t_end meets its last deadline before the hard end:
+     * what is left is a keep-alive session (up to 15 requests, each with its own timeout)
+     * whose current request is still inside it.  Both were once counted as timeouts, which
+     * charged the server with the generator's own bounded run. */
     while (head) {
-        if (stopped_by) {
+        if (stopped_by)
             open_at_stop++;
-        } else {
-            head->st->timeouts++;
-            if (head->state == C_CONNECTING) head->st->timeouts_connect++; else head->st->timeouts_reply++;
-        }
+        else
+            head->st->open_at_end++;
         conn_end(head);
     }
     uint64_t w_end = stopped_by && t_stop < t_end ? t_stop : t_end;

@@ -204,3 +204,47 @@ def test_a_capped_open_files_limit_is_said_not_ignored(cbuild, tmp_path):
                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100)))
     assert p.returncode == 0, p.stderr
     assert "loadgen: open files capped at 100 (wanted 1064)" in p.stderr, p.stderr
+
+
+class KeepAliveServer(DelayServer):
+    """Answers every request of a keep-alive connection KEEPALIVE_DELAY_S after its head."""
+
+    async def _handle(self, reader, writer):
+        self.accepted.set()
+        try:
+            while True:
+                await reader.readuntil(b"\r\n\r\n")
+                await asyncio.sleep(KEEPALIVE_DELAY_S)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+KEEPALIVE_DELAY_S = 0.3
+
+
+def test_a_session_still_inside_its_timeout_at_the_hard_end_is_not_a_timeout(cbuild, tmp_path):
+    # SPECweb99-like sessions carry up to 15 requests, each with its own 1 s timeout, and each
+    # answered in 0.3 s: a session launched late in the 1 s window needs up to 4.5 s, past the
+    # hard end (window end + 2 x 1 s + 1 s).  Those sessions were counted as timeouts, though
+    # no request of theirs ever waited 1 s; now they are open_at_end.
+    out = tmp_path / "g.json"
+    with KeepAliveServer() as srv:
+        t0 = time.monotonic()
+        p = subprocess.run([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
+                            "--rate", "40", "--duration", "1", "--warmup", "0", "--timeout", "1",
+                            "--workload", "specweb", "--arrivals", "deterministic", "--seed", "3",
+                            "--out", str(out)], capture_output=True, timeout=30)
+        elapsed = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr.decode()
+    g = json.loads(out.read_text())
+    assert g["timeouts"] == 0 and g["resets"] == 0, g
+    assert g["open_at_end"] > 0, g
+    assert g["interrupted"] is False and g["open_at_stop"] == 0
+    # bounded: it stopped at the hard end, not when the last session finished
+    assert elapsed < 1 + 3 + 2, elapsed
+    # every session launched either finished or is open_at_end
+    assert g["attempts"] == g["conns_done"] + g["open_at_end"], g
