@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -91,13 +92,24 @@ static struct stats window_total(int started)
 static void *worker(void *arg)
 {
     ST = arg;
-    size_t cap = accept_limit > 0 && accept_limit < 4096 ? (size_t)accept_limit : 4096;
+    /* The accept-phase's batch grows to the accept-limit (inf: without bound) as it is needed.
+     * It was a fixed 4096, so accept-limit inf and any limit above 4096 were 4096 in truth;
+     * the accept queue rarely holds that many, but a phase also takes what arrives meanwhile. */
+    size_t cap = accept_limit > 0 && accept_limit < 64 ? (size_t)accept_limit : 64;
     int *acc = malloc(cap * sizeof *acc);
     if (!acc)
         return NULL;
     while (!g_stop) {
         size_t n = 0;
-        while (n < cap) {
+        while (accept_limit < 0 || n < (size_t)accept_limit) {
+            if (n == cap) {
+                size_t want = accept_limit > 0 && (size_t)accept_limit < 2 * cap ? (size_t)accept_limit : 2 * cap;
+                int *more = realloc(acc, want * sizeof *acc);
+                if (!more)
+                    break;   /* out of memory: this phase serves what it has */
+                acc = more;
+                cap = want;
+            }
             int fd = TIMED(SC_ACCEPT, accept4(lfd, NULL, NULL, SOCK_CLOEXEC));
             if (fd < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -176,7 +188,11 @@ int main(int argc, char **argv)
     static struct stats main_stats;
     ST = &main_stats;
     install_signals();
-    raise_nofile(nthreads * (accept_limit > 0 && accept_limit < 64 ? (int)accept_limit : 64) + 256);
+    /* Each thread may hold a whole accept-phase's batch at once: accept-limit connections, or
+     * at inf as many as there are (ask for everything; raise_nofile falls back to the hard
+     * limit).  The old nthreads x min(limit, 64) gave one thread at inf 320 descriptors. */
+    long long want = accept_limit < 0 ? INT_MAX : (long long)nthreads * accept_limit + 256;
+    raise_nofile(want > INT_MAX ? INT_MAX : (int)want);
     if (spin_us)
         fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());
     if (docroot_load(docroot) < 0) {

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -446,3 +447,68 @@ def test_userver_takes_the_whole_hard_limit_when_it_cannot_raise_it(cbuild, tmp_
     finally:
         stop_asan(p, tmp_path)
     assert "maxfds 184" in banner, banner
+
+
+_BIG_PHASE = r'''
+import json, os, resource, signal, socket, subprocess, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+cbuild, root, stats, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+with open("/proc/sys/net/core/somaxconn", "w") as f:      # this namespace's own: the host's stays
+    f.write(str(2 * n))
+p = subprocess.Popen([cbuild + "/knot-asan", "--addr", "127.0.0.1", "--port", "8080", "--docroot", root,
+                      "--threads", "1", "--accept-limit", "inf", "--backlog", str(2 * n), "--stats", stats],
+                     stderr=subprocess.PIPE)
+try:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", 8080), timeout=0.2).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "knot never listened"
+            time.sleep(0.05)
+    time.sleep(0.3)                 # the probe's connection served and closed
+    p.send_signal(signal.SIGUSR1)   # the window starts
+    time.sleep(0.3)
+    p.send_signal(signal.SIGSTOP)   # the handshakes complete in the kernel; knot sees them all at once
+    conns = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", 8080), timeout=30)
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        conns.append(s)
+    p.send_signal(signal.SIGCONT)
+    ok = 0
+    for s in conns:
+        head = s.recv(12)
+        ok += head.startswith(b"HTTP/1.") and head.endswith(b" 200")
+        s.close()
+    snap = stats + ".snap"
+    p.send_signal(signal.SIGUSR2)
+    while not os.path.exists(snap):
+        time.sleep(0.02)
+    time.sleep(0.1)
+    st = json.load(open(snap))
+    print(json.dumps({"ok": ok, "accepts": st["accepts"], "accept_phases": st["accept_phases"],
+                      "accept_errors": st.get("accept_errors")}))
+finally:
+    p.send_signal(signal.SIGCONT)
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=20)[1]
+    assert b"AddressSanitizer" not in err and b"runtime error" not in err, err
+'''
+
+
+@pytest.mark.root
+def test_knot_accept_limit_inf_takes_more_than_4096_in_one_phase(cbuild, tmp_path):
+    """knot's accept-phase batch was a fixed 4,096 and its descriptors nthreads x 64 + 256,
+    so accept-limit inf meant at most 320 for one thread.  In a private network namespace
+    (its own somaxconn) 5,000 connections wait, requests sent, while knot is stopped; one
+    thread at inf then accepts them all in one phase and answers every one."""
+    n = 5000
+    root = make_docroot(tmp_path / "r", 512)
+    r = subprocess.run(["unshare", "--net", sys.executable, "-c", _BIG_PHASE, str(cbuild), str(root),
+                        str(tmp_path / "s.json"), str(n)], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["ok"] == n and got["accepts"] == n and got["accept_phases"] == 1, got
