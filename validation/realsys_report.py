@@ -404,7 +404,8 @@ def mechanism_table(info: dict[str, Any]) -> list[str]:
          "short by about replies/s x (mean time from first SYN to reply) / window.  Accept-inf keeps clients "
          "waiting longest, so it lost most (about 8 % at 6,400 req/s against 2-3 % for accept-1 and accept-10), and "
          "that, not the server, made it look 3-10 % worse than the simulator said.  The simulator, like httperf, "
-         "counts every reply received in the window, and so does loadgen now (`replies_recv_in_window`; the old "
+         "counts every reply received in the window, and so does loadgen now (`replies_recv_in_window`, and "
+         "since stop 32 its 2xx part `replies_ok_recv_in_window`, which a newer point's replies/s is; the old "
          "count is kept as `replies_in_window`).  Response time is now from the request sent to the full reply "
          "(httperf's and the simulator's definition); first SYN to reply is `total_ms` in the point files.\n",
          "Means over the runs past saturation: replies/s as counted now, the old launched-in-window count, the "
