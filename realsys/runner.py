@@ -294,6 +294,29 @@ def window_error(dur: float, late_start: float, late_end: float, server_wall_s: 
     return None
 
 
+def server_error(kind: str, died: int | None, stop_status: int, snap: dict | None, *logs: Path) -> str | None:
+    """None if the server lived through the point and stopped cleanly; else why not.
+
+    A server killed mid-point (OOM killer, a crash) left a point recorded ok: the generators'
+    refusals and the replies made before the death read as a slow server (an audit's
+    SIGKILLed userver gave "37 replies/s, status ok").  ``died``: the exit status the server
+    already had before the runner stopped it, or None; ``stop_status``: its status after
+    SIGTERM (0 for our servers and nginx; negative: killed by that signal); ``snap``: the
+    statistics userver and knot write at the window's end (nginx keeps none); ``logs``: the
+    server's, whose last lines the error quotes."""
+    tail = _log_tail(*logs)
+    if died is not None:
+        how = f"was killed by signal {-died}" if died < 0 else f"exited with status {died}"
+        return f"the server ({kind}) {how} during the point, before the runner stopped it" + tail
+    if kind != "nginx" and snap is None:
+        return (f"the server ({kind}) wrote no statistics at the window's end (SIGUSR2): "
+                f"its accepts and phases are unknown" + tail)
+    if stop_status != 0:
+        how = f"was killed by signal {-stop_status}" if stop_status < 0 else f"exited with status {stop_status}"
+        return f"the server ({kind}) {how} when stopped with SIGTERM, not 0" + tail
+    return None
+
+
 def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, log=print,
               hook: Callable[[str], None] | None = None) -> tuple[RunRecord, dict]:
     v = pt.values
@@ -393,7 +416,9 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                     break
                 time.sleep(0.02)
             snap = json.loads(sp.read_text()) if sp.exists() else None
-        tb.stop(server, signal.SIGTERM, timeout=15 if kind == "knot" else 5)
+        # exited before the stop: it died during the point (its replies/s was of a dead server)
+        died = server.poll()
+        stop_status = tb.stop(server, signal.SIGTERM, timeout=15 if kind == "knot" else 5)
     finally:
         if server.poll() is None:
             tb.stop(server, signal.SIGKILL)
@@ -420,6 +445,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     why = (launch_error(in_window, conn_rate, dur)
            or (status_error(g["status"]) if "status" in g else None)
            or generator_error(g)
+           or server_error(kind, died, stop_status, snap, pdir / "server.log", pdir / "nginx" / "error.log")
            or window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None))
     if why:
         rec.status, rec.error = "failed", why
@@ -437,7 +463,9 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                   "bpftrace_note": tracer.note, "cpu": shares,
                   "softirq": dict(sirq,
                                   server_ns_ip_in_receives=delta.get("Ip.InReceives", 0)),
-                  "server_fds_after_load": fds_open, "provenance": prov, "httperf": rs["httperf"]})
+                  "server_fds_after_load": fds_open, "server_exit": {"died_during_point": died is not None,
+                                                                     "status": died if died is not None else stop_status},
+                  "provenance": prov, "httperf": rs["httperf"]})
     return rec, extra
 
 

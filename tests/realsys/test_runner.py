@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import csv
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import pytest
 
 from realsys import cli
 from realsys.runner import (append_record, generator_error, httperf_launches_in_window, launch_error, read_rows,
-                            run_scenario, status_error, window_error)
+                            run_scenario, server_error, status_error, window_error)
 from realsys.servers import nginx_binary
 from simaccept.record import COLUMNS, RunRecord
 
@@ -135,6 +137,46 @@ def test_a_point_measured_off_its_window_fails_and_is_retried(cbuild, tmp_path):
     again = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
     assert [r.status for r in again] == ["ok"]
     assert [r["status"] for r in read_rows(tmp_path / "results.csv")] == ["failed", "ok"]
+
+
+@pytest.mark.parametrize("kind, died, stop_status, snap, fails", [
+    ("userver", None, 0, {"wall_s": 4.0}, None),
+    ("nginx", None, 0, None, None),                       # nginx keeps no statistics
+    ("userver", -9, -9, None, "was killed by signal 9 during the point"),
+    ("knot", 1, 1, {"wall_s": 4.0}, "exited with status 1 during the point"),
+    ("knot", None, 0, None, "wrote no statistics"),
+    ("userver", None, -6, {"wall_s": 4.0}, "killed by signal 6 when stopped"),
+])
+def test_server_error(kind, died, stop_status, snap, fails):
+    why = server_error(kind, died, stop_status, snap)
+    assert (why is None) if fails is None else (why is not None and fails in why), why
+
+
+def _kill_our_child(comm: str) -> None:
+    """SIGKILL this process's child named ``comm`` (the runner spawns the server directly:
+    ip netns exec, taskset and nice exec into it)."""
+    for st in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = st.read_text()
+        except OSError:
+            continue
+        name, rest = text.split("(", 1)[1].rsplit(")", 1)
+        if name == comm and int(rest.split()[1]) == os.getpid():      # fields: state, ppid
+            os.kill(int(st.parent.name), signal.SIGKILL)
+            return
+    raise AssertionError(f"no child {comm} of {os.getpid()}")
+
+
+@pytest.mark.root
+def test_a_point_whose_server_died_fails(cbuild, tmp_path):
+    """A server killed during the point (here SIGKILL as the load starts; the OOM killer does
+    the same) left a row "ok" with the replies made before it died: 37 replies/s of 300."""
+    over = ["workload.rate=300", "scenario.duration=0.5", "scenario.warmup=0.1", "client.timeout=0.5"]
+    recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False,
+                        hook=lambda what: _kill_our_child("userver"))
+    assert [r.status for r in recs] == ["failed"], [(r.status, r.replies_per_s) for r in recs]
+    assert "was killed by signal 9 during the point" in recs[0].error, recs[0].error
+    assert [r["status"] for r in read_rows(tmp_path / "results.csv")] == ["failed"]
 
 
 @pytest.mark.parametrize("attempts, fails", [(0, True), (1, False), (5000, False)])
