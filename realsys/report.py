@@ -20,11 +20,29 @@ from .runner import ResultsFileError, read_rows
 _NAMED_AXES = ("workload.rate", "server.kind", "server.mux", "server.accept_limit", "realsys.httperf", "scenario.seed")
 
 
+#: Config keys that do not make a different series: the seed (repetitions vary it), the rate
+#: (the x axis), and the scenario's name and batch count (bookkeeping).
+_NOT_SERIES_KEYS = frozenset({"scenario.seed", "workload.rate", "scenario.name", "scenario.batches"})
+
+
+def _flat_config(r) -> dict[str, object]:
+    try:
+        cfg = json.loads(r.get("config") or "{}")
+    except ValueError:
+        return {}
+    return {f"{sec}.{k}": json.dumps(v) for sec, vals in cfg.items() if isinstance(vals, dict)
+            for k, v in vals.items() if f"{sec}.{k}" not in _NOT_SERIES_KEYS}
+
+
 def _series(rows):
     """Finished rows by series name and target rate.  A series is a server, mux and
-    accept-limit, plus every other axis the scenario sweeps (e.g. ``client.timeout=0.25``):
-    rows that differ only in their seed are repetitions of one point, the rest are not."""
-    out: dict[str, dict[float, dict]] = {}
+    accept-limit, plus every other axis the scenario sweeps (e.g. ``client.timeout=0.25``),
+    plus any other key in which its rows' configs differ: rows that differ only in their seed
+    are repetitions of one point, the rest are not.  Two runs into one folder with another
+    ``--set realsys.spin_us`` were averaged as repetitions (395 ± 148 replies/s of a 500/s
+    and a 290/s server).  A key a row's config lacks (written before the key existed) is no
+    difference."""
+    grouped: dict[str, list] = {}
     for r in rows:
         if r.get("status") != "ok":
             continue
@@ -34,8 +52,36 @@ def _series(rows):
         for part in (r.get("point") or "").split(";"):
             if "=" in part and part.split("=", 1)[0] not in _NAMED_AXES:
                 lab += "/" + part
-        out.setdefault(lab, {}).setdefault(float(r["target_rate"]), []).append(r)
+        grouped.setdefault(lab, []).append(r)
+    out: dict[str, dict[float, dict]] = {}
+    for lab, rs in grouped.items():
+        flats = [_flat_config(r) for r in rs]
+        axes = set().union(*flats) - {p.split("=", 1)[0] for r in rs for p in (r.get("point") or "").split(";")}
+        differ = sorted(k for k in axes if len({f[k] for f in flats if k in f}) > 1)
+        for r, f in zip(rs, flats):
+            name = lab + "".join(f"/{k}={json.loads(f[k]) if k in f else '?'}" for k in differ)
+            out.setdefault(name, {}).setdefault(float(r["target_rate"]), []).append(r)
     return out
+
+
+#: The columns a summary computes with, each a number (or empty: not measured) in an ok row.
+_NUMERIC = ("target_rate", "replies_per_s", "conn_attempts_per_s", "duration_s", "select_calls_per_s")
+
+
+def _check_numbers(path: Path, rows) -> None:
+    """Raise ResultsFileError naming the line and column of an ok row whose number is not one
+    (a file edited by hand): it used to end the report in a float() traceback."""
+    for i, r in enumerate(rows, start=2):
+        if r.get("status") != "ok":
+            continue
+        for k in _NUMERIC:
+            v = r.get(k)
+            if v in (None, "") and k not in ("target_rate", "replies_per_s"):
+                continue
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise ResultsFileError(f"{path}: line {i}, column {k}: {v!r} is not a number") from None
 
 
 def _mean(rows, key):
@@ -54,8 +100,10 @@ def _sd(rows, key):
 def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
     d = Path(results_dir)
     rows = read_rows(d / "results.csv")
+    _check_numbers(d / "results.csv", rows)
     ser = _series(rows)
-    summary: dict = {"dir": str(d), "policies": {}}
+    summary: dict = {"dir": str(d), "policies": {}, "rows_ok": sum(r.get("status") == "ok" for r in rows),
+                     "rows_failed": sum(r.get("status") == "failed" for r in rows)}
     peak_all = 0.0
     for lab, pts in ser.items():
         rates = sorted(pts)
@@ -129,15 +177,25 @@ def main(argv=None) -> int:
     for d in a.dirs:        # a typo must not read as an empty result
         if not (Path(d) / "results.csv").is_file():
             ap.error(f"{d}: no results.csv there (a results directory of python -m realsys run --out DIR)")
+    rc = 0
     for d in a.dirs:
         try:
             s = summarize(d, a.drops_rate)
         except ResultsFileError as e:
             ap.error(str(e))
+        if a.drops_rate is not None and a.drops_rate not in s["rates_past_saturation"]:
+            # a drops section silently left out read as "no drops"
+            ap.error(f"--drops-rate {a.drops_rate:g}: {d} has no finished point past saturation at that rate "
+                     f"(rates past saturation: {', '.join(f'{r:g}' for r in s['rates_past_saturation']) or 'none'})")
+        if not s["rows_ok"]:
+            rc = 1
         if a.json:
             print(json.dumps(s, indent=1, default=str))
             continue
         print(f"== {d}")
+        if s["rows_failed"] or not s["rows_ok"]:
+            print(f"  {s['rows_ok']} finished rows; {s['rows_failed']} failed rows, left out (the error column of "
+                  f"results.csv says why; a rerun measures their points again)")
         for lab, p in sorted(s["policies"].items()):
             print(f"  {lab:32s} peak {p['peak_replies_per_s']:8.0f} replies/s at {p['peak_at_rate']:g}; "
                   f"generator max error {100 * p['generator_max_rel_error']:.2f} %")
@@ -159,7 +217,7 @@ def main(argv=None) -> int:
                          if t.get("accepted_unanswered_pct") is not None else "")
                       + ("  [counters only, no bpftrace: AcceptQFull includes ListenOverflow]"
                          if t.get("source") == "counters only" else ""))
-    return 0
+    return rc
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """realsys.report: which rows are repetitions of one point and which are series of their own."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from realsys.report import summarize
@@ -8,10 +10,12 @@ from realsys.runner import append_record
 from simaccept.record import RunRecord
 
 
-def _rec(point, limit, rate, replies, status="ok", seed=2004.0):
+def _rec(point, limit, rate, replies, status="ok", seed=2004.0, spin=None):
+    config = ("" if spin is None else
+              json.dumps({"realsys": {"spin_us": spin}, "scenario": {"seed": seed}, "workload": {"rate": rate}}))
     return RunRecord(source="real", point=point, server="userver", mux="select", accept_limit=limit,
                      target_rate=rate, replies_per_s=replies, conn_attempts_per_s=rate, duration_s=4.0,
-                     status=status, seed=seed)
+                     status=status, seed=seed, config=config)
 
 
 @pytest.mark.parametrize("rows,want", [
@@ -24,6 +28,17 @@ def _rec(point, limit, rate, replies, status="ok", seed=2004.0):
       _rec("server.accept_limit=1;workload.rate=4800.0;client.timeout=10.0", "1", 4800.0, 3085.0)],
      {"userver/select/accept-1/client.timeout=0.25": (3505.0, 1),
       "userver/select/accept-1/client.timeout=10.0": (3085.0, 1)}),
+    # two runs into one folder with another --set realsys.spin_us are two series, not
+    # repetitions (they were averaged: 395 +- 148); seeds alone still are repetitions
+    ([_rec("workload.rate=500.0", "1", 500.0, 500.0, spin=200.0, seed=1.0),
+      _rec("workload.rate=500.0", "1", 500.0, 290.0, spin=3000.0, seed=1.0),
+      _rec("workload.rate=500.0", "1", 500.0, 280.0, spin=3000.0, seed=2.0)],
+     {"userver/select/accept-1/realsys.spin_us=200.0": (500.0, 1),
+      "userver/select/accept-1/realsys.spin_us=3000.0": (285.0, 2)}),
+    # a row written before a key existed is no different for lacking it
+    ([_rec("workload.rate=500.0", "1", 500.0, 500.0, spin=200.0, seed=1.0),
+      _rec("workload.rate=500.0", "1", 500.0, 490.0, seed=2.0)],
+     {"userver/select/accept-1": (495.0, 2)}),
     # a failed row (measured off its window) is left out
     ([_rec("server.accept_limit=inf;workload.rate=2800.0", "inf", 2800.0, 2800.0),
       _rec("server.accept_limit=inf;workload.rate=2800.0", "inf", 2800.0, 2801.0, status="failed")],
@@ -36,3 +51,58 @@ def test_series(tmp_path, rows, want):
     got = {lab: (p["replies_per_s"][next(iter(p["replies_per_s"]))], next(iter(p["runs_per_rate"].values())))
            for lab, p in pol.items()}
     assert got == want
+
+
+def _folder(tmp_path, rows):
+    for r in rows:
+        append_record(tmp_path / "results.csv", r)
+    return tmp_path
+
+
+def _main_exit(argv, capsys):
+    from realsys.report import main
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_a_damaged_number_is_exit_2_naming_line_and_column(tmp_path, capsys):
+    # a hand-edited cell ended the report in float()'s traceback
+    d = _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0)])
+    csv_path = d / "results.csv"
+    lines = csv_path.read_text().splitlines()
+    header = lines[0].split(",")
+    cells = lines[1].split(",")
+    cells[header.index("replies_per_s")] = "abc"
+    csv_path.write_text("\n".join([lines[0], ",".join(cells)]) + "\n")
+    rc, _, err = _main_exit([str(d)], capsys)
+    assert rc == 2 and "line 2, column replies_per_s: 'abc' is not a number" in err, err
+
+
+def test_a_row_cut_short_is_exit_2(tmp_path, capsys):
+    # a file cut off mid-row was summarized without a word
+    d = _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0), _rec("workload.rate=600.0", "1", 600.0, 590.0)])
+    text = (d / "results.csv").read_text()
+    (d / "results.csv").write_text(text[: text.rindex("\n", 0, len(text) - 1) + 40])
+    rc, _, err = _main_exit([str(d)], capsys)
+    assert rc == 2 and "line 3 has fewer fields than the header" in err, err
+
+
+@pytest.mark.parametrize("rate", ["-5", "nan", "99999"])
+def test_a_drops_rate_with_no_point_is_exit_2(tmp_path, capsys, rate):
+    # the drops section was left out without a word, which read as no drops
+    d = _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0), _rec("workload.rate=600.0", "1", 600.0, 400.0)])
+    rc, _, err = _main_exit([str(d), "--drops-rate", rate], capsys)
+    assert rc == 2 and "has no finished point past saturation at that rate" in err and "600" in err, err
+
+
+def test_failed_rows_are_counted_and_none_finished_is_exit_1(tmp_path, capsys):
+    d = _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0, status="failed")])
+    rc, out, _ = _main_exit([str(d)], capsys)
+    assert rc == 1 and "0 finished rows; 1 failed rows, left out" in out, out
+    _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0)])
+    rc, out, _ = _main_exit([str(d)], capsys)
+    assert rc == 0 and "1 finished rows; 1 failed rows" in out, out

@@ -87,6 +87,25 @@ def test_a_results_csv_that_is_not_one_is_refused_not_replaced(content, capsys, 
     assert (tmp_path / "results.csv").read_bytes() == content
 
 
+@pytest.mark.parametrize("content", [b"point,config,status,replies_per_s\nx,{},ok\n",
+                                     b"point,config,status,replies_per_s\nx,{},ok,1,extra\n"])
+def test_a_results_csv_with_a_damaged_row_is_refused_not_replaced(content, capsys, tmp_path):
+    # the runner would have rewritten the short row padded with empty cells
+    (tmp_path / "results.csv").write_bytes(content)
+    rc = cli.main(["run", SMOKE, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "line 2 has" in err and "fields than the header" in err, err
+    assert (tmp_path / "results.csv").read_bytes() == content
+
+
+@pytest.mark.parametrize("out", ["", "  "])
+def test_an_empty_out_is_refused(capsys, out):
+    # it read as no --out: the run wrote into the committed realsys/results/<name>/
+    rc = cli.main(["run", SMOKE, "--out", out])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--out" in err and "empty path" in err, err
+
+
 def test_report_refuses_a_folder_without_results(capsys, tmp_path):
     # it printed "saturation at None; past it: []" and exited 0: a typo read as an empty result
     with pytest.raises(SystemExit) as e:
