@@ -627,6 +627,9 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
         try:
             said: set[str] = set()
             with TestBed(cpu_server=first["cpu_server"], cpu_clients=first["cpu_clients"], log=log) as tb:
+                # a killed run's work folder (5 MB) went only with `realsys clean`; its
+                # namespaces already went with the next run's test bed (under the same lock)
+                clean_work(log)
                 for i, pt in enumerate(todo):
                     t0 = time.monotonic()
                     try:
