@@ -157,6 +157,10 @@ def analyse(name, T, t_arr, blocked, t_dep, soj, pk, W):
 
 def main():
     quick = quick_flag()
+    try:        # checked first: it used to run the simaccept part, then die in run_ciw's import
+        import ciw  # noqa: F401
+    except ImportError:
+        raise SystemExit("mm1k_peers: needs Ciw, the peer it compares with: pip install ciw")
     m = Machine("mm1k_peers", quick)
     n_cust = 100_000 if quick else 1_000_000
     T = n_cust / LAM

@@ -29,7 +29,7 @@ def add_predict_args(pr) -> None:
                     help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
     pr.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="scenario override for every simulation")
-    pr.add_argument("--jobs", type=int, default=1)
+    pr.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
     pr.add_argument("--out", default=None, help="also write the rows as CSV (row, seed, metric, measured, "
                     "predicted, error, difference)")
 
@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
                    "'peak_replies_per_s' fits peak rows")
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario overrides for every simulated record")
-    f.add_argument("--jobs", type=int, default=1)
+    f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
     f.add_argument("--base-profile", default="thesis-2004",
                    help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
     f.add_argument("--max-nfev", type=int, default=None,

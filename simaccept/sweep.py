@@ -268,6 +268,12 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
+        # the files written after the last point: a directory in their place was found only
+        # then, as an IsADirectoryError traceback once every point had run
+        for name in ("results.csv", "results.parquet"):
+            if (out / name).is_dir():
+                raise ScenarioError("--out", f"{str(out / name)!r} is a directory; a sweep writes its "
+                                             f"results to that file: move it away")
     results: dict[int, RunRecord] = {}
     todo = []
     keys = {pol: policy_key(pol) for pol in {p["server"]["policy"] for p in points}}    # read each source once

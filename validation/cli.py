@@ -289,56 +289,59 @@ def _parser() -> argparse.ArgumentParser:
                    help="scenario override for every simulation, e.g. scenario.duration=5")
     f.add_argument("--base-profile", default="thesis-2004",
                    help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
-    f.add_argument("--jobs", type=int, default=1)
+    f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
     f.add_argument("--max-nfev", type=int, default=None,
                    help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
     f.add_argument("--verbose", type=int, default=0)
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and show "
                                      "the error (the held-out half of a fit)"))
     mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml to this machine's realsys runs")
-    mf.add_argument("--jobs", type=int, default=2)
+    mf.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     mf.add_argument("--max-nfev", type=int, default=3)
     tf = sub.add_parser("thesis-fit", help="fit simaccept/costs/thesis-2004.toml to the thesis's μserver "
                         "one-packet records")
-    tf.add_argument("--jobs", type=int, default=2)
+    tf.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     tf.add_argument("--max-nfev", type=int, default=12)
     tf.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="scenario override for every simulation of the fit (e.g. scenario.duration=120)")
     tf.add_argument("--check", action="store_true",
-                    help="only print the fit's residuals at the shipped thesis-2004 values (writes nothing)")
+                    help="only print the fit's residuals at the shipped thesis-2004 values (writes no profile; "
+                         "its simulations are cached under out/validation-cache)")
     si = sub.add_parser("specweb-idle", help="open connections implied by the thesis's SPECweb99-like select "
                         "statistics, and throughput by client delay -> docs/validation/specweb-idle.md")
     si.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
-    si.add_argument("--jobs", type=int, default=2)
+    si.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     si.add_argument("--think-ms", default=None, metavar="MS,MS,...",
                     help="client delays to sweep (default 0,25,50,75,100,125,150,200)")
     si.add_argument("--profile", default="thesis-2004")
     se = sub.add_parser("sensitivity", help="elasticity of every thesis throughput cell to each cost, and which "
                         "costs the calibration rows identify -> docs/validation/sensitivity.md")
     se.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
-    se.add_argument("--jobs", type=int, default=2)
+    se.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     se.add_argument("--step", type=float, default=1.25, help="factor each cost is raised by (default 1.25)")
     se.add_argument("--profile", default="thesis-2004")
     se.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/sensitivity)")
     wi = sub.add_parser("window", help="each thesis cell simulated in the report's window and in the thesis's "
                         "(120 s from idle queues) -> docs/validation/window.md")
     wi.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
-    wi.add_argument("--jobs", type=int, default=2)
+    wi.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     wi.add_argument("--profile", default="thesis-2004")
     wi.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/window)")
     sd = sub.add_parser("seeds", help="every held-out throughput cell at several seeds: is a miss seed noise? "
                         "-> docs/validation/seeds.md")
     sd.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
     sd.add_argument("--seeds", type=int, default=4, help="seeds per cell: the row's own and the ones after it")
-    sd.add_argument("--jobs", type=int, default=2)
+    sd.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     sd.add_argument("--profile", default="thesis-2004")
     sd.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/seeds)")
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
-    r.add_argument("--out", default=None, help="output directory (default docs/validation)")
+    r.add_argument("--out", default=None, help="output directory (default docs/validation for the full report: "
+                                               "--real-profile given, no --quick/--group/--set, profile thesis-2004; "
+                                               "else out/validation-partial)")
     r.add_argument("--profile", default="thesis-2004",
                    help="cost profile name, or a profile TOML file (its costs are applied as overrides)")
     r.add_argument("--quick", action="store_true", help="shorter runs (10 s warm-up, 5 s measured), coarser grid")
-    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     r.add_argument("--cache", default=None, help="sweep cache directory (default out/validation-cache)")
     r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario override for every simulation")
@@ -395,8 +398,14 @@ def _main(args) -> int:
     if args.jobs < 1:
         _err(f"--jobs: must be >= 1, got {args.jobs}")
         return 2
-    from .report import DEFAULT_OUT
-    out_dir = Path(args.out) if args.out else DEFAULT_OUT
+    from .report import DEFAULT_OUT, default_out
+    if args.out:
+        out_dir = Path(args.out)
+    elif args.cmd == "report":      # a partial report does not go over the committed full one
+        out_dir = default_out(profile=args.profile, quick=args.quick, sim_overrides=args.set,
+                              real_profile=args.real_profile, only=args.group)[0]
+    else:
+        out_dir = DEFAULT_OUT
     try:
         _out_dir(str(out_dir))
     except ScenarioError as e:

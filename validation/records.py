@@ -226,7 +226,15 @@ def load_records(path: str | Path) -> list[Measured]:
     reader = csv.DictReader(text.splitlines())
     if not reader.fieldnames:
         raise RecordError("empty file (no header row)", path=str(p))
-    return parse_rows(reader, reader.fieldnames, path=str(p))
+    rows = list(reader)
+    for i, row in enumerate(rows):
+        # DictReader pads a short row with None: it was read as "not measured" (predict showed
+        # measured nan and exited 0) where a long row was refused
+        if None not in row and None in row.values():
+            n = sum(v is not None for v in row.values())
+            raise RecordError(f"fewer cells than header columns ({n} of {len(reader.fieldnames)})",
+                              path=str(p), line=i + 2)
+    return parse_rows(rows, reader.fieldnames, path=str(p))
 
 
 def _load_parquet(p: Path) -> list[Measured]:

@@ -21,7 +21,9 @@ same policy and target rate (peak rows with the maximum of the simulated line):
   each function's share of the listed functions' time (:func:`time_split`), ±10 pp; summarised
   apart (``thesis_time_split_within_10pp``), since the issue sets no tolerance for it.
 
-Outputs (atomically written) in ``docs/validation/`` by default: ``index.md``
+Outputs (atomically written) in ``docs/validation/`` by default for the full report (a
+partial one, with ``--quick``, ``--group``, ``--set``, another profile or no ``--real-profile``,
+goes to ``out/validation-partial/`` unless ``--out`` says otherwise): ``index.md``
 (tables, per-table summaries, every miss), one PNG per (server, workload) with the
 measured points over the simulated lines (one colour per policy), ``cells.csv`` and
 ``summary.json`` with the headline figures:
@@ -1406,10 +1408,48 @@ def write_outputs(out: Path, summary, cells, real_info, real_pngs=(), fit_info=N
         atomic_write(out / "realsys.md", head + "\n".join(_rmd(real_info, fit_info, list(real_pngs))) + "\n")
 
 
+#: Where a partial report goes when no ``--out`` is given (see :func:`default_out`).
+PARTIAL_OUT = ROOT / "out" / "validation-partial"
+
+
+def partial_because(profile: str = "thesis-2004", quick: bool = False, sim_overrides=(), real_profile=None,
+                    only=()) -> list[str]:
+    """What makes a report partial: anything that would leave the committed report in
+    ``docs/validation`` (every group, full windows, ``thesis-2004``, no ``--set``, the realsys
+    part) with fewer or other numbers.  [] for the full report."""
+    why = []
+    if quick:
+        why.append("--quick")
+    if only:
+        why.append("--group")
+    if sim_overrides:
+        why.append("--set")
+    if profile != "thesis-2004":
+        why.append("--profile " + str(profile))
+    if not real_profile:
+        why.append("no --real-profile (no realsys part)")
+    return why
+
+
+def default_out(**kw) -> tuple[Path, list[str]]:
+    """The output folder when none is given, and why it is not docs/validation.  A quick or
+    one-group report used to replace the committed full one there without a word (an audit's
+    ``--quick --group ...`` took the headline from 17 cells to 6 and the realsys figures to
+    null); such a report now goes to :data:`PARTIAL_OUT`."""
+    why = partial_because(**kw)
+    return (PARTIAL_OUT if why else DEFAULT_OUT), why
+
+
 def run_report(out=None, profile: str = "thesis-2004", quick: bool = False, jobs: int = 2, cache=None,
                sim_overrides=(), real=(), real_profile=None, only=()) -> int:
-    out = Path(out) if out else DEFAULT_OUT
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    if not out:
+        out, why = default_out(profile=profile, quick=quick, sim_overrides=sim_overrides,
+                               real_profile=real_profile, only=only)
+        if why:
+            log(f"validation: a partial report ({', '.join(why)}) goes to {out}, not over the full one in "
+                f"{DEFAULT_OUT} (give --out to choose)")
+    out = Path(out)
     summary = build(out, profile, quick, jobs, Path(cache) if cache else None, sim_overrides, real, real_profile, log,
                     only)
     tw = summary["thesis_throughput_within_10pct"]

@@ -47,6 +47,16 @@ def test_sweep_out_that_cannot_be_a_directory_is_refused_before_running(tmp_path
     assert f.read_text() == "not a directory\n"
 
 
+@pytest.mark.parametrize("name", ["results.csv", "results.parquet"])
+def test_sweep_whose_results_file_is_a_directory_is_refused_before_running(tmp_path, spec, no_simulation,
+                                                                          capsys, name):
+    # found only after every point had run, as an IsADirectoryError traceback
+    (tmp_path / "o" / name).mkdir(parents=True)
+    assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --out: " in err and f"{name}' is a directory" in err and "Traceback" not in err, err
+
+
 def test_refused_scenario_creates_no_out_directory(tmp_path, spec, capsys):
     out = tmp_path / "o"
     assert cli.main(["sweep", str(spec), "--out", str(out), "--set", "server.kind=nginx", "--no-progress"]) == 2

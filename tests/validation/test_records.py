@@ -119,6 +119,19 @@ def test_bad_values_refused(tmp_path, col, val, msg):
     assert e.value.column == col and e.value.line == 2
 
 
+@pytest.mark.parametrize("cut, msg", [(-2, "fewer cells than header columns"), (None, "more cells than header columns")])
+def test_a_row_with_another_number_of_cells_is_refused(tmp_path, cut, msg):
+    # a short row was padded with "not measured": predict showed measured nan and exited 0
+    p = _write(tmp_path, [GOOD, GOOD])
+    lines = p.read_text().splitlines()
+    cells = lines[2].split(",")
+    lines[2] = ",".join(cells[:cut] if cut else cells + ["extra"])
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RecordError, match=msg) as e:
+        load_records(p)
+    assert e.value.line == 3
+
+
 def test_unreadable_and_empty_files(tmp_path):
     with pytest.raises(RecordError, match="cannot read"):
         load_records(tmp_path / "nope.csv")
