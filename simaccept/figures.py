@@ -70,12 +70,19 @@ _DROPS = (("drops_synq_full", "SynQFull"), ("drops_acceptq_full", "AcceptQFull")
           ("drops_drop_request", "DropRequest"), ("drops_listen_overflow", "ListenOverflow"))
 
 
-def run_sweeps(out: Path, jobs: int = 1, names=SWEEPS, log=print) -> tuple[dict, dict]:
+def _log(msg: str) -> None:
+    # flushed: under nohup or a pipe a 14-minute run printed nothing until its end
+    print(msg, flush=True)
+
+
+def run_sweeps(out: Path, jobs: int = 1, names=SWEEPS, log=_log) -> tuple[dict, dict]:
     """Run (or resume) the thesis sweeps; returns ({name: records}, {name: wall seconds})."""
     from .scenario import load_scenario
+    from .sweep import check_grid_size
     recs, walls = {}, {}
-    for name in names:
+    for i, name in enumerate(names, 1):
         sc = load_scenario(SCENARIO_DIR / f"{name}.toml")
+        log(f"figures: {name} ({i}/{len(names)}): {check_grid_size(sc)} points, those in {out / name} already are kept")
         w0 = time.perf_counter()
         recs[name] = run_sweep(sc, out / name, jobs=jobs)
         walls[name] = time.perf_counter() - w0
@@ -139,7 +146,7 @@ def drop_breakdown_figure(records, rates, title: str, path: Path, formats=("png"
     return out
 
 
-def make_figures(out: str | Path = "out/figures", jobs: int = 1, formats=("png",), log=print) -> dict:
+def make_figures(out: str | Path = "out/figures", jobs: int = 1, formats=("png",), log=_log) -> dict:
     """Run the six sweeps and write every chapter-4 and chapter-5 figure; returns a summary."""
     out = Path(out)
     w0 = time.perf_counter()
