@@ -300,6 +300,22 @@ def window_error(dur: float, late_start: float, late_end: float, server_wall_s: 
     return None
 
 
+def _say_mixed_drop_split(out_dir: Path, use_bpf: bool, log) -> None:
+    """A run resumed with(out) --no-bpf mixed both kinds of drop split in one folder without
+    a word: counters only cannot tell AcceptQFull from ListenOverflow."""
+    kinds = set()
+    for f in (out_dir / "points").glob("*.json"):
+        try:
+            kinds.add((json.loads(f.read_text()).get("drops") or {}).get("source"))
+        except (OSError, ValueError):
+            continue
+    other = "counters+bpftrace" if not use_bpf else "counters only"
+    if other in kinds:
+        log(f"realsys: note: points already in {out_dir} have the drop split '{other}', this run's "
+            f"{'does not use bpftrace' if not use_bpf else 'uses bpftrace where it can'}: the folder will mix "
+            f"both (the report marks counters-only rows)")
+
+
 def _active_opens(tb: TestBed, namespaces) -> int:
     """connect()s made so far in these namespaces (Tcp.ActiveOpens counts each SYN sent for a
     new connection, whether or not it was answered)."""
@@ -614,6 +630,8 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     pts = sc.points()
     todo = [p for p in pts if (p.point_label(), p.to_json()) not in done]
     log(f"realsys: {sc.name}: {len(pts)} points, {len(pts) - len(todo)} already in {csv_path}")
+    if todo and len(todo) < len(pts):
+        _say_mixed_drop_split(out_dir, use_bpf, log)
     recs: list[RunRecord] = []
     if todo:
         first = todo[0].values["realsys"]

@@ -297,3 +297,14 @@ def test_an_httperf_point_offers_what_its_clients_launched(cbuild, tmp_path):
     assert g["launches_in_window_kernel"] > 0
     # what httperf itself said, for the record: well short of what it launched
     assert g["achieved_rate"] < 0.9 * 1200, g["achieved_rate"]
+
+
+@pytest.mark.root
+def test_a_resumed_run_says_when_it_mixes_drop_splits(cbuild, tmp_path):
+    # resumed with --no-bpf (or without it), a folder mixed both drop splits without a word
+    base = ["scenario.duration=0.3", "scenario.warmup=0.1"]
+    run_scenario(SMOKE, base + ["workload.rate=[300]"], str(tmp_path), log=lambda m: None, use_bpf=False)
+    said = []
+    recs = run_scenario(SMOKE, base + ["workload.rate=[300,400]"], str(tmp_path), log=said.append, use_bpf=True)
+    assert [r.status for r in recs] == ["ok"]
+    assert any("drop split 'counters only'" in m and "mix" in m for m in said), said
