@@ -151,17 +151,22 @@ const struct file *docroot_find(const char *rel)
 }
 
 /* ---- replies ------------------------------------------------------------------------ */
-static void error_reply(struct reply *rp, int status)
+/* A reply without a body.  keepalive 0 (400, 501) closes after it; a 403 or 404 answers a
+ * well-formed request, so the connection goes on as that request asked (minor and
+ * keepalive from it): closing there lost the requests pipelined after a 404. */
+static void error_reply(struct reply *rp, int status, int minor, int keepalive)
 {
     rp->status = status;
-    rp->keepalive = 0;
+    rp->keepalive = keepalive;
     rp->head_only = 0;
     rp->f = NULL;
     rp->sent = 0;
     rp->corked = 0;
+    rp->consumed = 0;
     rp->hdr_len = (size_t)snprintf(rp->hdr, sizeof rp->hdr,
-                                   "HTTP/1.1 %d %s\r\nServer: realsys\r\nContent-Length: 0\r\n"
-                                   "Connection: close\r\n\r\n", status, http_reason(status));
+                                   "HTTP/1.%d %d %s\r\nServer: realsys\r\nContent-Length: 0\r\n"
+                                   "Connection: %s\r\n\r\n", minor, status, http_reason(status),
+                                   keepalive ? "keep-alive" : "close");
 }
 
 /* --spin-us is a fixed amount of CPU *work* per request, not a wall-clock wait: a
@@ -221,30 +226,33 @@ int reply_prepare(struct reply *rp, const char *buf, size_t len, unsigned spin_u
         return HTTP_PARTIAL;
     ST->requests++;
     if (r < 0) {
-        error_reply(rp, 400);
+        error_reply(rp, 400, 1, 0);
         return 0;
     }
     spin_for_us(spin_us);
     if (req.method == HTTP_OTHER) {
-        error_reply(rp, 501);
+        error_reply(rp, 501, 1, 0);
         return 0;
     }
     char path[HTTP_MAX_PATH + 16];
     int pr = http_target_to_path(req.target, req.target_len, path, sizeof path);
     if (pr == HTTP_FORBIDDEN) {
-        error_reply(rp, 403);
+        error_reply(rp, 403, req.minor, req.keepalive);
+        rp->consumed = (size_t)r;
         return 0;
     }
     if (pr < 0) {
-        error_reply(rp, 400);
+        error_reply(rp, 400, 1, 0);
         return 0;
     }
     const struct file *f = docroot_find(path);
     if (!f) {
-        error_reply(rp, 404);
+        error_reply(rp, 404, req.minor, req.keepalive);
+        rp->consumed = (size_t)r;
         return 0;
     }
     rp->status = 200;
+    rp->consumed = (size_t)r;
     rp->keepalive = req.keepalive;
     rp->head_only = req.method == HTTP_HEAD;
     rp->f = f;
@@ -262,7 +270,8 @@ static int set_cork(int fd, int on)
     return TIMED(SC_SETSOCKOPT, setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on));
 }
 
-int reply_send(int fd, struct reply *rp)
+/* step: return 0 after each call that leaves bytes to send (see reply_send_step). */
+static int reply_send_(int fd, struct reply *rp, int step)
 {
     size_t body = (rp->f && !rp->head_only) ? (size_t)rp->f->size : 0;
     size_t total = rp->hdr_len + body;
@@ -287,6 +296,8 @@ int reply_send(int fd, struct reply *rp)
                 return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
             rp->sent += (size_t)w;
             ST->bytes_sent += (uint64_t)w;
+            if (step && rp->sent < total)
+                return 0;
         }
     } else {
         /* Big file: cork, header with write, body with sendfile, uncork (one partial
@@ -302,16 +313,28 @@ int reply_send(int fd, struct reply *rp)
                 return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
             rp->sent += (size_t)w;
             ST->bytes_sent += (uint64_t)w;
+            if (step && rp->sent < rp->hdr_len)
+                return 0;
         }
         while (rp->sent < total) {
             off_t off = (off_t)(rp->sent - rp->hdr_len);
-            ssize_t w = TIMED(SC_SENDFILE, sendfile(fd, rp->f->fd, &off, total - rp->sent));
+            size_t want = total - rp->sent;
+            /* step: at most the 64 KiB of sendfile's internal pipe per call.  A larger count
+             * is sent as a loop of 64 KiB sends inside the one call, each with a whole send
+             * timeout, so a client reading a chunk per timeout held a blocking call (and
+             * knot's thread) for the whole file.  Costs knot one sendfile per 64 KiB of a big
+             * file (a 900 KB class-3 file: 15 calls, not 1). */
+            if (step && want > 65536)
+                want = 65536;
+            ssize_t w = TIMED(SC_SENDFILE, sendfile(fd, rp->f->fd, &off, want));
             if (w < 0)
                 return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
             if (w == 0)
                 return -1; /* file shrank */
             rp->sent += (size_t)w;
             ST->bytes_sent += (uint64_t)w;
+            if (step && rp->sent < total)
+                return 0;
         }
         set_cork(fd, 0);
         rp->corked = 0;
@@ -324,6 +347,16 @@ int reply_send(int fd, struct reply *rp)
     else
         ST->status_5xx++;
     return 1;
+}
+
+int reply_send(int fd, struct reply *rp)
+{
+    return reply_send_(fd, rp, 0);
+}
+
+int reply_send_step(int fd, struct reply *rp)
+{
+    return reply_send_(fd, rp, 1);
 }
 
 /* ---- process helpers -------------------------------------------------------------- */
@@ -496,9 +529,10 @@ int stats_write_json(const char *path, const char *extra, const struct stats *s,
             (unsigned long long)s->status_2xx, (unsigned long long)s->status_4xx,
             (unsigned long long)s->status_5xx, (unsigned long long)s->bytes_sent);
     fprintf(out, " \"conns_closed\": %llu, \"conns_reset\": %llu, \"conns_refused_fd\": %llu, "
-                 "\"spin_s\": %.6f,\n",
+                 "\"conns_idle_closed\": %llu, \"spin_s\": %.6f,\n",
             (unsigned long long)s->conns_closed, (unsigned long long)s->conns_reset,
-            (unsigned long long)s->conns_refused_fd, (double)s->spin_ns / 1e9);
+            (unsigned long long)s->conns_refused_fd, (unsigned long long)s->conns_idle_closed,
+            (double)s->spin_ns / 1e9);
     fprintf(out, " \"rusage\": {\"utime_s\": %.6f, \"stime_s\": %.6f, \"nvcsw\": %ld, \"nivcsw\": %ld},\n",
             (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
             (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_nvcsw, ru.ru_nivcsw);

@@ -31,6 +31,7 @@ struct stats {
     uint64_t work_phases, work_items;
     uint64_t requests, replies, status_2xx, status_4xx, status_5xx, bytes_sent;
     uint64_t conns_closed, conns_reset, conns_refused_fd;
+    uint64_t conns_idle_closed; /* closed by --idle-timeout (also counted in conns_closed) */
     uint64_t spin_ns;
 };
 
@@ -80,20 +81,31 @@ struct reply {
     char hdr[256];
     size_t hdr_len;
     size_t sent;              /* bytes of header + body already sent */
+    size_t consumed;          /* bytes of the request head answered (0 after a 400/501) */
     int corked;
 };
 
 /* Turn the request head at buf[0..len) into a reply.
- * Returns: > 0 COMPLETE: bytes consumed (the request head), *rp filled;
+ * Returns: > 0 COMPLETE: bytes consumed (the request head), *rp filled (a 200);
  *          HTTP_PARTIAL: need more bytes (rp untouched);
- *          0: an error reply (400/403/404/501) is in *rp with keepalive = 0 (consume nothing,
- *             close after sending). */
+ *          0: an error reply (400/403/404/501) is in *rp.  400 and 501: keepalive = 0
+ *             (consume nothing, close after sending).  403 and 404 answer a well-formed
+ *             request: keepalive is the request's, and rp->consumed its head's length
+ *             (what follows may be a pipelined request). */
 int reply_prepare(struct reply *rp, const char *buf, size_t len, unsigned spin_us);
 
 /* Send as much of *rp as the socket takes.
  * Returns: 1 COMPLETE (all sent, TCP_CORK released); 0 would block (call again when
  *          writable); -1 error (errno set; close the connection). */
 int reply_send(int fd, struct reply *rp);
+/* reply_send for a blocking socket with a send timeout (knot): returns 0 after each system
+ * call that leaves bytes to send (a short write: the timeout or a signal ended it; or a
+ * 64 KiB step of a big file), so that the caller can check its own deadline before the
+ * next; reply_send would write on, each call with a whole timeout, for as long as the
+ * client read a little now and then.
+ * Returns: 1 COMPLETE (all sent); 0 more to send (check the deadline, call again);
+ *          -1 error (errno set; close the connection). */
+int reply_send_step(int fd, struct reply *rp);
 
 /* Before closing after an error reply: FIN, then discard queued input (bounded). */
 void error_close_drain(int fd);

@@ -106,6 +106,36 @@ static int host_value_ok(const char *v, size_t vlen)
     return 1;
 }
 
+/* Absolute-form "http://authority[/path]" (RFC 9112 3.2.2: a server MUST accept it; the
+ * scheme is case-insensitive, RFC 3986 3.1).  The authority is checked as a Host value,
+ * and must name a host (RFC 9110 4.2.1: an empty host is invalid, so is "user@host",
+ * which host_value_ok refuses).  It is then ignored like the Host field: one site.
+ * Returns: 1 COMPLETE: req->target now the path part, handled from here on exactly as
+ *            origin-form (an empty path is "/");
+ *          0 not an http URI with a valid authority (other schemes too: answered 400). */
+static int absolute_form(struct http_req *req)
+{
+    const char *t = req->target;
+    size_t n = req->target_len, a = 7, e = 7;
+    if (n < 7 || !ci_eq(t, 7, "http://"))
+        return 0;
+    while (e < n && t[e] != '/' && t[e] != '?' && t[e] != '#')
+        e++;
+    if (e == a || t[a] == ':' || !host_value_ok(t + a, e - a))
+        return 0;
+    if (e < n && t[e] == '/') {
+        req->target = t + e;
+        req->target_len = n - e;
+    } else {
+        /* Empty path ("http://x", "http://x?q"): "/", taken from the scheme's "//" so that
+         * target stays inside the caller's buffer; the query goes, as http_target_to_path
+         * would drop it anyway. */
+        req->target = t + 6;
+        req->target_len = 1;
+    }
+    return 1;
+}
+
 /* Find the end of the line starting at p (exclusive of CRLF / LF).
  * Returns: >= 0 COMPLETE: offset of the line terminator, *eol_len set to 1 or 2;
  *          HTTP_PARTIAL: no terminator yet; HTTP_ERROR: NUL, bare CR or other control byte. */
@@ -186,25 +216,35 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
     req->target = buf + t0;
     req->target_len = i - t0;
     i++;
-    /* version: compare against "HTTP/1.x" as far as we have it */
+    /* version: compare against "HTTP/1.x" as far as we have it (another major, HTTP/2.0 sent
+     * here, is a 400 like any bad version: there is no 505 in these servers) */
     static const char ver[] = "HTTP/1.";
     size_t v0 = i;
     for (size_t k = 0; k < 7 && i < lend; k++, i++)
         if (buf[i] != ver[k])
             return HTTP_ERROR;
     if (le == HTTP_PARTIAL) {
-        if (i < lend && !(buf[i] == '0' || buf[i] == '1'))
+        if (i < lend && !(buf[i] >= '0' && buf[i] <= '9'))
             return HTTP_ERROR;
         if (i + 1 < lend && !(i + 2 == lend && buf[i + 1] == '\r'))
             return HTTP_ERROR; /* junk after the version (a final CR awaits its LF) */
         return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
     }
-    if (lend - v0 != 8 || !(buf[v0 + 7] == '0' || buf[v0 + 7] == '1'))
+    if (lend - v0 != 8 || !(buf[v0 + 7] >= '0' && buf[v0 + 7] <= '9'))
         return HTTP_ERROR;
-    req->minor = buf[v0 + 7] - '0';
+    /* RFC 9110 2.5, RFC 9112 2.3: a higher minor of major 1 is answered as 1.1. */
+    req->minor = buf[v0 + 7] == '0' ? 0 : 1;
     req->keepalive = req->minor == 1;
-    if (req->target[0] != '/')
-        return HTTP_ERROR; /* absolute-form, asterisk-form, authority-form: refused */
+    if (req->target[0] != '/') {
+        if (req->target_len == 1 && req->target[0] == '*' && mlen == 7 && memcmp(buf + p, "OPTIONS", 7) == 0) {
+            /* Asterisk-form (RFC 9112 3.2.4), OPTIONS only: parsed, so that the method is
+             * answered 501 like any other we do not serve.  target becomes the "/" of
+             * "HTTP/", inside the buffer and origin-form as the contract says; never used. */
+            req->target = buf + v0 + 4;
+        } else if (!absolute_form(req)) {
+            return HTTP_ERROR; /* authority-form, other schemes, "*" with another method */
+        }
+    }
     p = (size_t)le + (size_t)eol;
 
     /* Header fields until the empty line. */

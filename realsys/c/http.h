@@ -24,9 +24,10 @@ enum http_method { HTTP_GET = 1, HTTP_HEAD = 2, HTTP_OTHER = 3 };
 
 struct http_req {
     int method;               /* enum http_method; HTTP_OTHER = valid token we do not serve (501) */
-    int minor;                /* 0 or 1 (HTTP/1.0, HTTP/1.1) */
+    int minor;                /* 0 or 1 (HTTP/1.0; HTTP/1.1 and higher 1.x, answered as 1.1) */
     int keepalive;            /* 1 if the connection stays open after the reply */
-    const char *target;       /* request-target as sent (points into the caller's buffer) */
+    const char *target;       /* origin-form target (points into the caller's buffer): as sent; for an
+                               * absolute-form one, its path part ("/" when empty); "/" for "OPTIONS *" */
     size_t target_len;
     size_t content_length;    /* a request body is refused: non-zero makes the parse an error */
     int nheaders;
@@ -36,10 +37,11 @@ struct http_req {
  * Returns: > 0  COMPLETE: the number of bytes of the head (up to and including the blank line);
  *          HTTP_PARTIAL: every byte so far is valid but the blank line has not arrived;
  *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
- *          HTTP_ERROR: malformed (bad method token, NUL or control byte, bad version,
- *                      bad header line, a body, an absolute-form target, more than one
- *                      Host header, a Host value that is not uri-host[:port], or an
- *                      HTTP/1.1 head without Host: RFC 9112 3.2).
+ *          HTTP_ERROR: malformed (bad method token, NUL or control byte, a version other
+ *                      than HTTP/1.<digit>, bad header line, a body, a target that is not
+ *                      origin-form, "http://" absolute-form with a valid host, or asterisk-form
+ *                      with OPTIONS, more than one Host header, a Host value that is not
+ *                      uri-host[:port], or an HTTP/1.1 head without Host: RFC 9112 3.2).
  * On COMPLETE *req is filled; otherwise its contents are unspecified. */
 int http_parse_request(const char *buf, size_t len, struct http_req *req);
 

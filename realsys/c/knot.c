@@ -35,33 +35,75 @@ static unsigned spin_us;
 static struct stats *tstats, *tbase;
 static atomic_int nopen;
 
+/* Bound the next blocking call on fd by deadline: the socket's timeout opt (SO_RCVTIMEO,
+ * SO_SNDTIMEO), whose value is *cur_ns, is lowered to what remains when it would run past
+ * the deadline by more than 10 ms.  A request that comes in one read and a reply that goes
+ * in one write never get here with a timeout to lower: no setsockopt beyond the listener's
+ * (inherited); a trickling client pays one per read or write, each shorter than the last.
+ * A timeout left lower than what remains only ends a call early (EAGAIN); the caller then
+ * comes back here, which raises it.
+ * Returns: 0 COMPLETE: the call may block; -1 the deadline has passed. */
+static int bound_by(int fd, int opt, uint64_t *cur_ns, uint64_t deadline)
+{
+    uint64_t now = now_ns();
+    if (now >= deadline)
+        return -1;
+    uint64_t rem = deadline - now, slack = 10000000;
+    if (*cur_ns <= rem + slack && *cur_ns + slack >= rem)
+        return 0;
+    /* Rounded up to a microsecond: a zero timeval would mean no timeout at all. */
+    struct timeval tv = { (time_t)(rem / 1000000000u), (suseconds_t)(rem % 1000000000u / 1000u + 1) };
+    if (tv.tv_usec >= 1000000) {
+        tv.tv_sec++;
+        tv.tv_usec -= 1000000;
+    }
+    TIMED(SC_SETSOCKOPT, setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv));
+    *cur_ns = rem;
+    return 0;
+}
+
+/* One connection to its end.  --idle-timeout S is one deadline per step, not per system
+ * call: a request must be whole within S of the connection's accept or of the previous
+ * reply's end (however it trickles in), and a reply sent within S of the request's end
+ * (however slowly it is read).  Both timeouts are at S already, from the listener. */
 static void serve(int fd)
 {
     char buf[HTTP_MAX_HEAD + 1];
     size_t len = 0;
     struct reply rp;
-    /* Blocking socket; an idle keep-alive connection is dropped after idle_timeout_s. */
-    struct timeval tv = { idle_timeout_s, 0 };
-    TIMED(SC_SETSOCKOPT, setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
-    int reset = 0;
+    uint64_t limit = (uint64_t)idle_timeout_s * 1000000000u, rcv = limit, snd = limit;
+    uint64_t deadline = now_ns() + limit;
+    int reset = 0, idle = 0;
     for (;;) {
         int r = reply_prepare(&rp, buf, len, spin_us);
         if (r == HTTP_PARTIAL) {
+            if (bound_by(fd, SO_RCVTIMEO, &rcv, deadline) < 0) {
+                idle = 1;
+                break;
+            }
             ssize_t n = TIMED(SC_READ, read(fd, buf + len, sizeof buf - len));
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                continue; /* a timeout set for an earlier deadline; bound_by decides */
             if (n <= 0) {
-                reset = n < 0 && errno != EAGAIN;
+                reset = n < 0;
                 break;
             }
             len += (size_t)n;
             continue;
         }
-        if (r > 0) {
-            memmove(buf, buf + r, len - (size_t)r);
-            len -= (size_t)r;
+        size_t used = r > 0 ? (size_t)r : rp.consumed;
+        memmove(buf, buf + used, len - used);
+        len -= used;
+        deadline = now_ns() + limit;
+        int s;
+        while ((s = reply_send_step(fd, &rp)) == 0) {
+            if (bound_by(fd, SO_SNDTIMEO, &snd, deadline) < 0) {
+                idle = 1;
+                break;
+            }
         }
-        int s = reply_send(fd, &rp);
-        if (s <= 0) { /* 0: blocked idle_timeout_s on a client that stopped reading (SO_SNDTIMEO) */
-            reset = 1;
+        if (s < 0 || idle) {
+            reset = 1; /* a reply cut short, as a send timeout always counted */
             break;
         }
         if (!rp.keepalive) {
@@ -69,11 +111,14 @@ static void serve(int fd)
                 error_close_drain(fd);
             break;
         }
+        deadline = now_ns() + limit;
     }
     TIMED(SC_CLOSE, close(fd));
     ST->conns_closed++;
     if (reset)
         ST->conns_reset++;
+    if (idle)
+        ST->conns_idle_closed++;
     atomic_fetch_sub(&nopen, 1);
 }
 
@@ -150,7 +195,10 @@ static void usage(int status)
     fprintf(status ? stderr : stdout,
             "usage: knot [--addr A] [--port P] [--backlog N] [--threads T] [--accept-limit N|inf]\n"
             "            [--spin-us U] [--docroot DIR] [--stats FILE] [--sample-ms MS] [--idle-timeout S]\n"
-            "            [--help]\n");
+            "            [--help]\n"
+            "  --idle-timeout S  close a connection whose request is not whole S seconds after its\n"
+            "                    accept or the previous reply, or whose reply is not sent S seconds\n"
+            "                    after its request, however slowly it trickles (default 10)\n");
     exit(status);
 }
 
@@ -205,11 +253,12 @@ int main(int argc, char **argv)
         perror("knot: listen");
         return 1;
     }
-    /* A reply to a client that stops reading used to block its thread forever (only reads
-     * timed out).  SO_SNDTIMEO on the listener is inherited by every accepted socket (as
-     * TCP_NODELAY is), so a write blocked that long fails without a setsockopt per connection. */
-    struct timeval sndto = { idle_timeout_s, 0 };
-    setsockopt(lfd, SOL_SOCKET, SO_SNDTIMEO, &sndto, sizeof sndto);
+    /* Both socket timeouts start at the idle timeout on the listener, inherited by every
+     * accepted socket (as TCP_NODELAY is): no setsockopt per connection (there was one, for
+     * SO_RCVTIMEO); serve() lowers them only for a request or reply that outlasts one call. */
+    struct timeval to = { idle_timeout_s, 0 };
+    setsockopt(lfd, SOL_SOCKET, SO_SNDTIMEO, &to, sizeof to);
+    setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &to, sizeof to);
     /* Workers must not take the process-directed SIGTERM: block it in them. */
     sigset_t set, old;
     sigemptyset(&set);

@@ -8,8 +8,9 @@
  *                           accepted): read a request, or write a reply
  *
  * A request is read in one work-phase and the reply written in a later one, when
- * getevents reports the socket writable.  Statistics JSON on SIGTERM/SIGINT;
- * SIGUSR1 zeroes the statistics (end of warm-up). */
+ * getevents reports the socket writable.  After the work-phase, connections whose
+ * request or reply has taken --idle-timeout are closed (idle_expire).  Statistics JSON
+ * on SIGTERM/SIGINT; SIGUSR1 zeroes the statistics (end of warm-up). */
 #include "common.h"
 #include "ev.h"
 #include "opt.h"
@@ -25,6 +26,8 @@ enum { S_READING = 1, S_WRITING = 2 };
 
 struct conn {
     int fd, state, mask;
+    uint64_t since;             /* start of the current step: see idle_touch */
+    struct conn *older, *newer; /* the idle list, oldest step first */
     size_t rlen;
     struct reply rp;
     char rbuf[HTTP_MAX_HEAD + 1];
@@ -37,6 +40,10 @@ static const struct ev_backend *ev;
 static void *evs;
 static unsigned spin_us;
 static struct stats stats_main;
+/* --idle-timeout in ns; the getevents-phase's return time, the clock of the idle list
+ * (at most one work-phase old when read: a step starts that much early at worst). */
+static uint64_t idle_ns = 10 * 1000000000ull, loop_now;
+static struct conn *idle_oldest, *idle_newest;
 
 /* Connection structs are never returned to malloc: the freelist keeps them, so
  * memory grows only when the number open at once reaches a new high.
@@ -62,6 +69,42 @@ static void conn_free(struct conn *c)
     freelist_head[0] = c;
 }
 
+/* The idle list holds every open connection in the order its current step began: a
+ * request from the accept or the previous reply's end, however it trickles in, a reply
+ * from the request's end, however slowly it is read.  A step is never restarted by
+ * progress within it, so a list (two pointer moves per request) stays ordered, and
+ * idle_expire only looks at its head: no scan of all connections. */
+static void idle_unlink(struct conn *c)
+{
+    if (c->older)
+        c->older->newer = c->newer;
+    else
+        idle_oldest = c->newer;
+    if (c->newer)
+        c->newer->older = c->older;
+    else
+        idle_newest = c->older;
+}
+
+static void idle_append(struct conn *c)
+{
+    c->since = loop_now;
+    c->newer = NULL;
+    c->older = idle_newest;
+    if (idle_newest)
+        idle_newest->newer = c;
+    else
+        idle_oldest = c;
+    idle_newest = c;
+}
+
+/* A new step (request or reply) begins for c: it goes to the young end. */
+static void idle_touch(struct conn *c)
+{
+    idle_unlink(c);
+    idle_append(c);
+}
+
 static void set_mask(struct conn *c, int m)
 {
     if (c->mask == m)
@@ -73,6 +116,7 @@ static void set_mask(struct conn *c, int m)
 static void conn_close(struct conn *c, int reset)
 {
     ev->set(evs, c->fd, c->mask, EV_CLOSING);
+    idle_unlink(c);
     TIMED(SC_CLOSE, close(c->fd));
     conns[c->fd] = NULL;
     nopen--;
@@ -92,12 +136,14 @@ static int conn_request(struct conn *c)
         set_mask(c, EV_READ);
         return 0;
     }
-    if (r > 0) {
-        memmove(c->rbuf, c->rbuf + r, c->rlen - (size_t)r);
-        c->rlen -= (size_t)r;
+    size_t used = r > 0 ? (size_t)r : c->rp.consumed;
+    if (used > 0) {
+        memmove(c->rbuf, c->rbuf + used, c->rlen - used);
+        c->rlen -= used;
     } else {
-        c->rlen = 0;
+        c->rlen = 0; /* 400/501: closes after the reply */
     }
+    idle_touch(c);
     c->state = S_WRITING;
     set_mask(c, EV_WRITE);
     return 0;
@@ -130,12 +176,25 @@ static void do_write(struct conn *c)
         conn_close(c, r < 0);
         return;
     }
+    idle_touch(c);
     if (c->rlen > 0) { /* pipelined request already buffered */
         conn_request(c);
         return;
     }
     c->state = S_READING;
     set_mask(c, EV_READ);
+}
+
+/* Close the connections whose step began idle_ns ago or more (the oldest first, so this
+ * stops at the first that is younger).  One cut short mid-reply counts as a reset too,
+ * as knot counts it. */
+static void idle_expire(void)
+{
+    while (idle_oldest && loop_now - idle_oldest->since >= idle_ns) {
+        struct conn *c = idle_oldest;
+        ST->conns_idle_closed++;
+        conn_close(c, c->state == S_WRITING);
+    }
 }
 
 /* Prints the usage and exits: to stdout with status 0 when asked for (--help, -h), to
@@ -145,7 +204,10 @@ static void usage(int status)
     fprintf(status ? stderr : stdout,
             "usage: userver [--addr A] [--port P] [--backlog N] [--mux select|poll|epoll]\n"
             "               [--accept-limit N|inf] [--spin-us U] [--docroot DIR] [--stats FILE]\n"
-            "               [--max-conns N] [--sample-ms MS] [--help]\n");
+            "               [--max-conns N] [--sample-ms MS] [--idle-timeout S] [--help]\n"
+            "  --idle-timeout S  close a connection whose request is not whole S seconds after its\n"
+            "                    accept or the previous reply, or whose reply is not sent S seconds\n"
+            "                    after its request, however slowly it trickles (default 10)\n");
     exit(status);
 }
 
@@ -158,7 +220,7 @@ int main(int argc, char **argv)
         {"addr", 1, 0, 'a'}, {"port", 1, 0, 'p'}, {"backlog", 1, 0, 'b'}, {"mux", 1, 0, 'm'},
         {"accept-limit", 1, 0, 'l'}, {"spin-us", 1, 0, 's'}, {"docroot", 1, 0, 'd'},
         {"stats", 1, 0, 'o'}, {"max-conns", 1, 0, 'c'}, {"sample-ms", 1, 0, 'S'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"idle-timeout", 1, 0, 'i'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     static const char *const muxes[] = {"select", "poll", "epoll", NULL};
     static const struct ev_backend *const backends[] = {&ev_select_backend, &ev_poll_backend, &ev_epoll_backend};
@@ -177,6 +239,9 @@ int main(int argc, char **argv)
         case 'o': stats_path = optarg; break;
         case 'c': max_conns = (int)opt_long("userver", "max-conns", optarg, 1, 1L << 22); break;
         case 'S': sample_ms = (int)opt_long("userver", "sample-ms", optarg, 1, 3600000); break;
+        case 'i':
+            idle_ns = (uint64_t)opt_long("userver", "idle-timeout", optarg, 1, 86400) * 1000000000ull;
+            break;
         case 'h': usage(0); break;
         default: usage(2);
         }
@@ -247,7 +312,7 @@ int main(int argc, char **argv)
         if (n < 0)
             continue; /* EINTR: signal */
         ST->fds_returned += (uint64_t)n;
-        uint64_t now = now_ns();
+        uint64_t now = loop_now = now_ns();
         if (now >= next_sample) {
             samples_add(&sm, (double)(now - t_start) / 1e9, nopen);
             next_sample = now + (uint64_t)sample_ms * 1000000ull;
@@ -284,6 +349,7 @@ int main(int argc, char **argv)
                 c->state = S_READING;
                 c->mask = EV_READ;
                 c->rlen = 0;
+                idle_append(c);
                 conns[fd] = c;
                 nopen++;
             }
@@ -301,6 +367,7 @@ int main(int argc, char **argv)
             else if (c->state == S_WRITING && (fired[i].mask & EV_WRITE))
                 do_write(c);
         }
+        idle_expire(); /* the loop wakes at least every 100 ms: the timeout's resolution */
     }
     double wall = (double)(now_ns() - t_start) / 1e9;
     char ex[400];

@@ -193,9 +193,10 @@ def _loop(ip: str, port: int, hold: float, secret: bytes, mode: str, rate: float
                     req = b"GET " + TRAVERSAL[k] + b" HTTP/1.0\r\n\r\n"
                     if n % 3 == 0:   # pipelined behind a valid keep-alive request
                         # with Host: an HTTP/1.1 request without one is a 400 (RFC 9112 3.2),
-                        # the connection closes and the traversal would never be parsed
+                        # the connection closes and the traversal would never be parsed; a
+                        # 403/404 keeps a keep-alive connection, so the last request closes it
                         req = (b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"
-                               b"GET " + TRAVERSAL[k] + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+                               b"GET " + TRAVERSAL[k] + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 else:
                     req = RAW_TRAVERSAL[k - len(TRAVERSAL)]
                 s.sendall(req)

@@ -1,14 +1,18 @@
 """Request handling of userver (each mux) and knot on loopback, sanitizer builds:
 keep-alive, pipelining, sendfile, HEAD, 400 + close on malformed or oversized requests,
-403/404 for paths outside the root, and the statistics JSON on SIGTERM.  No root needed."""
+403/404 for paths outside the root (the connection kept when keep-alive), absolute-form
+targets and HTTP/1.x, --idle-timeout against silent, trickling and slow-reading clients,
+and the statistics JSON on SIGTERM.  No root needed."""
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -158,12 +162,20 @@ def test_big_file_complete(server):
     (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"b" * 10000 + b"\r\n\r\n", 400),
     (b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", 400),
     (b"POST / HTTP/1.1\r\nHost: x\r\n\r\n", 501),
-    (b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", 403),
-    (b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", 403),
-    (b"GET //etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", 403),
-    (b"GET /escape HTTP/1.1\r\nHost: x\r\n\r\n", 404),          # symlink to /etc/passwd: never served
-    (b"GET /nope.html HTTP/1.1\r\nHost: x\r\n\r\n", 404),
-    (b"GET http://x/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"DELETE /index.html HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    # asterisk-form is OPTIONS's (RFC 9112 3.2.4): a method not served, 501 like DELETE
+    (b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    (b"GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n", 400),     # authority-form: refused
+    # absolute-form other than http:// with a host stays a 400
+    (b"GET https://x/index.html HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET http:///index.html HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET http://u@x/index.html HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET http://x/../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 403),  # as origin-form...
+    (b"GET http://x/nope.html HTTP/1.0\r\n\r\n", 404),    # ...and 404, closing: HTTP/1.0
+    (b"GET /nope.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404),
+    (b"GET / HTTP/2.0\r\n\r\n", 400),             # another major: 400 (no 505 here)
+    (b"GET / HTTP/1.10\r\nHost: x\r\n\r\n", 400),
     # RFC 9112 3.2: HTTP/1.1 without Host, or two Host lines in any version, is a 400
     (b"GET /index.html HTTP/1.1\r\n\r\n", 400),
     (b"GET /index.html HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
@@ -180,6 +192,54 @@ def test_bad_requests_get_error_and_close(server, req, want):
     assert b"Connection: close" in raw       # and exchange() returned: the server closed
     # the server keeps serving
     assert status_of(exchange(server["port"], b"GET / HTTP/1.0\r\n\r\n")) == 200
+
+
+@pytest.mark.parametrize("req", [
+    b"GET /nope.html HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /escape HTTP/1.1\r\nHost: x\r\n\r\n",             # symlink to /etc/passwd: never served
+    b"HEAD /nope.html HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /nope.html HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET //etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+])
+def test_404_and_403_keep_a_keepalive_connection(server, req):
+    """A 403 or 404 answers a well-formed request: the connection goes on as the request
+    asked, and a request pipelined after it is answered (it was closed, the second lost)."""
+    s = socket.create_connection(("127.0.0.1", server["port"]), timeout=5)
+    s.sendall(req + b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+    st1, h1, _ = read_reply(s)
+    st2, _, body = read_reply(s)
+    assert st1 in (403, 404) and h1["connection"] == "keep-alive"
+    assert st2 == 200 and body == (server["root"] / "index.html").read_bytes()
+    s.sendall(b"GET /nope.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    st3, h3, _ = read_reply(s)
+    assert (st3, h3["connection"]) == (404, "close")
+    assert s.recv(100) == b""                                  # and then the server closed
+    s.close()
+
+
+@pytest.mark.parametrize("req,path", [
+    # RFC 9112 3.2.2: a server MUST accept absolute-form; its path is then origin-form
+    (b"GET http://x/index.html HTTP/1.1\r\nHost: x\r\n\r\n", "index.html"),
+    (b"GET HTTP://localhost:8080/specweb/class0_1?q=1 HTTP/1.1\r\nHost: y\r\n\r\n", "specweb/class0_1"),
+    (b"GET http://[::1]:80 HTTP/1.1\r\nHost: x\r\n\r\n", "index.html"),      # empty path: "/"
+    (b"GET http://x?a=b HTTP/1.1\r\nHost: x\r\n\r\n", "index.html"),
+    # RFC 9110 2.5: a higher minor of HTTP/1 is answered as 1.1
+    (b"GET /index.html HTTP/1.9\r\nHost: x\r\n\r\n", "index.html"),
+    (b"GET http://x/specweb/class2_3 HTTP/1.2\r\nHost: x\r\n\r\n", "specweb/class2_3"),
+])
+def test_absolute_form_and_higher_minor_are_served(server, req, path):
+    s = socket.create_connection(("127.0.0.1", server["port"]), timeout=5)
+    s.sendall(req)
+    st, h, body = read_reply(s)
+    assert (st, h["connection"]) == (200, "keep-alive")
+    assert body == (server["root"] / path).read_bytes()
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")         # kept open, as an HTTP/1.1 request
+    assert read_reply(s)[0] == 200
+    s.close()
+    raw = exchange(server["port"], req[:-2] + b"Connection: close\r\n\r\n")
+    assert raw.startswith(b"HTTP/1.1 200 OK\r\n")                # answered as 1.1, whatever 1.x
 
 
 def test_stats_json_on_sigterm(server):
@@ -303,6 +363,208 @@ def test_knot_drops_a_client_that_stops_reading(cbuild, tmp_path):
     finally:
         st = stop_asan(p, tmp_path)
     assert st["conns_reset"] >= 1
+
+
+def _idle_server(cbuild, tmp_path, kind: str, mux: str, *args: str):
+    """A sanitized server with --idle-timeout 2, up and listening: (proc, port)."""
+    extra = ["--mux", mux] if kind == "userver" else ["--threads", "4"]
+    p, port = start_asan(cbuild, f"{kind}-asan", tmp_path, "--idle-timeout", "2", *extra, *args)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    assert p.poll() is None, p.communicate()[1].decode(errors="replace")[-500:]
+    return p, port
+
+
+def _closed_at(socks: dict, limit: float) -> dict:
+    """For each name: (socket, t0) the seconds from t0 until the server closed the socket
+    (EOF or reset), reading and dropping what comes; None if still open after limit."""
+    out = {name: None for name in socks}
+    start = time.monotonic()
+    while time.monotonic() - start < limit and any(v is None for v in out.values()):
+        open_ = {sk: name for name, (sk, _) in socks.items() if out[name] is None}
+        ready, _, _ = select.select(list(open_), [], [], 0.05)
+        for sk in ready:
+            try:
+                gone = not sk.recv(65536)
+            except OSError:
+                gone = True
+            if gone:
+                out[open_[sk]] = time.monotonic() - socks[open_[sk]][1]
+    return out
+
+
+def _trickle(s: socket.socket, data: bytes, every: float, stop: threading.Event) -> None:
+    """Send data one byte every `every` seconds until the server closes s or stop is set."""
+    for b in data:
+        if stop.wait(every):
+            return
+        try:
+            s.send(bytes([b]))
+        except OSError:
+            return
+
+
+TRICKLE = b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-a: b\r\n" * 200
+
+
+@pytest.mark.parametrize("kind,mux", KINDS, ids=[f"{k}-{m}" if m else k for k, m in KINDS])
+def test_idle_timeout_closes_idle_and_trickling_connections(cbuild, tmp_path, kind, mux):
+    """--idle-timeout S (both servers, one meaning): a connection whose request is not whole
+    S seconds after its accept (silent, or trickling a byte at a time: each byte used to
+    restart knot's SO_RCVTIMEO, and userver had no timeout at all), or that sat S seconds
+    after a reply, is closed and counted in conns_idle_closed."""
+    p, port = _idle_server(cbuild, tmp_path, kind, mux)
+    stop = threading.Event()
+    try:
+        t0 = time.monotonic()
+        silent = socket.create_connection(("127.0.0.1", port))
+        trickler = socket.create_connection(("127.0.0.1", port))
+        threading.Thread(target=_trickle, args=(trickler, TRICKLE, 0.25, stop), daemon=True).start()
+        ka = socket.create_connection(("127.0.0.1", port), timeout=5)
+        ka.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_reply(ka)[0] == 200
+        t_reply = time.monotonic()
+        got = _closed_at({"silent": (silent, t0), "trickler": (trickler, t0), "keep-alive": (ka, t_reply)}, 6)
+        stop.set()
+        for sk in (silent, trickler, ka):
+            sk.close()
+        assert all(w is not None and 1.5 < w < 3.8 for w in got.values()), got
+        assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
+    finally:
+        stop.set()
+        st = stop_asan(p, tmp_path)
+    assert st["conns_idle_closed"] == 3, st
+
+
+@pytest.mark.parametrize("mux", ["select", "poll", "epoll"])
+def test_userver_idle_timeout_frees_the_slots_half_requests_hold(cbuild, tmp_path, mux):
+    """userver at --max-conns: connections each holding half a request kept every slot
+    forever and new clients were refused (reset) until the holders left.  Now they are
+    closed --idle-timeout after their accept and the server takes new clients again."""
+    p, port = _idle_server(cbuild, tmp_path, "userver", mux, "--max-conns", "10")
+    held = []
+    try:
+        time.sleep(0.3)              # the readiness probe's close is seen: its slot is free again
+        t0 = time.monotonic()
+        for _ in range(90):          # more than the slots below maxfds = max-conns + 64
+            sk = socket.create_connection(("127.0.0.1", port), timeout=5)
+            sk.sendall(b"GET /index.html HTTP/1.1\r\nHost")
+            held.append(sk)
+        tries = []
+        while time.monotonic() - t0 < 6:
+            try:
+                raw = exchange(port, b"GET / HTTP/1.0\r\n\r\n", timeout=1)
+            except OSError:
+                raw = b""
+            tries.append((round(time.monotonic() - t0, 2), status_of(raw) if raw else None))
+            if raw:
+                break
+            time.sleep(0.2)
+        assert tries[0][1] is None, tries            # locked out at first...
+        assert tries[-1][1] == 200, tries            # ...until the half requests time out
+        assert 1.5 < tries[-1][0] < 5, tries
+    finally:
+        for sk in held:
+            sk.close()
+        st = stop_asan(p, tmp_path)
+    assert st["conns_idle_closed"] >= 25 and st["conns_refused_fd"] > 0, st
+
+
+def test_knot_idle_timeout_bounds_a_trickled_request(cbuild, tmp_path):
+    """knot, the audit's case: --threads 2 --idle-timeout 2, two clients each trickling a
+    request head a byte every 0.5 s held both threads for as long as they went on (each
+    read had its own SO_RCVTIMEO) and a normal request timed out.  Now each request has
+    one deadline: 2 s from the accept."""
+    p, port = start_asan(cbuild, "knot-asan", tmp_path, "--threads", "2", "--idle-timeout", "2")
+    stop = threading.Event()
+    try:
+        time.sleep(0.5)
+        hogs = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+        for h in hogs:
+            threading.Thread(target=_trickle, args=(h, TRICKLE, 0.5, stop), daemon=True).start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        raw = exchange(port, b"GET / HTTP/1.0\r\n\r\n", timeout=5)
+        waited = time.monotonic() - t0
+        assert raw and status_of(raw) == 200, (raw[:80], waited)
+        assert waited < 3, waited
+        closed = _closed_at({i: (h, t0) for i, h in enumerate(hogs)}, 5)   # both, not only the one that made room
+        assert None not in closed.values(), closed
+    finally:
+        stop.set()
+        st = stop_asan(p, tmp_path)
+    assert st["conns_idle_closed"] == 2, st
+
+
+def _slow_read(s: socket.socket, chunk: int, every: float, stop: threading.Event, got: list) -> None:
+    while not stop.wait(every):
+        try:
+            b = s.recv(chunk)
+        except OSError:
+            return
+        if not b:
+            return
+        got[0] += len(b)
+
+
+def test_knot_idle_timeout_bounds_a_slow_reader(cbuild, tmp_path):
+    """knot --threads 1 --idle-timeout 2: a client that reads its (pipelined, big) replies
+    at 80 KB/s made progress within every send's own SO_SNDTIMEO and so held the only
+    thread as long as it kept reading.  Now a reply must be sent within 2 s of its request."""
+    p, port = start_asan(cbuild, "knot-asan", tmp_path, "--threads", "1", "--idle-timeout", "2")
+    stop, got = threading.Event(), [0]
+    try:
+        time.sleep(0.5)
+        hog = socket.socket()
+        hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        hog.connect(("127.0.0.1", port))
+        hog.sendall(b"GET /specweb/class3_8 HTTP/1.1\r\nHost: x\r\n\r\n" * 20)     # 18 MB
+        threading.Thread(target=_slow_read, args=(hog, 8192, 0.1, stop, got), daemon=True).start()
+        time.sleep(1)
+        t0 = time.monotonic()
+        raw = exchange(port, b"GET / HTTP/1.0\r\n\r\n", timeout=6)
+        waited = time.monotonic() - t0
+        assert raw and status_of(raw) == 200, (raw[:80], waited, got)
+        assert waited < 4, waited
+        assert got[0] > 0          # the hog did read: slow, not stopped
+    finally:
+        stop.set()
+        st = stop_asan(p, tmp_path)
+    assert st["conns_idle_closed"] >= 1, st
+
+
+@pytest.mark.parametrize("kind,mux", KINDS, ids=[f"{k}-{m}" if m else k for k, m in KINDS])
+def test_idle_timeout_spares_a_reply_read_within_it(cbuild, tmp_path, kind, mux):
+    """The reply has its own --idle-timeout from its request's end: a client that waits
+    1.3 s before its request and then takes about a second to read 3.6 MB of replies is
+    more than 2 s past its accept, and is served in full."""
+    p, port = _idle_server(cbuild, tmp_path, kind, mux)
+    stop, got = threading.Event(), [0]
+    try:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.connect(("127.0.0.1", port))
+        t0 = time.monotonic()
+        time.sleep(1.3)
+        s.sendall(b"GET /specweb/class3_8 HTTP/1.1\r\nHost: x\r\n\r\n" * 3
+                  + b"GET /specweb/class3_8 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        r = threading.Thread(target=_slow_read, args=(s, 65536, 0.02, stop, got), daemon=True)
+        r.start()
+        r.join(timeout=8)
+        took = time.monotonic() - t0
+        want = 4 * (specweb_size(3, 8) + 200)      # bodies and heads
+        assert got[0] > 4 * specweb_size(3, 8) and got[0] < want, (got, took)
+        assert took > 2, took
+        s.close()
+    finally:
+        stop.set()
+        st = stop_asan(p, tmp_path)
+    assert st["conns_idle_closed"] == 0 and st["status_2xx"] == 4, st
 
 
 @pytest.mark.parametrize("soft, max_conns", [(200, 1000), (100, 50)], ids=["hard-cap", "soft-raised"])
