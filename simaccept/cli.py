@@ -87,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario overrides for every simulated record")
     f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
+    f.add_argument("--cache", default=None, metavar="DIR",
+                   help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
     f.add_argument("--base-profile", default="thesis-2004",
                    help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
     f.add_argument("--max-nfev", type=int, default=None,
@@ -212,8 +214,12 @@ def _main(args) -> int:
         by = f" by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else ""
         if args.cmd in ("sweep", "figures"):    # they cache each finished point under OUT
             print(f"interrupted{by}; finished points are kept (rerun to resume)", file=sys.stderr)
+        elif args.cmd == "fit" and getattr(args, "cache", None):
+            print(f"interrupted{by}; no profile written; finished simulations are kept in {args.cache} "
+                  f"(rerun the same fit to reuse them)", file=sys.stderr)
         else:                                   # run, fit, predict write nothing until the end
-            print(f"interrupted{by}; nothing written ({args.cmd} keeps no partial results)", file=sys.stderr)
+            print(f"interrupted{by}; nothing written ({args.cmd} keeps no partial results"
+                  + ("; fit --cache DIR keeps its simulations" if args.cmd == "fit" else "") + ")", file=sys.stderr)
         return 128 + e.signum if isinstance(e, Terminated) else 130
     except SweepError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -90,6 +90,9 @@ def fit_main(args) -> int:
     params = [p.strip() for p in str(args.params).split(",") if p.strip()]
     metrics = getattr(args, "metrics", None)
     metrics = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else list(DEFAULT_METRICS)
+    if not str(args.out).strip():       # Path("") is "." and was reported so
+        _err("--out '': give a file name (a .toml cost profile)")
+        return 2
     out = Path(args.out)
     jobs = getattr(args, "jobs", 1)
     if jobs is None or int(jobs) < 1:
@@ -114,17 +117,26 @@ def fit_main(args) -> int:
                             base_profile=base_profile,
                             sim_overrides=getattr(args, "set", None) or (),
                             n_jobs=int(jobs),
-                            max_nfev=getattr(args, "max_nfev", None), verbose=int(getattr(args, "verbose", 0) or 0))
+                            max_nfev=getattr(args, "max_nfev", None), verbose=int(getattr(args, "verbose", 0) or 0),
+                            cache=getattr(args, "cache", None))
     except (ValueError, KeyError) as e:
         # CostFitter's messages start with the argument at fault ("params: ...", "metrics: ...")
         msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
         arg, _, reason = msg.partition(": ")
-        flag = {"params": "--params", "metrics": "--metrics"}.get(arg)
+        flag = {"params": "--params", "metrics": "--metrics", "sim_overrides": "--set"}.get(arg)
         _err(f"{flag}: {reason}" if flag else msg)
         return 2
     why = _out_problem(out)
+    if not why and out.suffix.lower() != ".toml":
+        # a profile is named by its .toml path; "out/noext" was written and then not found by
+        # name, and "results.csv" was replaced by a profile without a word
+        why = "a cost profile is a .toml file (it is then named by that path)"
     if why:
         _err(f"--out {str(out)!r}: {why}")
+        return 2
+    cache = getattr(args, "cache", None)
+    if cache is not None and (not str(cache).strip() or (Path(cache).exists() and not Path(cache).is_dir())):
+        _err(f"--cache {str(cache)!r}: not a directory")
         return 2
     try:
         records = select_records(load_records(args.records), getattr(args, "select", None))
@@ -132,7 +144,7 @@ def fit_main(args) -> int:
         _err(str(e))
         return 2
     if not records:
-        _err(f"{args.records}: no records (after --select)")
+        _err(f"{args.records}: no records" + (" (after --select)" if args.select else ""))
         return 2
     try:
         fitter.fit(records)
@@ -290,6 +302,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--base-profile", default="thesis-2004",
                    help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
     f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
+    f.add_argument("--cache", default=None, metavar="DIR",
+                   help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
     f.add_argument("--max-nfev", type=int, default=None,
                    help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
     f.add_argument("--verbose", type=int, default=0)
@@ -357,7 +371,8 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _main(args)
-    except KeyboardInterrupt:           # as `simaccept`: no traceback; finished simulations are cached
+    except KeyboardInterrupt:           # as `simaccept`: no traceback (report, window, seeds, sensitivity and
+                                        # fit --cache keep their finished simulations)
         _err("interrupted")
         return 130
 

@@ -39,7 +39,14 @@ value); ``xtol`` / ``ftol`` are correspondingly loose (1e-3).  Jacobian columns
 
 Uncertainties: ``stderr_ = sqrt(diag((J^T J)^-1) * s^2)`` with
 ``s^2 = sum(r^2) / (m - n)`` (NaN when there are no more residuals than
-parameters), converted back to cost units.  A fit that does not converge
+parameters), converted back to cost units.  It is a *local, linear* estimate at the end
+point, and on this piecewise-constant objective it can understate the error several-fold:
+records simulated at realsys-linux6's user_per_request 11.389 and k_syn_drop 13.299 (2 s
+windows), fitted from 8 and 20, stopped ("xtol satisfied") at 10.085 +- 0.283 and
+14.606 +- 0.147, 4.6 and 8.9 standard errors from the truth.  Fits from several starts,
+or over records at other seeds, show the spread that matters.  ``result_`` is scipy's
+OptimizeResult in the normalised coordinates: ``result_.x`` and ``result_.jac`` are per
+unit of cost / start (``params_`` and ``stderr_`` are in µs).  A fit that does not converge
 (``result.success`` false) or whose Jacobian is singular (a parameter that moves
 none of the chosen metrics) raises :class:`FitError`; nothing is swallowed.
 """
@@ -212,6 +219,10 @@ def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None) -> dict[str, flo
     return out
 
 
+#: Scenario keys :func:`~validation.records.scenario_for` takes from each record's own columns.
+_RECORD_KEYS = frozenset({"workload.rate", "workload.kind", "server.kind", "server.mux", "server.accept_limit"})
+
+
 class CostFitter:
     """Least-squares fit of named costs (see the module docstring)."""
 
@@ -237,14 +248,50 @@ class CostFitter:
                              f"(numeric record columns, 'drop_shares' or '{PEAK}')")
         self.params = params
         self.metrics = metrics
+        if weights is not None and not isinstance(weights, Mapping):
+            raise ValueError(f"weights: a mapping {{metric: weight}}, got a {type(weights).__name__}")
         self.weights = dict(weights or {})
         badw = [k for k in self.weights if k not in metrics]
         if badw:
             raise ValueError(f"weights: for metric(s) not fitted: {', '.join(badw)}")
+        for k, w in self.weights.items():
+            # checked here: a NaN or text weight failed only after the first simulations
+            try:
+                ok = math.isfinite(float(w)) and float(w) >= 0
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"weights: {k}: a finite number >= 0, got {w!r}")
+        if self.weights and all(float(self.weights.get(m, 1.0)) == 0 for m in metrics):
+            raise ValueError("weights: every fitted metric has weight 0: nothing to fit")
         self.base_profile = base_profile
         self.overrides = _cost_items(overrides)
-        self.sim_overrides = list(sim_overrides)
-        self.n_jobs = max(1, int(n_jobs))
+        # A cost given as a simulation override ("costs.k_syn=30") was applied in every
+        # simulation but left out of the saved profile and its header ("fixed overrides:
+        # none"), so the profile predicted other numbers than the fit saw.  It is a fixed
+        # override; the base profile and the fitted costs have arguments of their own.
+        self.sim_overrides = []
+        for o in sim_overrides:
+            key = str(o).split("=", 1)[0].strip()
+            if key in _RECORD_KEYS:
+                # it replaced every record's own value: the fit then compared each record with
+                # a simulation of another configuration
+                raise ValueError(f"sim_overrides: {key}: each record sets it from its own columns")
+            if not key.startswith("costs."):
+                self.sim_overrides.append(o)
+            elif key == "costs.profile":
+                raise ValueError("sim_overrides: costs.profile: give the profile as base_profile "
+                                 "(--base-profile), so the saved profile records it")
+            elif key.removeprefix("costs.") in params:
+                raise ValueError(f"sim_overrides: {key}: a fitted cost; its start value is the base "
+                                 f"profile's (or a fixed override's, for another start)")
+            else:
+                self.overrides.update(_cost_items([o]))
+        if int(n_jobs) < 1:
+            raise ValueError(f"n_jobs: must be >= 1, got {n_jobs!r}")
+        self.n_jobs = int(n_jobs)
+        if not (math.isfinite(float(diff_step)) and float(diff_step) > 0):
+            raise ValueError(f"diff_step: a finite number > 0, got {diff_step!r}")
         self.diff_step = float(diff_step)
         self.max_nfev = max_nfev
         self.ftol, self.xtol, self.gtol = ftol, xtol, gtol
@@ -262,8 +309,29 @@ class CostFitter:
 
     # ------------------------------------------------------------------ set-up
     def _bounds(self, bounds) -> tuple[np.ndarray, np.ndarray]:
+        """``None``; ``{param: (lower, upper)}``; or ``(lowers, uppers)`` as scipy takes them, each
+        a number for every parameter or a sequence of one per parameter.  ``None`` for a bound
+        is none (lower 0, upper inf).  Refused with a ValueError saying which form was meant:
+        a NaN, a wrong length or a bare number used to fail inside numpy or scipy."""
         n = len(self.params)
         lo, hi = np.zeros(n), np.full(n, np.inf)
+        form = "bounds: {param: (lower, upper)} or (lowers, uppers)"
+
+        def num(v, default):
+            if v is None:
+                return default
+            try:
+                x = float(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"{form}; a bound {v!r} is not a number") from None
+            if math.isnan(x):
+                raise ValueError(f"{form}; a bound is NaN")
+            return x
+
+        def pair(v, what):
+            if not isinstance(v, (tuple, list, np.ndarray)) or len(v) != 2:
+                raise ValueError(f"{form}; {what} is {v!r}, not a (lower, upper) pair")
+            return v
         if bounds is None:
             pass
         elif isinstance(bounds, Mapping):
@@ -272,11 +340,16 @@ class CostFitter:
                 raise ValueError(f"bounds: for name(s) not in params: {', '.join(unknown)}")
             for i, p in enumerate(self.params):
                 if p in bounds:
-                    lo[i], hi[i] = map(float, bounds[p])
+                    b0, b1 = pair(bounds[p], f"the entry for {p}")
+                    lo[i], hi[i] = num(b0, 0.0), num(b1, np.inf)
         else:
-            b0, b1 = bounds
-            lo = np.broadcast_to(np.asarray(b0, float), (n,)).copy()
-            hi = np.broadcast_to(np.asarray(b1, float), (n,)).copy()
+            b0, b1 = pair(bounds, "the argument")
+            for side, b, arr, dflt in (("lowers", b0, lo, 0.0), ("uppers", b1, hi, np.inf)):
+                vals = list(b) if isinstance(b, (tuple, list, np.ndarray)) else [b] * n
+                if len(vals) != n:
+                    raise ValueError(f"{form}; {side} has {len(vals)} values for {n} parameters "
+                                     f"({', '.join(self.params)})")
+                arr[:] = [num(v, dflt) for v in vals]
         if np.any(lo < 0) or np.any(lo >= hi):
             raise ValueError("bounds: need 0 <= lower < upper for every parameter")
         x0 = np.array([self.start_[p] for p in self.params])
@@ -388,7 +461,10 @@ class CostFitter:
         return np.asarray(res, float)
 
     def _fun(self, u):
-        return self._run_many([np.asarray(u, float)])[0]
+        f = self._run_many([np.asarray(u, float)])[0]
+        if self._first_f is None:
+            self._first_f = f
+        return f
 
     def _jac(self, u):
         u = np.asarray(u, float)
@@ -448,6 +524,7 @@ class CostFitter:
                            + (f" (skipped: {'; '.join(f'{a}: {b}' for a, b in skipped[:5])})" if skipped else ""))
         self._recs = recs
         self._memo: dict[tuple, np.ndarray] = {}
+        self._first_f = None
         self.n_sims_ = 0
         self.n_cached_ = 0
         return recs
@@ -471,8 +548,15 @@ class CostFitter:
             r = self._fun(u)
         return [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)], r
 
+    #: What a fit sets.  A failed refit used to keep the earlier fit's params_ beside the new
+    #: result_ and records_, so save() wrote old values under the new fit's header.
+    _FITTED = ("params_", "stderr_", "cov_", "result_", "records_", "residual_names_", "stopped_at_max_nfev_",
+               "residual_norm_", "start_residual_norm_", "unmeasured_metrics_")
+
     def fit(self, records: Iterable[RunRecord | Measured]) -> "CostFitter":
         from scipy.optimize import least_squares
+        for a in self._FITTED:
+            self.__dict__.pop(a, None)
         recs = self._prepare(records)
         n_res = sum(len(self._targets(m)) for m in recs)
         if n_res < len(self.params):
@@ -488,6 +572,13 @@ class CostFitter:
         self.result_ = res
         self.records_ = recs
         self.residual_names_ = [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)]
+        # a metric no record measures adds no residual: the header says so (it listed the metric
+        # as fitted, e.g. a --metrics column the file does not have)
+        seen = set()
+        for name in self.residual_names_:       # "label:metric" or "label:share:<category>"
+            parts = name.split(":")
+            seen.add("drop_shares" if len(parts) >= 3 and parts[-2] == "share" else parts[-1])
+        self.unmeasured_metrics_ = [k for k in self.metrics if k not in seen]
         self.stopped_at_max_nfev_ = res.status == 0
         if not res.success and not (self.accept_max_nfev and res.status == 0):
             raise FitError(f"least_squares did not converge: status {res.status}: {res.message}")
@@ -510,7 +601,9 @@ class CostFitter:
         self.stderr_ = {p: float(v) for p, v in zip(self.params, sd)}
         self.cov_ = cov_u * np.outer(scale, scale)
         self.residual_norm_ = float(np.linalg.norm(res.fun))
-        f0 = self._memo.get(tuple(np.round(u0, 12).tolist()))
+        # least_squares moves a start on a bound strictly inside: its first evaluation is of
+        # that point, not of u0 (the lookup of u0 missed and the header said "start nan")
+        f0 = self._memo.get(tuple(np.round(u0, 12).tolist()), self._first_f)
         self.start_residual_norm_ = float(np.linalg.norm(f0)) if f0 is not None else math.nan
         return self
 
@@ -547,7 +640,10 @@ class CostFitter:
             f"Fitted to {len(self.records_)} record(s): " + ", ".join(m.label for m in self.records_) + ".",
             "Record files: " + ", ".join(sorted({repo_path(m.path) for m in self.records_ if m.path})
                                          or ["(in memory)"]) + ".",
-            f"Metrics: {', '.join(self.metrics)}; weights: {self.weights or 'all 1'}; "
+            f"Metrics: {', '.join(self.metrics)}"
+            + (f" (measured by no record, so not fitted: {', '.join(self.unmeasured_metrics_)})"
+               if getattr(self, "unmeasured_metrics_", None) else "")
+            + f"; weights: {self.weights or 'all 1'}; "
             f"simulation overrides: {self.sim_overrides or 'none'}.",
             f"Residual norm: {self.residual_norm_:.4g} (start {self.start_residual_norm_:.4g}) over "
             f"{len(self.result_.fun)} residuals; {self.result_.nfev} evaluations, {self.n_sims_} simulations"
@@ -556,12 +652,26 @@ class CostFitter:
             + (" (NOT converged: stopped at max_nfev, last iterate kept)" if self.stopped_at_max_nfev_ else ""),
             "Fitted (value +- 1 stderr from the Jacobian, start):",
         ]
+        lo, hi = self.bounds
         lines += [f"  {p} = {self.params_[p]:.6g} +- {self.stderr_[p]:.3g}  (start {self.start_[p]:.6g})"
-                  for p in self.params]
+                  + self._caveat(p, lo[i], hi[i]) for i, p in enumerate(self.params)]
         if self.skipped_:
             lines.append(f"Skipped {len(self.skipped_)} record(s): " +
                          "; ".join(f"{a} ({b})" for a, b in self.skipped_))
         return "\n".join(lines)
+
+    def _caveat(self, p: str, lo: float, hi: float) -> str:
+        """What a reader of one fitted line must know: a value on its bound (its stderr then
+        says nothing of how far the fit wanted to go), or a stderr without spare residuals."""
+        v, tol = self.params_[p], 1e-6 * max(1.0, abs(self.start_[p]))
+        why = []
+        if v - lo <= tol:
+            why.append(f"at its lower bound {lo:g}")
+        elif math.isfinite(hi) and hi - v <= tol:
+            why.append(f"at its upper bound {hi:g}")
+        if math.isnan(self.stderr_[p]):
+            why.append(f"no stderr: {len(self.result_.fun)} residuals for {len(self.params)} parameters, none spare")
+        return f"  [{'; '.join(why)}]" if why else ""
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted profile (every cost) as TOML with a header recording the fit, atomically:

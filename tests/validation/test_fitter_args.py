@@ -1,0 +1,124 @@
+"""CostFitter's arguments and state: what it is given is what it saves, a failed refit leaves no
+earlier fit behind, and bad arguments are refused by name before any simulation.  Found by a
+fresh-user audit of the fit-your-own-runs workflow (each test says what happened before)."""
+import math
+from pathlib import Path
+
+import pytest
+
+from simaccept.cli import main
+from validation.fitter import CostFitter, FitError
+from validation.records import load_records, simulator_supports
+
+REPO = Path(__file__).resolve().parents[2]
+SELECT = REPO / "realsys" / "results" / "onepacket-select" / "results.csv"
+NGINX = REPO / "realsys" / "results" / "onepacket-nginx" / "results.csv"
+SHORT = ["scenario.warmup=0.2", "scenario.duration=0.4"]
+
+
+def test_a_cost_given_as_a_simulation_override_is_a_fixed_override_of_the_profile():
+    # --set costs.k_syn=30 was used in every simulation, but the saved profile kept the base
+    # k_syn and its header said "fixed overrides: none"
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6",
+                   sim_overrides=["costs.k_syn=30", "scenario.duration=1"])
+    assert f.overrides == {"k_syn": 30.0} and f.sim_overrides == ["scenario.duration=1"]
+
+
+@pytest.mark.parametrize("over, msg", [
+    ('costs.profile="thesis-2004"', "give the profile as base_profile"),
+    ("costs.user_per_request=3", "a fitted cost"),
+    ("workload.rate=100", "each record sets it from its own columns"),
+    ("server.accept_limit=10", "each record sets it from its own columns"),
+])
+def test_simulation_overrides_that_would_hide_what_was_fitted_are_refused(over, msg):
+    with pytest.raises(ValueError, match=msg):
+        CostFitter(params=["user_per_request"], base_profile="realsys-linux6", sim_overrides=[over])
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"weights": [1.0]}, "a mapping"),
+    ({"weights": {"replies_per_s": -1}}, "finite number >= 0"),
+    ({"weights": {"replies_per_s": float("nan")}}, "finite number >= 0"),
+    ({"weights": {"replies_per_s": 0}}, "nothing to fit"),
+    ({"bounds": (0, float("nan"))}, "NaN"),
+    ({"bounds": ([0], [10, 20])}, "lowers has 1 values for 2 parameters"),
+    ({"bounds": {"k_syn_drop": 5}}, "not a (lower, upper) pair"),
+    ({"bounds": 5}, "not a (lower, upper) pair"),
+    ({"diff_step": 0}, "diff_step"),
+    ({"n_jobs": 0}, "n_jobs"),
+])
+def test_bad_arguments_are_refused_by_name(kw, msg):
+    # they failed after simulating (NaN weight, diff_step 0), in numpy or scipy (bounds), or
+    # silently became something else (n_jobs 0 ran as 1)
+    kw = {"metrics": ["replies_per_s"], **kw}
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        CostFitter(params=["user_per_request", "k_syn_drop"], base_profile="realsys-linux6", **kw)
+
+
+def test_none_is_no_bound():
+    f = CostFitter(params=["user_per_request", "k_syn_drop"], base_profile="realsys-linux6",
+                   bounds={"k_syn_drop": (None, 50)})
+    assert list(f.bounds[0]) == [0, 0] and list(f.bounds[1]) == [math.inf, 50]
+
+
+def test_a_failed_refit_leaves_no_earlier_fit_behind():
+    # after a fit, a refit that raised kept the old params_ beside the new result_: save()
+    # wrote the old values under the new fit's header, and predict() used them
+    f = CostFitter(params=["user_per_request", "k_syn_drop"], base_profile="realsys-linux6",
+                   metrics=["replies_per_s"])
+    f.params_, f.stderr_ = {"user_per_request": 1.0, "k_syn_drop": 2.0}, {"user_per_request": 0.1, "k_syn_drop": 0.2}
+    one = [m for m in load_records(SELECT) if m.record.accept_limit == "1"][:1]
+    with pytest.raises(FitError, match="underdetermined"):
+        f.fit(one)                  # one residual for two costs
+    assert not hasattr(f, "params_") and not hasattr(f, "stderr_")
+    with pytest.raises(RuntimeError, match="not fitted"):
+        f.save("/nonexistent/never-written.toml")
+
+
+def test_rows_the_simulator_cannot_run_are_skipped_not_the_file_refused():
+    # nginx rows made `predict` and `fit` refuse the whole file (server.kind: runs only in realsys)
+    rows = [m for m in load_records(NGINX) if m.record.server == "nginx"]
+    assert len(rows) >= 3
+    ok, why = simulator_supports(rows[0])
+    assert not ok and "nginx" in why, why
+    userver = [m for m in load_records(SELECT) if m.record.accept_limit == "1"][:2]
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    f._prepare(rows[:3] + userver)
+    assert [m.label for m in f._recs] == [m.label for m in userver]
+    assert len(f.skipped_) == 3 and all("nginx" in why for _, why in f.skipped_)
+
+
+@pytest.mark.parametrize("out", ["noext", "results.csv"])
+def test_fit_out_must_be_a_toml_profile(tmp_path, capsys, out):
+    # "out/noext" was written and then not found as a profile; "results.csv" was replaced
+    target = tmp_path / out
+    if out == "results.csv":
+        target.write_text("keep me\n")
+    rc = main(["fit", "--records", str(SELECT), "--params", "user_per_request", "--base-profile", "realsys-linux6",
+               "--out", str(target)])
+    assert rc == 2 and "a cost profile is a .toml file" in capsys.readouterr().err
+    assert not target.exists() or target.read_text() == "keep me\n"
+
+
+def test_a_start_on_its_bound_has_a_start_residual_norm(tmp_path):
+    # select_per_ready starts at 0, its lower bound; least_squares moves it inside, so the
+    # lookup of the start's residuals missed and the header said "(start nan)"
+    recs = [m for m in load_records(SELECT) if m.record.accept_limit == "1" and m.record.target_rate >= 5600][:2]
+    f = CostFitter(params=["select_per_ready"], base_profile="realsys-linux6", metrics=["replies_per_s"],
+                   sim_overrides=SHORT, max_nfev=2, accept_max_nfev=True)
+    f.fit(recs)
+    assert math.isfinite(f.start_residual_norm_), f.start_residual_norm_
+    assert "(start nan)" not in f.header()
+
+
+def test_a_metric_no_record_measures_is_named_in_the_header():
+    # the header listed it among the fitted metrics though it gave no residual (a realsys
+    # select run has no poll time)
+    recs = [m for m in load_records(SELECT) if m.record.accept_limit == "1" and m.record.target_rate >= 5600][:2]
+    assert all(math.isnan(m.get("cpu_share_poll")) for m in recs)
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6",
+                   metrics=["replies_per_s", "cpu_share_poll"], sim_overrides=SHORT, max_nfev=2,
+                   accept_max_nfev=True)
+    f.fit(recs)
+    assert f.unmeasured_metrics_ == ["cpu_share_poll"]
+    assert "Metrics: replies_per_s, cpu_share_poll (measured by no record, so not fitted: cpu_share_poll)" in f.header()
