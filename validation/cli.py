@@ -236,13 +236,18 @@ def predict_main(args) -> int:
             err = (pred - meas) / abs(meas) if math.isfinite(meas) and meas != 0 and math.isfinite(pred) else math.nan
             rows.append({"row": m.label, "seed": _seed_text(m.record.seed), "metric": k, "measured": meas,
                          "predicted": pred, "error": err, "difference": pred - meas})
-    width = max(len(r["row"]) for r in rows) if rows else 10
+    # replicates (onepacket-select-reps: one label at several seeds) printed as identical rows
+    seeds_of: dict[str, set] = {}
+    for r in rows:
+        seeds_of.setdefault(r["row"], set()).add(r["seed"])
+    shown = {id(r): r["row"] + (f" seed={r['seed']}" if len(seeds_of[r["row"]]) > 1 else "") for r in rows}
+    width = max(len(v) for v in shown.values()) if rows else 10
     print(f"{'row':<{width}}  {'metric':<20} {'measured':>12} {'predicted':>12} {'error':>8}")
     for r in rows:
         # measured 0: a relative error is undefined, and a miss there must still show
         e = (f"{100 * r['error']:+.1f}%" if not math.isnan(r["error"]) else
              f"{r['difference']:+.3g}" if r["measured"] == 0 and math.isfinite(r["predicted"]) else "")
-        print(f"{r['row']:<{width}}  {r['metric']:<20} {r['measured']:>12.6g} {r['predicted']:>12.6g} {e:>8}")
+        print(f"{shown[id(r)]:<{width}}  {r['metric']:<20} {r['measured']:>12.6g} {r['predicted']:>12.6g} {e:>8}")
     for k in metrics:
         errs = [abs(r["error"]) for r in rows if r["metric"] == k and not math.isnan(r["error"])]
         zero = [r for r in rows if r["metric"] == k and r["measured"] == 0 and math.isfinite(r["predicted"])]

@@ -318,3 +318,14 @@ def test_out_that_is_a_directory_is_exit_2_before_any_simulation(cmd, sim_csv, t
     err = capsys.readouterr().err
     assert rc == 2 and "--out" in err and "is a directory" in err and "Traceback" not in err
     assert list(out.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["outdir"]
+
+
+def test_predict_tells_replicates_apart_by_seed(capsys):
+    # the rows of one point at three seeds were printed as three identical labels
+    rc = main(["predict", "--records", "realsys/results/onepacket-select-reps/results.csv", "--profile",
+               "realsys-linux6", "--select", "accept_limit=1", "--select", "target_rate=6400",
+               "--metrics", "replies_per_s", "--set", "scenario.warmup=0.2", "--set", "scenario.duration=0.3"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    lines = [ln for ln in out.splitlines() if ln.startswith("userver/one-packet/select/accept-1@6400")]
+    assert len(lines) == 3 and {ln.split()[1] for ln in lines} == {"seed=11", "seed=12", "seed=13"}, out
