@@ -731,10 +731,10 @@ def plot(csv_path: Path, png: Path, log=print) -> bool:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for lab, pts in sorted(series.items()):
         pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=lab)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=lab.replace("$", r"\$"))
     ax.set_xlabel("target request rate (requests/s)")
     ax.set_ylabel("replies/s")
-    ax.set_title(f"{rows[0]['scenario']} (measured)")
+    ax.set_title(f"{rows[0]['scenario']} (measured)".replace("$", r"\$"))   # "$" starts mathtext
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -40,7 +40,16 @@ def _out_dir(path: str, option: str = "--out") -> None:
     a missing directory is checked through its nearest existing ancestor."""
     if not str(path).strip():
         raise ScenarioError(option, "must name a directory, got an empty string")
-    p = Path(path)
+    try:
+        _check_out_dir(Path(path), path, option)
+    except ScenarioError:
+        raise
+    except (OSError, ValueError) as e:      # a name too long, a NUL byte: a traceback, exit 1
+        raise ScenarioError(option, f"cannot use {str(path)[:80]!r}{'...' if len(str(path)) > 80 else ''}: "
+                                    f"{getattr(e, 'strerror', None) or e}") from None
+
+
+def _check_out_dir(p: Path, path: str, option: str) -> None:
     if p.exists() and not p.is_dir():
         raise ScenarioError(option, f"{str(path)!r} exists and is not a directory")
     anc = p

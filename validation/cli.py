@@ -39,6 +39,7 @@ from pathlib import Path
 
 from simaccept.cli import _out_dir, add_predict_args
 from simaccept.scenario import ScenarioError
+from simaccept.sweep import SweepError
 
 from .records import select_records
 
@@ -50,10 +51,17 @@ def _err(msg: str) -> None:
 def _out_problem(out: Path) -> str | None:
     """Why ``--out`` cannot be written (checked before anything runs), or None: its directory
     must exist and take a new file, and ``out`` itself must not be a directory."""
-    import os
-    import tempfile
     if str(out) in ("", "."):
         return "give a file name"
+    try:
+        return _out_file_problem(out)
+    except (OSError, ValueError) as e:      # a name too long, a NUL byte: a traceback, exit 1
+        return f"cannot use it: {getattr(e, 'strerror', None) or e}"
+
+
+def _out_file_problem(out: Path) -> str | None:
+    import os
+    import tempfile
     if out.is_dir():
         return "is a directory; give a file name"
     if not out.parent.is_dir():
@@ -376,6 +384,9 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _main(args)
+    except SweepError as e:             # a worker died (the OOM killer): one line, as `simaccept`
+        _err(str(e))
+        return 1
     except KeyboardInterrupt:           # as `simaccept`: no traceback (report, window, seeds, sensitivity and
                                         # fit --cache keep their finished simulations)
         _err("interrupted")

@@ -57,6 +57,7 @@ import datetime as _dt
 import json
 import math
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -121,6 +122,14 @@ def _simulate_json(values_json: str, source: str) -> dict:
     return simulate(scenario_from_json(values_json, source)).to_dict()
 
 
+def _worker_died(kept: str) -> Exception:
+    """The error a dead worker (the OOM killer) becomes, as in a sweep: exit 1 and one line
+    from the CLIs, where fit and predict gave a BrokenProcessPool traceback."""
+    from simaccept.sweep import SweepError
+    return SweepError(f"a worker process died before its simulation finished (killed: by the OOM killer if "
+                      f"memory ran out; fewer --jobs use less); {kept}")
+
+
 def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: str = "<report>") -> list[RunRecord]:
     """Each record's own scenario (:func:`scenario_for`) simulated with cost ``profile`` (a
     name or a ``.toml`` path) and ``sim_overrides``, on ``jobs`` processes, in order."""
@@ -129,6 +138,9 @@ def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: st
     ex = worker_pool(max(1, min(jobs, len(scs))))   # no idle workers
     try:
         out = [RunRecord(**d) for d in ex.map(_simulate_json, scs, [source] * len(scs))]
+    except BrokenProcessPool:
+        stop_workers(ex)
+        raise _worker_died("nothing was kept (predict keeps no partial results)") from None
     except BaseException:
         # Ctrl-C, SIGTERM (or a failure): kill the running simulations, drop the queued ones
         stop_workers(ex)
@@ -162,12 +174,21 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     """
     from concurrent.futures import as_completed
 
-    from simaccept.sweep import atomic_write
+    from simaccept.sweep import _cache_name, atomic_write, policy_key
     cache = Path(cache)
     out, todo = {}, []
+    keys: dict[str, str | None] = {}
     for js in dict.fromkeys(jsons):
-        f = cache / (scenario_from_json(js, source).content_hash() + ".json")
-        if f.is_file():
+        sc = scenario_from_json(js, source)
+        # named as a sweep names its points: a user-registered policy's own source is part of
+        # the key (an edited quota() was answered from the old runs here), and a policy whose
+        # source cannot be read (typed at a prompt) is never cached
+        pol = sc["server"]["policy"]
+        if pol not in keys:
+            keys[pol] = policy_key(pol)
+        name = _cache_name(sc, keys[pol])
+        f = cache / name if name is not None else None
+        if f is not None and f.is_file():
             out[js] = json.loads(f.read_text())
         else:
             todo.append((js, f))
@@ -176,7 +197,7 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     cache.mkdir(parents=True, exist_ok=True)
 
     def keep(js, f, d):
-        if d.get("status") == "ok":
+        if d.get("status") == "ok" and f is not None:
             atomic_write(f, json.dumps(d))
         out[js] = d
         if on_done is not None:
@@ -188,6 +209,10 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
         try:
             for fut in as_completed(futs):
                 keep(*futs[fut], fut.result())
+        except BrokenProcessPool:
+            stop_workers(ex)
+            raise _worker_died(f"the {len(out)} finished simulations are kept under {cache}; rerun to "
+                               f"reuse them") from None
         except BaseException:       # Ctrl-C, SIGTERM: what finished is cached; the rest is stopped
             stop_workers(ex)
             raise
@@ -415,7 +440,11 @@ class CostFitter:
             self.n_cached_ += len(done) - ran
         elif self._pool is not None and len(jobs) > 1:
             futs = [self._pool.submit(_simulate_json, js, "<fit>") for _, _, js in jobs]
-            results = [f.result() for f in futs]
+            try:
+                results = [f.result() for f in futs]
+            except BrokenProcessPool:
+                raise _worker_died("no profile written" + ("" if self.cache is not None else
+                                                           " (fit --cache DIR keeps finished simulations)")) from None
         else:
             results = [_simulate_json(js, "<fit>") for _, _, js in jobs]
         self.n_sims_ += ran

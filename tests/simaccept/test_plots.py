@@ -94,3 +94,13 @@ def test_records_with_and_without_config_fall_back_to_their_columns():
     broken = _rec("userver", 2000.0, 1.0, 1.0)
     broken.config = "not json"
     assert list(plot_lines([broken])) == ["Accept-1"]
+
+
+def test_a_dollar_in_a_name_is_drawn_literally(tmp_path):
+    # "$" starts matplotlib's mathtext: a scenario named 'bad $\frac$ name' ended a finished
+    # sweep in a parse error, and every rerun the same way
+    import dataclasses
+    recs = [dataclasses.replace(_rec("userver", r, 500.0, 2.0), scenario=r"bad $\frac$ name", policy="$x$")
+            for r in (1000.0, 2000.0)]
+    written = thesis_plots(recs, tmp_path, formats=("png",))
+    assert len(written) == 5

@@ -47,6 +47,13 @@ def test_sweep_out_that_cannot_be_a_directory_is_refused_before_running(tmp_path
     assert f.read_text() == "not a directory\n"
 
 
+def test_sweep_out_with_a_name_too_long_is_refused_before_running(tmp_path, spec, no_simulation, capsys):
+    # an OSError traceback (File name too long), exit 1
+    assert cli.main(["sweep", str(spec), "--out", str(tmp_path / ("x" * 300)), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --out: cannot use" in err and "File name too long" in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("name", ["results.csv", "results.parquet"])
 def test_sweep_whose_results_file_is_a_directory_is_refused_before_running(tmp_path, spec, no_simulation,
                                                                           capsys, name):

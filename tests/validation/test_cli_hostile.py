@@ -248,6 +248,14 @@ def test_default_out_is_the_repositorys_docs_validation_from_any_directory(cmd, 
     assert not (tmp_path / "docs").exists()
 
 
+def test_fit_out_with_a_name_too_long_is_exit_2(sim_csv, tmp_path, capsys):
+    # an OSError traceback (File name too long), exit 1
+    assert main(["fit", "--records", str(sim_csv), "--params", "select_base",
+                 "--out", str(tmp_path / ("x" * 300 + ".toml"))]) == 2
+    err = capsys.readouterr().err
+    assert "File name too long" in err and "Traceback" not in err, err
+
+
 def test_out_under_a_file_says_it_is_not_a_directory(sim_csv, tmp_path, capsys):
     f = tmp_path / "f"
     f.write_text("")
@@ -288,6 +296,37 @@ def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(sim
     while time.time() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
         time.sleep(0.1)
     assert not any(Path(f"/proc/{w}").exists() for w in workers)
+
+
+@pytest.mark.parametrize("cmd", ["predict", "fit"])
+def test_a_worker_killed_outright_in_fit_or_predict_is_one_line_exit_1(sim_csv, tmp_path, cmd):
+    # as in a sweep: a BrokenProcessPool traceback, where the sweep said what happened
+    import signal
+    many = tmp_path / "many.csv"
+    many.write_text(sim_csv.read_text() + "".join(sim_csv.read_text().splitlines(True)[1:] * 3))
+    extra = (["--profile", "thesis-2004"] if cmd == "predict" else
+             ["--params", "select_base", "--out", str(tmp_path / "p.toml")])
+    p = subprocess.Popen([sys.executable, "-m", "simaccept", cmd, "--records", str(many), *extra,
+                          "--set", "scenario.duration=20", "--jobs", "2"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        workers = set()
+        deadline = time.time() + 60
+        while time.time() < deadline and len(workers) < 2:
+            time.sleep(0.2)
+            workers = {int(x) for t in Path(f"/proc/{p.pid}/task").iterdir()
+                       for x in (t / "children").read_text().split()}
+        assert len(workers) == 2, "the pool never started"
+        time.sleep(0.5)
+        os.kill(min(workers), signal.SIGKILL)           # as the OOM killer would
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 1, (p.returncode, err[-2000:])
+    assert "error: a worker process died before its simulation finished" in err and "Traceback" not in err, err
+    assert not (tmp_path / "p.toml").exists()
 
 
 @pytest.mark.parametrize("argv, partial", [
