@@ -718,6 +718,8 @@ def plot(csv_path: Path, png: Path, log=print) -> bool:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
+        from simaccept.plots import mathtext_literal
     except ImportError:
         log("realsys: matplotlib not installed: no plot")
         return False
@@ -731,10 +733,10 @@ def plot(csv_path: Path, png: Path, log=print) -> bool:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for lab, pts in sorted(series.items()):
         pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=lab.replace("$", r"\$"))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mathtext_literal(lab))
     ax.set_xlabel("target request rate (requests/s)")
     ax.set_ylabel("replies/s")
-    ax.set_title(f"{rows[0]['scenario']} (measured)".replace("$", r"\$"))   # "$" starts mathtext
+    ax.set_title(mathtext_literal(f"{rows[0]['scenario']} (measured)"))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -21,7 +21,7 @@ FIGURES = [
 
 
 
-def _literal(text: str) -> str:
+def mathtext_literal(text: str) -> str:
     """``text`` as matplotlib draws it literally.  A "$" starts mathtext there: a scenario named
     'bad $\\frac$ name' ended a finished sweep in a parse error, on every rerun."""
     return str(text).replace("$", r"\$")
@@ -140,7 +140,7 @@ def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
             stats = [_mean_ci(by_x[x]) for x in xs]
             most = max(most, max(len(v) for v in by_x.values()))
             ax.errorbar(xs, [m for m, _ in stats], yerr=[h for _, h in stats], marker="o", ms=3, capsize=2,
-                        label=_literal(label))
+                        label=mathtext_literal(label))
         if not ax.get_legend_handles_labels()[0]:
             # an empty frame says nothing; one left by an earlier sweep here would say something wrong
             plt.close(fig)
@@ -150,7 +150,7 @@ def thesis_plots(records, out: Path, formats=("png", "svg")) -> list[Path]:
         ax.set_xlabel("Target requests/s")
         ax.set_ylabel(ylabel)
         if ok:
-            ax.set_title(_literal(ok[0].scenario) + (f" (mean of up to {most} seeds, 95 % interval)" if most > 1 else ""),
+            ax.set_title(mathtext_literal(ok[0].scenario) + (f" (mean of up to {most} seeds, 95 % interval)" if most > 1 else ""),
                          fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

@@ -33,3 +33,25 @@ try:
         _hsettings.load_profile("ci")
 except ImportError:  # pragma: no cover
     pass
+
+
+@pytest.fixture
+def register_policy(tmp_path):
+    """register_policy(source, modname): import ``source`` from a file as module ``modname``, as a
+    user's policy module is (inspect.getsource finds a class through its file), so the caches'
+    policy keys can read it; the module is dropped again afterwards."""
+    import importlib.util
+    names = []
+
+    def register(source: str, modname: str):
+        f = tmp_path / f"{modname}.py"
+        f.write_text(source)
+        spec = importlib.util.spec_from_file_location(modname, f)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = mod
+        names.append(modname)
+        spec.loader.exec_module(mod)
+        return mod
+    yield register
+    for n in names:
+        sys.modules.pop(n, None)

@@ -239,18 +239,7 @@ REGISTRY["edited-policy"] = Edited
 '''
 
 
-def _register(tmp_path, quota, modname):
-    import importlib.util
-    f = tmp_path / f"{modname}.py"
-    f.write_text(POLICY_SRC.format(quota=quota))
-    spec = importlib.util.spec_from_file_location(modname, f)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod          # inspect.getsource finds a class through its module
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatch):
+def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatch, register_policy):
     # A policy registered from outside simaccept is not in the model's fingerprint: editing
     # its quota() used to give the old policy's cached replies/s back (found by an audit:
     # 22,407 cached where the edited policy simulates 14,682).
@@ -261,13 +250,13 @@ def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatc
             "scenario.duration=0.5", "scenario.warmup=0.2"]
     sc = load_scenario(text=SMALL, overrides=over)
     assert policy_key("accept-limit") == ""             # shipped: the fingerprint covers it
-    _register(tmp_path, "view.acceptq_len", "user_policy_a")
+    register_policy(POLICY_SRC.format(quota="view.acceptq_len"), "user_policy_a")
     key_a = policy_key("edited-policy")
     first = run_sweep(sc, tmp_path / "o", jobs=1, plots=False)
     ran = []
     run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
     assert ran == []                                    # unchanged: cached
-    _register(tmp_path, "1", "user_policy_b")           # the same policy, quota() edited
+    register_policy(POLICY_SRC.format(quota="1"), "user_policy_b")         # the same policy, quota() edited
     assert policy_key("edited-policy") not in ("", key_a)
     again = run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
     assert len(ran) == 1

@@ -264,6 +264,18 @@ def test_out_under_a_file_says_it_is_not_a_directory(sim_csv, tmp_path, capsys):
     assert f"{str(f)!r} is not a directory" in err and "does not exist" not in err, err
 
 
+def _pool_of(p: subprocess.Popen) -> set[int]:
+    """The two worker pids of ``p``'s pool, once both have started (60 s at most)."""
+    workers: set[int] = set()
+    deadline = time.time() + 60
+    while time.time() < deadline and len(workers) < 2:
+        time.sleep(0.2)
+        workers = {int(x) for t in Path(f"/proc/{p.pid}/task").iterdir()
+                   for x in (t / "children").read_text().split()}
+    assert len(workers) == 2, "the pool never started"
+    return workers
+
+
 def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(sim_csv, tmp_path):
     # predict's pool was shut down without killing its workers: after SIGTERM the parent
     # waited for the running 20 s simulations (or, killed, left them running)
@@ -275,13 +287,7 @@ def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(sim
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:
-        workers = set()
-        deadline = time.time() + 60
-        while time.time() < deadline and len(workers) < 2:
-            time.sleep(0.2)
-            workers = {int(x) for t in Path(f"/proc/{p.pid}/task").iterdir()
-                       for x in (t / "children").read_text().split()}
-        assert len(workers) == 2, "the pool never started"
+        workers = _pool_of(p)
         time.sleep(1.0)
         t0 = time.monotonic()
         p.send_signal(signal.SIGTERM)
@@ -311,13 +317,7 @@ def test_a_worker_killed_outright_in_fit_or_predict_is_one_line_exit_1(sim_csv, 
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:
-        workers = set()
-        deadline = time.time() + 60
-        while time.time() < deadline and len(workers) < 2:
-            time.sleep(0.2)
-            workers = {int(x) for t in Path(f"/proc/{p.pid}/task").iterdir()
-                       for x in (t / "children").read_text().split()}
-        assert len(workers) == 2, "the pool never started"
+        workers = _pool_of(p)
         time.sleep(0.5)
         os.kill(min(workers), signal.SIGKILL)           # as the OOM killer would
         out, err = p.communicate(timeout=60)

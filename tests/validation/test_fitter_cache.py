@@ -57,35 +57,24 @@ REGISTRY["cached-edited"] = CachedEdited
 '''
 
 
-def _register(tmp_path, quota, modname):
-    import importlib.util
-    import sys
-    f = tmp_path / f"{modname}.py"
-    f.write_text(_POLICY.format(quota=quota))
-    spec = importlib.util.spec_from_file_location(modname, f)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod          # inspect.getsource finds a class through its module
-    spec.loader.exec_module(mod)
-
-
 def _policy_json(policy):
     return simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
                                    ["workload.rate=12000", f'server.policy="{policy}"', 'server.accept_limit="inf"',
                                     "scenario.warmup=0.1", "scenario.duration=0.3"]).to_json()
 
 
-def test_an_edited_user_policy_is_simulated_again(tmp_path, monkeypatch):
+def test_an_edited_user_policy_is_simulated_again(tmp_path, monkeypatch, register_policy):
     # the validation cache (fit --cache, window, seeds, sensitivity) was keyed by the scenario
     # and the model only: an edited quota() got the old policy's runs back, as sweeps once did
     from simaccept.servers import policies
     monkeypatch.setitem(policies.REGISTRY, "cached-edited", policies.AcceptLimit)
-    _register(tmp_path, "view.acceptq_len", "cached_policy_a")
+    register_policy(_POLICY.format(quota="view.acceptq_len"), "cached_policy_a")
     js = _policy_json("cached-edited")
     ran = []
     first = simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))[js]
     simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))
     assert len(ran) == 1                                 # unchanged: cached
-    _register(tmp_path, "1", "cached_policy_b")          # quota() edited
+    register_policy(_POLICY.format(quota="1"), "cached_policy_b")        # quota() edited
     again = simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))[js]
     assert len(ran) == 2 and again["c_avg"] <= 1.0 < first["c_avg"]
 
