@@ -10,8 +10,12 @@
 * ``python -m validation report [--out DIR] [--profile thesis-2004] [--quick]
   [--real RESULTS.csv ...] [--real-profile realsys-linux6]`` (``--real-profile`` alone takes the
   held-out realsys results listed in :data:`validation.machine.HELDOUT`);
-* ``python -m validation machine-fit [--jobs N] [--max-nfev N]``: the cost profile for this
-  machine (:mod:`validation.machine`);
+* ``python -m validation machine-fit [--jobs N] [--max-nfev N] [--results DIR --profile NAME]``: the
+  cost profile for this machine (:mod:`validation.machine`), from the committed runs or from the
+  runs ``RESULTS=DIR validation/measure_realsys.sh`` made on yours;
+* ``python -m validation machine-check --results DIR --profile NAME --out DIR``: those runs'
+  held-out half predicted with that profile, median error and policy order
+  (:func:`validation.realsys_report.check`);
 * ``python -m validation thesis-fit [--jobs N] [--max-nfev N] [--set K=V ...] [--check]``: thesis-2004, fitted to the
   thesis's μserver one-packet records (:mod:`validation.thesis_fit`);
 * ``python -m validation window [--out DIR] [--jobs N] [--cache DIR]``: every thesis row with a
@@ -88,6 +92,75 @@ def _guarded(call, error, failed):
     except error as e:
         _err(str(e))
         return None, 1 if failed(str(e)) else 2
+
+
+_PROFILE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+
+
+def machine_fit_target(args) -> dict:
+    """machine-fit's --results/--profile/--fit-json, checked before any simulation: a profile
+    name is a plain name; another machine's runs never overwrite a shipped profile."""
+    import re
+
+    from . import machine
+    results = Path(args.results) if args.results else None
+    default_results = results is None or results.resolve() == machine.RESULTS.resolve()
+    profile = args.profile or (machine.PROFILE if default_results else None)
+    if profile is None:
+        raise ValueError("--profile: required with --results (the default, realsys-linux6, is fitted to the "
+                         "committed runs; name this machine's profile, e.g. --profile realsys-mybox)")
+    if not re.fullmatch(_PROFILE_NAME, profile):
+        raise ValueError(f"--profile: {profile!r} is not a profile name (letters, digits, '.', '_', '-'; "
+                         "it becomes simaccept/costs/NAME.toml)")
+    # the profiles the validation report is computed with (a profile of your own may be refitted)
+    if profile in ("thesis-2004", machine.REFERENCE) or (profile == machine.PROFILE and not default_results):
+        raise ValueError(f"--profile: {profile!r} is a shipped profile the validation report uses; fitting it to "
+                         "other runs would overwrite it")
+    if results is not None and not results.is_dir():
+        raise ValueError(f"--results: {results}: no such directory")
+    try:
+        machine.fit_min_rate(results)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--results: {e}") from None
+    if args.fit_json and Path(args.fit_json).suffix != ".json":
+        raise ValueError(f"--fit-json: {args.fit_json!r} must end in .json")
+    if args.start_from:
+        from simaccept.costs import load_costs
+        try:
+            load_costs(args.start_from)
+        except (OSError, ValueError, KeyError) as e:
+            raise ValueError(f"--start-from: {e.args[0] if isinstance(e, KeyError) else e}") from None
+    return {"results": results, "profile": profile, "fit_json": args.fit_json, "start_from": args.start_from}
+
+
+def machine_check_main(args) -> int:
+    """python -m validation machine-check (see :func:`validation.realsys_report.check`)."""
+    from simaccept.costs import available_profiles
+
+    from .realsys_report import check
+    if args.jobs < 1:
+        _err(f"--jobs: must be >= 1, got {args.jobs}")
+        return 2
+    if args.profile not in available_profiles():
+        _err(f"--profile: no cost profile {args.profile!r} (have: {', '.join(sorted(available_profiles()))})")
+        return 2
+    if not Path(args.results).is_dir():
+        _err(f"--results: {args.results}: no such directory")
+        return 2
+    try:
+        _out_dir(args.out)
+    except ValueError as e:
+        _err(str(e))
+        return 2
+    if args.fit_json and not Path(args.fit_json).is_file():
+        _err(f"--fit-json: {args.fit_json}: no such file")
+        return 2
+    try:
+        check(args.results, args.profile, args.out, args.jobs, args.fit_json)
+    except (FileNotFoundError, ValueError) as e:
+        _err(str(e))
+        return 2
+    return 0
 
 
 def fit_main(args) -> int:
@@ -322,9 +395,29 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--verbose", type=int, default=0)
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and show "
                                      "the error (the held-out half of a fit)"))
-    mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml to this machine's realsys runs")
+    mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml (or --profile NAME) to "
+                        "realsys runs (realsys/results, or --results DIR)")
     mf.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     mf.add_argument("--max-nfev", type=int, default=3)
+    mf.add_argument("--results", default=None, metavar="DIR",
+                    help="folder holding the runs validation/measure_realsys.sh makes (RESULTS=DIR); default "
+                         "the committed realsys/results")
+    mf.add_argument("--profile", default=None, metavar="NAME",
+                    help="profile to write, simaccept/costs/NAME.toml (default realsys-linux6; required with --results)")
+    mf.add_argument("--start-from", default=None, metavar="PROFILE",
+                    help="start from this profile's fitted costs (name or .toml), e.g. an earlier run's "
+                         "unconverged result (default: the committed fit's history)")
+    mf.add_argument("--fit-json", default=None, metavar="PATH",
+                    help="the fit's record (default docs/validation/realsys-fit.json, or DIR/NAME-fit.json with --results)")
+    mc = sub.add_parser("machine-check", help="held-out realsys runs (measure_realsys.sh's layout) predicted with a "
+                        "machine profile: median error and policy order -> OUT/realsys.md, OUT/machine-check.json")
+    mc.add_argument("--results", required=True, metavar="DIR", help="folder holding the runs (RESULTS=DIR of "
+                    "validation/measure_realsys.sh; realsys/results for the committed ones)")
+    mc.add_argument("--profile", required=True, metavar="NAME", help="the cost profile fitted to them (machine-fit --profile)")
+    mc.add_argument("--out", required=True, metavar="DIR", help="where realsys.md, its PNGs and machine-check.json go")
+    mc.add_argument("--fit-json", default=None, metavar="PATH", help="the fit's record, for the per-syscall table "
+                    "(default: machine-fit's default for --results and --profile)")
+    mc.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     tf = sub.add_parser("thesis-fit", help="fit simaccept/costs/thesis-2004.toml to the thesis's μserver "
                         "one-packet records")
     tf.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
@@ -398,6 +491,8 @@ def _main(args) -> int:
         return fit_main(args)
     if args.cmd == "predict":
         return predict_main(args)
+    if args.cmd == "machine-check":
+        return machine_check_main(args)
     if args.cmd in ("machine-fit", "thesis-fit"):
         # checked before anything runs: the fit overwrites the shipped profile
         if args.jobs < 1 or args.max_nfev < 1:
@@ -406,7 +501,13 @@ def _main(args) -> int:
             return 2
         from .fitter import FitError
         if args.cmd == "machine-fit":
-            from .machine import fit as run_fit
+            from .machine import fit as _mfit
+            try:
+                target = machine_fit_target(args)
+            except ValueError as e:
+                _err(str(e))
+                return 2
+            run_fit = lambda jobs, nfev: _mfit(jobs, nfev, **target)  # noqa: E731
         else:
             from .thesis_fit import check, fit as _fit
             run_fit = lambda jobs, nfev: _fit(jobs, nfev, sim_overrides=args.set)  # noqa: E731

@@ -8,6 +8,13 @@ timings and the fixed costs they gave).  Everything else (accept-limit 10, poll,
 epoll, the threaded server) is held out and predicted by ``python -m validation
 report --real ... --real-profile realsys-linux6``.
 
+On another machine: ``RESULTS=out/mybox sh validation/measure_realsys.sh`` (the same runs,
+kept apart from the committed ones), ``python -m validation machine-fit --results out/mybox
+--profile realsys-mybox`` (writes ``simaccept/costs/realsys-mybox.toml`` and
+``out/mybox/realsys-mybox-fit.json``), then ``python -m validation machine-check --results
+out/mybox --profile realsys-mybox --out DIR`` for the held-out half.  "Past saturation" is
+measured, not assumed (:func:`fit_min_rate`): a faster machine's fit set starts at a higher rate.
+
 How the profile is built
 ------------------------
 1. *Measured per-syscall costs.*  The server times every system call with
@@ -19,7 +26,7 @@ How the profile is built
    past saturation), measures that stretching; per-call costs are divided by each
    point's dilation before taking the median over points past saturation.
 2. *Fitted* (CostFitter, least squares; 32 records: select accept-1 and accept-inf at
-   4,000-6,400 req/s, seeds 2004, 11, 12, 13): ``user_per_request`` (server work per
+   4,000-6,400 req/s, seeds 2004, 11, 12, 13, for the committed runs): ``user_per_request`` (server work per
    request besides the spin and the syscalls), ``select_base``, ``select_per_fd``
    (``select_per_ready`` fixed at 0: past saturation every descriptor in the set is
    ready, so the two are collinear), ``accept``, ``writev``, ``close`` and ``k_syn_drop``
@@ -110,13 +117,24 @@ KERNEL_COSTS = ("k_syn", "k_ack_establish", "k_ack_overflow", "k_synack_retx", "
 SYSCALLS = ("select", "poll", "epoll_wait", "epoll_ctl", "accept", "read", "writev", "close", "setsockopt")
 
 
+def results_dir(d: str | Path, results: str | Path | None = None) -> Path:
+    """A results folder: ``results/d`` if ``results`` is given; else ``d`` itself if it is a
+    path (absolute, or with a parent), else the committed ``RESULTS/d``."""
+    p = Path(d)
+    if results is not None:
+        return (Path(results) / p).resolve()
+    if p.is_absolute() or len(p.parts) > 1:
+        return p.resolve()
+    return RESULTS / p
+
+
 def _points(dirs) -> list[dict]:
     out = []
     for d in dirs:
-        for f in sorted(glob.glob(str(RESULTS / d / "points" / "*.json"))):
+        for f in sorted(glob.glob(glob.escape(str(results_dir(d))) + "/points/*.json")):
             j = json.loads(Path(f).read_text())
             if j.get("server_stats"):
-                j["_dir"] = d
+                j["_dir"] = Path(d).name
                 out.append(j)
     return out
 
@@ -125,7 +143,7 @@ _POINT_CACHE: dict[str, tuple[float, list[dict]]] = {}
 
 
 def _points_cached(d: str) -> list[dict]:
-    p = RESULTS / d / "points"
+    p = results_dir(d) / "points"
     mt = p.stat().st_mtime if p.is_dir() else 0.0
     hit = _POINT_CACHE.get(d)
     if hit is None or hit[0] != mt:
@@ -145,8 +163,14 @@ def dilation(j) -> float:
     return s["spin_s"] / (spin * 1e-6 * s["requests"]) if spin > 0 and s.get("requests") else math.nan
 
 
+def fit_dirs(results: str | Path | None = None) -> list[Path]:
+    """The fit set's folders (:data:`FIT_DIRS`) under ``results`` (default :data:`RESULTS`)."""
+    return [results_dir(d, results) for d in FIT_DIRS]
+
+
 def measured_syscalls(dirs=FIT_DIRS, min_rate=FIT_MIN_RATE, limits=None, mux=None) -> dict[str, Any]:
-    """Per-call wall time (raw and divided by the point's dilation), median over points past saturation."""
+    """Per-call wall time (raw and divided by the point's dilation), median over points past saturation.
+    ``dirs``: folder names under :data:`RESULTS` or paths."""
     raw, defl, dil, n = {}, {}, [], 0
     for j in _points(dirs):
         s = j["server_stats"]
@@ -195,9 +219,12 @@ def kernel_us_per_reply(recs=None) -> float:
     return statistics.median(ds) if ds else math.nan
 
 
-def fixed_costs() -> dict[str, float]:
+def fixed_costs(results: str | Path | None = None) -> dict[str, float]:
     """The costs fixed from the measured per-call timings (see the module docstring, step 3)."""
-    m = measured_syscalls()["per_call_us"]
+    m = measured_syscalls(fit_dirs(results), min_rate=fit_min_rate(results))["per_call_us"]
+    if "read" not in m:
+        raise ValueError(f"{', '.join(map(str, fit_dirs(results)))}: no point file past saturation has the "
+                         "server's per-syscall timings (points/*.json, server_stats.syscalls)")
     fixed = {"read": m["read"], "read_eof": m["read"], "select_per_ready": 0.0}
     return {k: round(float(v), 4) for k, v in fixed.items()}
 
@@ -263,16 +290,17 @@ def calibrate_kernel(other: dict[str, float], recs=None, jobs: int = 2, max_nfev
             "nfev": int(res.nfev), "start": list(KERNEL_START)}
 
 
-def syscall_scale(fixed: dict[str, float]) -> float:
+def syscall_scale(fixed: dict[str, float], results: str | Path | None = None) -> float:
     thesis = load_costs(REFERENCE).us
-    m = measured_syscalls()["per_call_us"]
+    m = measured_syscalls(fit_dirs(results), min_rate=fit_min_rate(results))["per_call_us"]
     return statistics.median(m[k] / thesis[k] for k in ("accept", "read", "writev", "close"))
 
 
-def derived_costs(params: dict[str, float], fixed: dict[str, float]) -> dict[str, float]:
+def derived_costs(params: dict[str, float], fixed: dict[str, float],
+                  results: str | Path | None = None) -> dict[str, float]:
     """Held-out mechanisms: poll from the fitted select costs, epoll from the reference x the syscall scale."""
     t = load_costs(REFERENCE).us
-    s = syscall_scale(fixed)
+    s = syscall_scale(fixed, results)
     return {"poll_base": params["select_base"] * t["poll_base"] / t["select_base"],
             "poll_per_fd": params["select_per_fd"] * t["poll_per_fd"] / t["select_per_fd"],
             "poll_per_ready": 0.0,
@@ -287,8 +315,10 @@ SHARE_COLUMNS = ("cpu_share_select", "cpu_share_poll", "cpu_share_epoll", "cpu_s
 
 def point_json(m) -> dict | None:
     """The point file of a realsys record (same results directory, same point label)."""
-    d = Path(m.path).parent
-    cands = [j for j in _points_cached(d.name) if j["point"] == m.record.point]
+    # the record's own folder: a name looked up under RESULTS found another folder's points
+    # (or none) for runs kept elsewhere
+    d = Path(m.path).resolve().parent
+    cands = [j for j in _points_cached(str(d)) if j["point"] == m.record.point]
     if len(cands) > 1:   # replicates run with --set scenario.seed share the label: match the reply rate
         g = lambda j: j.get("generator") or {}  # noqa: E731
         # the runner's own count: 2xx received in the window, or for older points every reply
@@ -344,23 +374,47 @@ def contaminated(m) -> tuple[bool, str]:
     return False, ""
 
 
-def fit_records():
+def fit_min_rate(results: str | Path | None = None) -> float:
+    """The lowest target rate of the fit set's runs that is past saturation: where some
+    accept-limit's mean measured replies/s is below 95 % of it (the report's definition,
+    :func:`validation.realsys_report.order_check`).  4,000 req/s for the committed runs
+    (:data:`FIT_MIN_RATE`); another machine's runs saturate elsewhere.  Raises if no rate is."""
+    by: dict[tuple[float, str], list[float]] = {}
+    for d in fit_dirs(results):
+        p = d / "results.csv"
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: no such results file (measure it with validation/measure_realsys.sh)")
+        for m in load_records(p):
+            r = m.record
+            if r.status == "ok" and r.mux == "select" and r.workload == "one-packet" and not math.isnan(r.target_rate):
+                by.setdefault((r.target_rate, str(r.accept_limit)), []).append(r.replies_per_s)
+    for rate in sorted({k[0] for k in by}):
+        if any(sum(v) / len(v) < 0.95 * rate for (r, _), v in by.items() if r == rate):
+            return rate
+    raise ValueError(f"{', '.join(map(str, fit_dirs(results)))}: no rate past saturation (every accept-limit "
+                     "answered >= 95 % of every rate): nothing to fit the overload costs to")
+
+
+def fit_records(results: str | Path | None = None):
     recs = []
-    for d in FIT_DIRS:
-        p = RESULTS / d / "results.csv"
+    lo = fit_min_rate(results)
+    for d in fit_dirs(results):
+        p = d / "results.csv"
         for m in load_records(p):
             r = m.record
             if (r.status == "ok" and r.mux == "select" and str(r.accept_limit) in FIT_LIMITS
-                    and r.target_rate >= FIT_MIN_RATE and not contaminated(m)[0]):
+                    and r.target_rate >= lo and not contaminated(m)[0]):
                 recs.append(corrected(m))
     return recs
 
 
-def heldout_files() -> list[str]:
+def heldout_files(results: str | Path | None = None) -> list[str]:
+    """The results.csv files of :data:`HELDOUT` (and the fit set's, which hold accept-limit 10)
+    under ``results`` (default :data:`RESULTS`) that exist."""
     seen = []
     for dirs in HELDOUT.values():
         for d in dirs:
-            p = RESULTS / d / "results.csv"
+            p = results_dir(d, results) / "results.csv"
             if p.is_file() and str(p) not in seen:
                 seen.append(str(p))
     return seen
@@ -397,21 +451,90 @@ def order_group(m) -> str | None:
     return None
 
 
-def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nfev: int = 12) -> dict[str, Any]:
+#: The committed fit's start: the stop-4 result (8 evaluations, |r| 1.14 -> 1.08, kernel scale 2.0
+#: and no per-run cost).  History: stop 3 ran 10 evaluations at scale 2.5 from the stop-2 result
+#: (fitted to the old launched-in-window reply counts), which began from iterate 5 of
+#: docs/validation/realsys-fit-run1.log, itself begun at round numbers (user 15, select_base 3,
+#: select_per_fd 0.3, accept 4, writev 4, close 5, k_syn_drop 5).
+HISTORY_START = {"user_per_request": 11.02, "select_base": 0.3955, "select_per_fd": 0.2643, "accept": 2.963,
+                 "writev": 4.123, "close": 6.893, "k_syn_drop": 12.72}
+
+
+def measured_start(results: str | Path | None = None) -> dict[str, float]:
+    """A start for the fit from the runs' own timings (another machine's runs start here).
+
+    accept, writev, close: the dilation-corrected per-call medians; select: the line through the
+    measured accept-1 and accept-inf calls against their interest sets (base kept >= 0.05 us, inside
+    its bound); user_per_request: the server's wall time less the spin and the timed calls, per
+    request, over the dilation (median over the fit records); k_syn_drop: the committed start's
+    (nothing measures it).  From the committed fit's start, the Intel Xeon runs' fit stopped at
+    user_per_request 21.6 us and |r| 1.044 after 14 evaluations; from this one at 3.4 us and 0.946
+    after 8 (realsys/results/README.md).
+    """
+    lo = fit_min_rate(results)
+    per = measured_syscalls(fit_dirs(results), min_rate=lo)["per_call_us"]
+    sel = {d["accept_limit"]: d for d in select_by_interest(fit_dirs(results), min_rate=lo)}
+    if not {"1", "inf"} <= set(sel) or not {"accept", "writev", "close"} <= set(per):
+        raise ValueError(f"{results}: the fit set lacks select timings at accept-limit 1 and inf past saturation")
+    a, b = sel["1"], sel["inf"]
+    per_fd = (b["us_per_call"] - a["us_per_call"]) / (b["interest_set"] - a["interest_set"])
+    user = []
+    for m in fit_records(results):
+        j = point_json(m)
+        s = (j or {}).get("server_stats") or {}
+        d = dilation(j) if j else math.nan
+        if s.get("requests") and not math.isnan(d):
+            timed = sum(v["s"] for v in s["syscalls"].values())
+            user.append((s["wall_s"] - s["spin_s"] - timed) / s["requests"] * 1e6 / d)
+    start = {"user_per_request": max(statistics.median(user), 0.1) if user else HISTORY_START["user_per_request"],
+             "select_base": max(a["us_per_call"] - per_fd * a["interest_set"], 0.05), "select_per_fd": max(per_fd, 0.01),
+             "accept": per["accept"], "writev": per["writev"], "close": per["close"],
+             "k_syn_drop": HISTORY_START["k_syn_drop"]}
+    return {k: round(float(v), 4) for k, v in start.items()}
+
+
+def machine_of(recs) -> str:
+    """Where the runs were measured, from their point files' provenance: "2 CPU AMD EPYC, Linux 6.18.44"."""
+    seen = []
+    for m in recs:
+        p = (point_json(m) or {}).get("provenance") or {}
+        if p.get("cpu_model"):
+            k = f"{p.get('ncpu', '?')} CPU {p['cpu_model']}, Linux {p.get('kernel', '?')}"
+            if k not in seen:
+                seen.append(k)
+    return "; ".join(seen) or "not recorded"
+
+
+def default_fit_json(results: str | Path | None = None, profile: str = PROFILE) -> Path:
+    """docs/validation/realsys-fit.json for the committed runs and profile; else RESULTS/<profile>-fit.json."""
+    if (results is None or Path(results).resolve() == RESULTS.resolve()) and profile == PROFILE:
+        return FIT_JSON
+    return Path(results or RESULTS) / f"{profile}-fit.json"
+
+
+def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nfev: int = 12,
+        results: str | Path | None = None, profile: str = PROFILE, fit_json: str | Path | None = None,
+        start_from: str | None = None) -> dict[str, Any]:
+    """Fit ``simaccept/costs/<profile>.toml`` to the fit set under ``results`` (default the committed
+    runs) and write the fit's record to ``fit_json`` (:func:`default_fit_json`).  ``start_from``: a
+    profile (name or TOML path) whose :data:`FIT_PARAMS` values start the fit, e.g. the unconverged
+    result of an earlier run (its kernel calibration starts from the same values)."""
     from simaccept.costs import save_profile
 
     from .fitter import CostFitter
-    measured = fixed_costs()
-    recs = fit_records()
+    profile_path = ROOT / "simaccept" / "costs" / f"{profile}.toml"
+    fit_json = Path(fit_json) if fit_json else default_fit_json(results, profile)
+    measured = fixed_costs(results)
+    recs = fit_records(results)
     bounds = {"user_per_request": (0.0, 200.0), "select_base": (0.0, 100.0), "select_per_fd": (0.0, 5.0),
               "accept": (0.0, 100.0), "writev": (0.0, 100.0), "close": (0.0, 100.0), "k_syn_drop": (0.0, 100.0)}
-    # Start: the stop-4 result (8 evaluations, |r| 1.14 -> 1.08, kernel scale 2.0 and no per-run
-    # cost).  History: stop 3 ran 10 evaluations at scale 2.5 from the stop-2 result (fitted to the
-    # old launched-in-window reply counts), which began from iterate 5 of
-    # docs/validation/realsys-fit-run1.log, itself begun at round numbers (user 15, select_base 3,
-    # select_per_fd 0.3, accept 4, writev 4, close 5, k_syn_drop 5).
-    start = {"user_per_request": 11.02, "select_base": 0.3955, "select_per_fd": 0.2643, "accept": 2.963,
-             "writev": 4.123, "close": 6.893, "k_syn_drop": 12.72}
+    # Another machine's runs start from their own timings (measured_start), the committed runs
+    # from this history, so that the committed profile is what this code makes.
+    committed = results is None or Path(results).resolve() == RESULTS.resolve()
+    start = dict(HISTORY_START) if committed else measured_start(results)
+    if start_from:
+        prev = load_costs(start_from).us
+        start = {k: round(float(prev[k]), 4) for k in FIT_PARAMS}
     # Step 4 first: the kernel's per-packet scale and per-run cost, with the other costs at the start.
     cal = calibrate_kernel({**measured, **start}, recs, jobs, kernel_max_nfev, verbose)
     fixed = {**measured, **cal["costs"]}
@@ -420,13 +543,13 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
                    max_nfev=max_nfev, diff_step=0.1, verbose=verbose, accept_max_nfev=True)
     f.fit(recs)
     costs = f.costs_()
-    derived = derived_costs(f.params_, fixed)
+    derived = derived_costs(f.params_, fixed, results)
     costs.update(derived)
     # The calibration held the start values; with the fitted ones the kernel time per reply moves a little.
     cal["after_fit_us_per_reply"] = simulated_kernel_us_per_reply(recs, {**fixed, **f.params_}, jobs)
     header = f.header() + "\n" + "\n".join([
         "",
-        "Profile for this machine (2 vCPU AMD EPYC, Linux 6.18): see validation/machine.py.",
+        f"Profile for the machine the runs were measured on ({machine_of(recs)}): see validation/machine.py.",
         "Fixed from the server's own per-syscall timings (dilation-corrected medians): "
         + ", ".join(f"{k}={v:g}" for k, v in measured.items()) + ".",
         f"Kernel (calibrate_kernel, before the fit): k_* = {REFERENCE} x {cal['scale']:g} per packet (except "
@@ -437,20 +560,24 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
         + ".",
         "Not fitted (held out): " + ", ".join(f"{k}={v:.4g}" for k, v in derived.items())
         + " (poll from fitted select x thesis poll/select ratios; epoll = thesis x syscall scale "
-        f"{syscall_scale(measured):.3g}).",
+        f"{syscall_scale(measured, results):.3g}).",
         "realsys.spin_us is added to user_per_request when a scenario is simulated (simaccept.costs.scenario_costs).",
     ])
-    save_profile(PROFILE_PATH, costs, header=header)
-    out = {"profile": PROFILE, "fit": f.summary(), "fixed": fixed, "derived": derived,
+    save_profile(profile_path, costs, header=header)
+    lo = fit_min_rate(results)
+    out = {"profile": profile, "fit": f.summary(), "fixed": fixed, "derived": derived,
            "kernel_scale": cal["scale"], "kernel_calibration": cal,
            "kernel_us_per_reply_measured": kernel_us_per_reply(recs),
-           "syscall_scale": syscall_scale(measured),
-           "measured_fit_set": measured_syscalls(), "select_by_interest": select_by_interest(),
-           "fit_records": [m.label + f"/seed{int(m.record.seed)}" for m in recs]}
-    FIT_JSON.parent.mkdir(parents=True, exist_ok=True)
-    FIT_JSON.write_text(json.dumps(out, indent=2, default=float) + "\n")
+           "syscall_scale": syscall_scale(measured, results),
+           "measured_fit_set": measured_syscalls(fit_dirs(results), min_rate=lo),
+           "select_by_interest": select_by_interest(fit_dirs(results), min_rate=lo),
+           "fit_records": [m.label + f"/seed{int(m.record.seed)}" for m in recs],
+           "results": str(Path(results or RESULTS)), "fit_min_rate": lo, "machine": machine_of(recs)}
+    from simaccept.sweep import atomic_write
+    fit_json.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(fit_json, json.dumps(out, indent=2, default=float) + "\n")
     print(f.header())
-    print(f"wrote {PROFILE_PATH} and {FIT_JSON}")
+    print(f"wrote {profile_path} and {fit_json}")
     return out
 
 

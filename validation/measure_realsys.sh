@@ -7,27 +7,30 @@
 # Run as root on an otherwise idle test bed, one sweep after another (two sweeps at once
 # share the two CPUs and measure each other).  Every step resumes: finished points are kept,
 # so after an interruption rerun the script.  About 35 minutes.
+# RESULTS=DIR measures into DIR/<name> instead of realsys/results/<name> (another machine's
+# runs, kept apart from the committed ones; fit them with machine-fit --results DIR).
 set -e
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+R=${RESULTS:-realsys/results}
 REPS='workload.rate=[4000.0, 4800.0, 5600.0, 6400.0]'
 run() { $PY -m realsys run "$@"; }
 
-run scenarios/realsys/onepacket-select.toml --out realsys/results/onepacket-select
+run scenarios/realsys/onepacket-select.toml --out "$R"/onepacket-select
 for seed in 11 12 13; do
-    run scenarios/realsys/onepacket-select.toml --out realsys/results/onepacket-select-reps \
+    run scenarios/realsys/onepacket-select.toml --out "$R"/onepacket-select-reps \
         --set scenario.name='"realsys-onepacket-select-reps"' --set scenario.seed=$seed --set "$REPS"
 done
 for mux in poll epoll; do
-    run scenarios/realsys/onepacket-$mux.toml --out realsys/results/onepacket-$mux
+    run scenarios/realsys/onepacket-$mux.toml --out "$R"/onepacket-$mux
     for seed in 11 12; do   # replicates past saturation
-        run scenarios/realsys/onepacket-$mux.toml --out realsys/results/onepacket-$mux \
+        run scenarios/realsys/onepacket-$mux.toml --out "$R"/onepacket-$mux \
             --set scenario.seed=$seed --set "$REPS"
     done
-    run scenarios/realsys/onepacket-$mux.toml --out realsys/results/onepacket-$mux --set scenario.seed=13
+    run scenarios/realsys/onepacket-$mux.toml --out "$R"/onepacket-$mux --set scenario.seed=13
 done
-run scenarios/realsys/onepacket-knot.toml --out realsys/results/onepacket-knot
+run scenarios/realsys/onepacket-knot.toml --out "$R"/onepacket-knot
 for seed in 11 12 13; do
-    run scenarios/realsys/onepacket-knot.toml --out realsys/results/onepacket-knot-reps \
+    run scenarios/realsys/onepacket-knot.toml --out "$R"/onepacket-knot-reps \
         --set scenario.seed=$seed --set 'workload.rate=[5000.0, 6400.0]'
 done

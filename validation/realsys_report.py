@@ -175,7 +175,7 @@ def realsys_heldout(paths: Iterable[str], profile: str | None, jobs: int = 2, si
         err = (pred - meas) / meas if meas > 0 and not math.isnan(pred) else math.nan
         rows.append({"group": g or "", "role": "held-out" if g else "fit", "order_group": og or "", "row": m.label, "seed": int(r.seed) if not math.isnan(r.seed) else None,
                      "policy": _policy(r), "rate": r.target_rate, "measured": meas, "predicted": pred,
-                     "error": err, "file": str(Path(m.path).parent.name),
+                     "error": err, "file": str(Path(m.path).parent.name), "dir": str(Path(m.path).resolve().parent),
                      "measured_accept": r.accept_rate, "predicted_accept": s.accept_rate if s.status == "ok" else math.nan,
                      "measured_p99_ms": r.resp_ms_p99, "predicted_p99_ms": s.resp_ms_p99 if s.status == "ok" else math.nan,
                      "measured_resp_ms": r.resp_ms_mean, "predicted_resp_ms": s.resp_ms_mean if s.status == "ok" else math.nan,
@@ -261,13 +261,14 @@ def plot(out: Path, info: dict[str, Any]) -> list[str]:
     return names
 
 
-def markdown(info: dict[str, Any], fit: dict[str, Any] | None, pngs: list[str]) -> list[str]:
+def markdown(info: dict[str, Any], fit: dict[str, Any] | None, pngs: list[str],
+             fit_json_name: str = "realsys-fit.json") -> list[str]:
     L = ["## Realsys (this machine): held-out runs with the machine profile\n"]
     if info.get("median_abs_throughput_error") is None:
         L.append(f"Not available: {info.get('note', '')}.\n")
         return L
     L.append(f"Profile `{info['profile']}` (fitted to userver select at accept-limit 1 and inf only, past "
-             f"saturation: `python -m validation machine-fit`; details in `realsys-fit.json`).  Realsys files: "
+             f"saturation: `python -m validation machine-fit`; details in `{fit_json_name}`).  Realsys files: "
              + ", ".join(f"`{Path(p).parent.name}`" for p in info["files"]) + ".\n")
     L.append(f"**Median |throughput error| over {info['n']} held-out runs past saturation: "
              f"{100 * info['median_abs_throughput_error']:.1f} %** (target ≤ 10 %); over all "
@@ -320,12 +321,77 @@ def markdown(info: dict[str, Any], fit: dict[str, Any] | None, pngs: list[str]) 
     return L
 
 
+def with_heldout_syscalls(fit: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+    """The machine fit's record plus the measured per-call costs of each held-out group (its runs past saturation)."""
+    from . import machine
+    cols = ["select", "poll", "epoll_wait", "epoll_ctl", "accept", "read", "writev", "close"]
+    held = {}
+    for g, gi in info.get("groups", {}).items():
+        sat = gi["saturation_rate"] or 0.0
+        dirs = sorted({d.get("dir") or d["file"] for d in info["rows"] if d["group"] == g})
+        kw = {"limits": ("10",)} if g == "AL10" else {}
+        m = machine.measured_syscalls(dirs, min_rate=sat, **kw)
+        held[g] = {**m["per_call_us"], "dilation": m["dilation"]}
+    return {**fit, "heldout_syscalls": held, "heldout_syscalls_cols": cols + ["dilation"]}
+
+
+def check(results: str | Path, profile: str, out: str | Path, jobs: int = 2, fit_json: str | Path | None = None,
+          log=print) -> dict[str, Any]:
+    """``python -m validation machine-check``: the held-out realsys runs under ``results`` (the
+    layout ``validation/measure_realsys.sh`` writes) predicted with ``profile``, written to
+    ``out``: ``realsys.md``, one PNG per order group, and ``machine-check.json`` (the headline
+    figures).  The report's realsys section, for runs measured on another machine."""
+    import datetime
+    import json
+
+    from simaccept.scenario import model_fingerprint
+    from simaccept.sweep import atomic_write
+
+    from . import machine
+    from .records import nan_to_null
+    paths = machine.heldout_files(results)
+    if not paths:
+        raise FileNotFoundError(f"{results}: none of the held-out results folders ("
+                                + ", ".join(sorted({d for v in machine.HELDOUT.values() for d in v}))
+                                + ") has a results.csv (measure them with validation/measure_realsys.sh)")
+    log(f"machine-check: simulating the runs of {len(paths)} results files with {profile}")
+    info = realsys_heldout(paths, profile, jobs)
+    if info.get("median_abs_throughput_error") is None:
+        raise ValueError(f"{results}: no held-out run past saturation to compare ({info.get('note', '')})")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pngs = plot(out, info)
+    fit_json = Path(fit_json) if fit_json else machine.default_fit_json(results, profile)
+    fit = with_heldout_syscalls(json.loads(fit_json.read_text()), info) if fit_json.is_file() else None
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    summary = {"generated_at": now, "profile": profile, "results": str(results), "model_fingerprint": model_fingerprint(),
+               "machine": machine.machine_of([m for p in paths for m in load_records(p)]),
+               "heldout_median_abs_throughput_error": info["median_abs_throughput_error"], "heldout_runs": info["n"],
+               "heldout_median_abs_throughput_error_all_rates": info["median_abs_throughput_error_all_rates"],
+               "heldout_by_group": {g: gi["median_abs_error_past_saturation"] for g, gi in info["groups"].items()},
+               "policy_order_preserved": info["policy_order_preserved"],
+               "policy_order": {g: {k: o[k] for k in ("saturation_rate", "preserved", "pairs_ordered",
+                                                       "pairs_preserved", "pairs_inverted", "pairs_tied")}
+                                for g, o in info["orders"].items()},
+               "excluded_runs": info["excluded"], "fit_json": str(fit_json) if fit else None}
+    head = (f"# Held-out realsys runs vs the simulator: {results}\n\nGenerated by `python -m validation machine-check "
+            f"--results {results} --profile {profile}` on {now} (simulator model fingerprint "
+            f"`{summary['model_fingerprint']}`).  Runs measured on: {summary['machine']}.  Headline figures in "
+            "`machine-check.json`.\n")
+    atomic_write(out / "realsys.md", head + "\n".join(markdown(info, fit, pngs, fit_json.name)) + "\n")
+    atomic_write(out / "machine-check.json", json.dumps(nan_to_null(summary), indent=2) + "\n")
+    log(f"median |throughput error| over {info['n']} held-out runs past saturation: "
+        f"{100 * info['median_abs_throughput_error']:.1f} %; policy order preserved: {info['policy_order_preserved']}")
+    log(f"wrote {out / 'realsys.md'} and {out / 'machine-check.json'}")
+    return summary
+
+
 def fit_markdown(fit: dict[str, Any]) -> list[str]:
     from . import machine
     f = fit["fit"]
     L = ["### The machine profile: fitted and measured per-syscall costs\n"]
     L.append(f"Fitted by `python -m validation machine-fit` (CostFitter, {len(f['records'])} records: select accept-1 "
-             f"and accept-inf at 4,000-6,400 req/s, 4 seeds; residual norm {f['residual_norm']:.3g}, start "
+             f"and accept-inf at {fit.get('fit_min_rate', 4000.0):,.0f}-6,400 req/s, 4 seeds; residual norm {f['residual_norm']:.3g}, start "
              f"{f['start_residual_norm']:.3g}).  Measured: the server's own clock_gettime timings per call, median "
              f"over the fit runs past saturation; *corrected* divides each point by its dilation (spin wall / "
              f"nominal, median {fit['measured_fit_set']['dilation']:.2f}: softirq work that interrupts a call "
@@ -381,6 +447,8 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
                                               for c in fit["heldout_syscalls_cols"]) + " |")
         L.append("knot's poll and read block (threads wait in them) and its threads preempt each other's spin, "
                  "so its per-call times and dilation are not CPU costs; they are listed, not compared.\n")
+    if fit.get("results") and Path(fit["results"]).resolve() != machine.RESULTS.resolve():
+        return L        # the reading below is of the committed runs' fit
     pct = {k: 100 * (f["params"][k] / meas[k] - 1) for k in ("accept", "writev", "close")
            if k in f["params"] and meas.get(k)}
     sel_txt = ", ".join(f"{d['us_per_call']:.1f} µs at {d['interest_set']:.0f} fds" for d in fit["select_by_interest"])

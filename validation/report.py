@@ -1181,20 +1181,10 @@ def response_time_markdown(rows: list[dict[str, Any]]) -> list[str]:
 def _machine_fit_info(real_info: dict[str, Any]) -> dict[str, Any] | None:
     """The machine fit's record (docs/validation/realsys-fit.json) plus measured per-call costs of the held-out runs."""
     from . import machine
+    from .realsys_report import with_heldout_syscalls
     if not machine.FIT_JSON.is_file():
         return None
-    fit = json.loads(machine.FIT_JSON.read_text())
-    cols = ["select", "poll", "epoll_wait", "epoll_ctl", "accept", "read", "writev", "close"]
-    held = {}
-    for g, gi in real_info.get("groups", {}).items():
-        sat = gi["saturation_rate"] or 0.0
-        dirs = sorted({d["file"] for d in real_info["rows"] if d["group"] == g})
-        kw = {"limits": ("10",)} if g == "AL10" else {}
-        m = machine.measured_syscalls(dirs, min_rate=sat, **kw)
-        held[g] = {**m["per_call_us"], "dilation": m["dilation"]}
-    fit["heldout_syscalls"] = held
-    fit["heldout_syscalls_cols"] = cols + ["dilation"]
-    return fit
+    return with_heldout_syscalls(json.loads(machine.FIT_JSON.read_text()), real_info)
 
 
 def _frac(cells):

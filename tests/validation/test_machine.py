@@ -165,3 +165,124 @@ def test_summary_json_fields_match_rows():
         assert (p["status"] == "tie") == (not sig)
         if sig:
             assert (p["status"] == "preserved") == (p["measured_diff"] * p["sim_diff"] > 0)
+
+
+# ------------------------------------------------------------------ another machine's runs
+def _copy_runs(dst: Path, name: str = "onepacket-select", keep=lambda row: True) -> Path:
+    """A copy of a committed results folder (rows kept by ``keep``, every point file) under ``dst``."""
+    import shutil
+    src = ROOT / "realsys/results" / name
+    d = dst / name
+    shutil.copytree(src / "points", d / "points")
+    with (src / "results.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    with (d / "results.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(r for r in rows if keep(r))
+    return d
+
+
+def test_fit_set_starts_at_the_measured_saturation():
+    """The fit set is the runs past saturation by the report's own definition: 4,000 req/s for the
+    committed runs, where it was a constant; runs that never saturate cannot be fitted."""
+    assert machine.fit_min_rate() == machine.FIT_MIN_RATE == 4000.0
+    assert min(m.record.target_rate for m in machine.fit_records()) == 4000.0
+
+
+def test_runs_that_never_saturate_are_refused(tmp_path):
+    for name in machine.FIT_DIRS:
+        _copy_runs(tmp_path, name, keep=lambda r: float(r["target_rate"]) <= 3000)
+    with pytest.raises(ValueError, match="no rate past saturation"):
+        machine.fit_records(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no such results file"):
+        machine.fit_min_rate(tmp_path / "nothing")
+
+
+def test_a_record_reads_the_point_files_of_its_own_folder(tmp_path):
+    """Runs kept outside realsys/results (another machine's) were matched with the committed
+    folder of the same name, or none: their dilation and contamination came from other runs."""
+    d = _copy_runs(tmp_path / "mybox")
+    m = next(m for m in load_records(d / "results.csv") if m.record.target_rate == 6400.0
+             and m.record.accept_limit == "1")
+    j = machine.point_json(m)
+    assert j is not None and j["hash"]
+    pf = next(p for p in (d / "points").glob("*.json") if json.loads(p.read_text())["hash"] == j["hash"])
+    doc = json.loads(pf.read_text())
+    doc["server_stats"]["spin_s"] *= 2            # this copy's own dilation, twice the committed one
+    pf.write_text(json.dumps(doc))
+    import os
+    os.utime(d / "points", ns=(1, 1))             # the point cache is keyed by the folder's mtime
+    assert machine.dilation(machine.point_json(m)) == pytest.approx(2 * machine.dilation(j))
+    assert machine.corrected(m).record.cpu_share_select == pytest.approx(
+        m.record.cpu_share_select / machine.dilation(machine.point_json(m)))
+
+
+def test_machine_fit_refuses_before_simulating(tmp_path, capsys):
+    from validation.cli import main
+    _copy_runs(tmp_path, "onepacket-select")
+    cases = [
+        (["--results", str(tmp_path)], "--profile: required with --results"),
+        (["--results", str(tmp_path), "--profile", "../x"], "not a profile name"),
+        (["--results", str(tmp_path), "--profile", "thesis-2004"], "shipped profile"),
+        (["--results", str(tmp_path), "--profile", "realsys-linux6"], "shipped profile"),
+        (["--results", str(tmp_path / "none"), "--profile", "mybox"], "no such directory"),
+        (["--results", str(tmp_path), "--profile", "mybox"], "onepacket-select-reps/results.csv: no such results file"),
+        (["--profile", "mybox", "--fit-json", "x.txt"], "must end in .json"),
+    ]
+    for argv, msg in cases:
+        assert main(["machine-fit", *argv]) == 2, argv
+        assert msg in capsys.readouterr().err, argv
+    assert not (ROOT / "simaccept/costs/mybox.toml").exists()
+
+
+def test_machine_check_refusals(tmp_path, capsys):
+    from validation.cli import main
+    cases = [
+        (["--results", str(tmp_path), "--profile", "nope", "--out", str(tmp_path / "o")], "no cost profile 'nope'"),
+        (["--results", str(tmp_path / "none"), "--profile", "realsys-linux6", "--out", str(tmp_path / "o")],
+         "no such directory"),
+        (["--results", str(tmp_path), "--profile", "realsys-linux6", "--out", str(tmp_path / "o")],
+         "none of the held-out results folders"),
+        (["--results", str(tmp_path), "--profile", "realsys-linux6", "--out", ""], "--out"),
+    ]
+    for argv, msg in cases:
+        assert main(["machine-check", *argv]) == 2, argv
+        assert msg in capsys.readouterr().err, argv
+
+
+def test_machine_check_writes_the_heldout_figures(tmp_path):
+    """Held-out runs kept in a folder of one's own, predicted with a profile: the page, the plot and
+    the headline JSON, the median computed from the rows it simulated."""
+    runs = tmp_path / "mybox"
+    _copy_runs(runs, keep=lambda r: r["accept_limit"] == "10" and float(r["target_rate"]) >= 4800)
+    s = realsys_report.check(runs, "realsys-linux6", tmp_path / "check", jobs=2, log=lambda *a: None)
+    out = json.loads((tmp_path / "check" / "machine-check.json").read_text())
+    assert out["heldout_runs"] == s["heldout_runs"] == 3 and out["profile"] == "realsys-linux6"
+    assert set(out["heldout_by_group"]) == {"AL10"}
+    assert "AMD EPYC" in out["machine"]
+    md = (tmp_path / "check" / "realsys.md").read_text()
+    assert f"{100 * out['heldout_median_abs_throughput_error']:.1f} %" in md
+    assert (tmp_path / "check" / "realsys-select.png").stat().st_size > 0
+    assert 0 <= out["heldout_median_abs_throughput_error"] < 0.2
+
+
+def test_another_machines_fit_starts_from_its_own_timings():
+    """measured_start: the per-call medians for accept/writev/close, select's line through the
+    measured accept-1 and accept-inf calls, the user time left over by the server's clock."""
+    xeon = ROOT / "realsys/results/xeon-2026-11-26"
+    st = machine.measured_start(xeon)
+    lo = machine.fit_min_rate(xeon)
+    per = machine.measured_syscalls(machine.fit_dirs(xeon), min_rate=lo)["per_call_us"]
+    for k in ("accept", "writev", "close"):
+        assert st[k] == pytest.approx(per[k], abs=1e-4)
+    sel = {d["accept_limit"]: d for d in machine.select_by_interest(machine.fit_dirs(xeon), min_rate=lo)}
+    line = lambda d: max(st["select_base"], 0.05) + st["select_per_fd"] * d["interest_set"]  # noqa: E731
+    assert line(sel["inf"]) == pytest.approx(sel["inf"]["us_per_call"], rel=0.02)
+    assert 0 < st["user_per_request"] < 20 and st["k_syn_drop"] == machine.HISTORY_START["k_syn_drop"]
+    assert lo == 4800.0           # the Xeon saturates later than the committed EPYC runs (4,000)
+    prof = tomllib.loads((ROOT / "simaccept/costs/realsys-linux6-xeon.toml").read_text())["costs"]
+    fit = json.loads((xeon / "realsys-linux6-xeon-fit.json").read_text())
+    assert fit["fit"]["start"] == pytest.approx({k: st[k] for k in machine.FIT_PARAMS})
+    assert all(prof[k] == pytest.approx(v) for k, v in fit["fit"]["params"].items())
+    assert fit["machine"].startswith("2 CPU Intel(R) Xeon(R)")
