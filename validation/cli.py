@@ -406,7 +406,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="profile to write, simaccept/costs/NAME.toml (default realsys-linux6; required with --results)")
     mf.add_argument("--start-from", default=None, metavar="PROFILE",
                     help="start from this profile's fitted costs (name or .toml), e.g. an earlier run's "
-                         "unconverged result (default: the committed fit's history)")
+                         "unconverged result (default: with --results, the runs' own per-call timings; else the "
+                         "committed fit's history)")
     mf.add_argument("--fit-json", default=None, metavar="PATH",
                     help="the fit's record (default docs/validation/realsys-fit.json, or DIR/NAME-fit.json with --results)")
     mc = sub.add_parser("machine-check", help="held-out realsys runs (measure_realsys.sh's layout) predicted with a "

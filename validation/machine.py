@@ -451,7 +451,7 @@ def order_group(m) -> str | None:
     return None
 
 
-#: The committed fit's start: the stop-4 result (8 evaluations, |r| 1.14 -> 1.08, kernel scale 2.0
+#: The committed fit's start: the stop-4 result (8 evaluations, residual norm 1.14 -> 1.08, kernel scale 2.0
 #: and no per-run cost).  History: stop 3 ran 10 evaluations at scale 2.5 from the stop-2 result
 #: (fitted to the old launched-in-window reply counts), which began from iterate 5 of
 #: docs/validation/realsys-fit-run1.log, itself begun at round numbers (user 15, select_base 3,
@@ -468,8 +468,8 @@ def measured_start(results: str | Path | None = None) -> dict[str, float]:
     its bound); user_per_request: the server's wall time less the spin and the timed calls, per
     request, over the dilation (median over the fit records); k_syn_drop: the committed start's
     (nothing measures it).  From the committed fit's start, the Intel Xeon runs' fit stopped at
-    user_per_request 21.6 us and |r| 1.044 after 14 evaluations; from this one at 3.4 us and 0.946
-    after 8 (realsys/results/README.md).
+    user_per_request 21.6 us and residual norm 1.044 after 14 evaluations (held-out median 10.4 %);
+    from this one at 2.96 us and 0.957 after 8 (5.4 %; realsys/results/README.md, xeon-2026-11-26).
     """
     lo = fit_min_rate(results)
     per = measured_syscalls(fit_dirs(results), min_rate=lo)["per_call_us"]
