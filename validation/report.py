@@ -1179,12 +1179,20 @@ def response_time_markdown(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _machine_fit_info(real_info: dict[str, Any]) -> dict[str, Any] | None:
-    """The machine fit's record (docs/validation/realsys-fit.json) plus measured per-call costs of the held-out runs."""
+    """The record of the fit that made the realsys profile (docs/validation/realsys-fit.json for
+    realsys-linux6, else ``<results>/<profile>-fit.json`` beside the runs, as machine-fit writes it)
+    plus measured per-call costs of the held-out runs; None if there is none."""
     from . import machine
     from .realsys_report import with_heldout_syscalls
-    if not machine.FIT_JSON.is_file():
+    prof = real_info.get("profile") or machine.PROFILE
+    if prof == machine.PROFILE:
+        paths = [machine.FIT_JSON]
+    else:   # another profile's table used to be the committed fit's
+        paths = [machine.default_fit_json(Path(f).resolve().parent.parent, prof) for f in real_info.get("files", [])]
+    path = next((p for p in paths if p.is_file()), None)
+    if path is None:
         return None
-    return with_heldout_syscalls(json.loads(machine.FIT_JSON.read_text()), real_info)
+    return with_heldout_syscalls(json.loads(path.read_text()), real_info)
 
 
 def _frac(cells):

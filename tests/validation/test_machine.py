@@ -286,3 +286,17 @@ def test_another_machines_fit_starts_from_its_own_timings():
     assert fit["fit"]["start"] == pytest.approx({k: st[k] for k in machine.FIT_PARAMS})
     assert all(prof[k] == pytest.approx(v) for k, v in fit["fit"]["params"].items())
     assert fit["machine"].startswith("2 CPU Intel(R) Xeon(R)")
+
+
+def test_the_report_shows_the_fit_of_the_profile_it_predicts_with():
+    """report --real ... --real-profile P: the per-syscall table is P's fit (beside the runs, where
+    machine-fit writes it), not the committed realsys-linux6 fit; none when P has no fit record."""
+    from validation.report import _machine_fit_info
+    xeon = ROOT / "realsys/results/xeon-2026-11-26"
+    info = {"profile": "realsys-linux6-xeon", "files": [str(xeon / "onepacket-select/results.csv")],
+            "groups": {}, "rows": []}
+    fit = _machine_fit_info(info)
+    assert fit is not None and fit["profile"] == "realsys-linux6-xeon" and fit["machine"].startswith("2 CPU Intel")
+    assert _machine_fit_info({**info, "profile": "thesis-2004-hand"}) is None
+    committed = _machine_fit_info({**info, "profile": "realsys-linux6"})
+    assert committed["profile"] == "realsys-linux6" and "machine" not in committed
