@@ -55,3 +55,18 @@ def register_policy(tmp_path):
     yield register
     for n in names:
         sys.modules.pop(n, None)
+
+
+@pytest.fixture
+def policy_source():
+    """policy_source(name, quota, register=True): the source of a user's accept policy module whose
+    quota() returns the expression ``quota``, registered as ``name`` unless ``register`` is false
+    (a class typed at a prompt registers itself by hand)."""
+    def source(name: str, quota: str, register: bool = True) -> str:
+        return ("from simaccept.servers.policies import AcceptPolicy, REGISTRY\n\n\n"
+                "class UserPolicy(AcceptPolicy):\n"
+                f"    name = {name!r}\n\n"
+                "    def quota(self, view):\n"
+                f"        return {quota}\n"
+                + (f"\n\nREGISTRY[{name!r}] = UserPolicy\n" if register else ""))
+    return source

@@ -224,22 +224,7 @@ def test_package_run_sweep_is_callable_again_and_the_module_stays_a_module(tmp_p
 
 
 # ---------------------------------------------------------------- user policies and the cache
-POLICY_SRC = '''
-from simaccept.servers.policies import AcceptPolicy, REGISTRY
-
-
-class Edited(AcceptPolicy):
-    name = "edited-policy"
-
-    def quota(self, view):
-        return {quota}
-
-
-REGISTRY["edited-policy"] = Edited
-'''
-
-
-def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatch, register_policy):
+def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatch, register_policy, policy_source):
     # A policy registered from outside simaccept is not in the model's fingerprint: editing
     # its quota() used to give the old policy's cached replies/s back (found by an audit:
     # 22,407 cached where the edited policy simulates 14,682).
@@ -250,13 +235,13 @@ def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatc
             "scenario.duration=0.5", "scenario.warmup=0.2"]
     sc = load_scenario(text=SMALL, overrides=over)
     assert policy_key("accept-limit") == ""             # shipped: the fingerprint covers it
-    register_policy(POLICY_SRC.format(quota="view.acceptq_len"), "user_policy_a")
+    register_policy(policy_source("edited-policy", "view.acceptq_len"), "user_policy_a")
     key_a = policy_key("edited-policy")
     first = run_sweep(sc, tmp_path / "o", jobs=1, plots=False)
     ran = []
     run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
     assert ran == []                                    # unchanged: cached
-    register_policy(POLICY_SRC.format(quota="1"), "user_policy_b")         # the same policy, quota() edited
+    register_policy(policy_source("edited-policy", "1"), "user_policy_b")         # the same policy, quota() edited
     assert policy_key("edited-policy") not in ("", key_a)
     again = run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
     assert len(ran) == 1
@@ -264,11 +249,11 @@ def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatc
     assert len(list((tmp_path / "o" / "points").glob("*.json"))) == 2
 
 
-def test_a_policy_without_readable_source_is_never_cached(tmp_path, monkeypatch, capsys):
+def test_a_policy_without_readable_source_is_never_cached(tmp_path, monkeypatch, capsys, policy_source):
     from simaccept.servers import policies
     ns: dict = {}
-    exec(POLICY_SRC.format(quota="1").replace('REGISTRY["edited-policy"] = Edited', ""), ns)
-    monkeypatch.setitem(policies.REGISTRY, "prompt-policy", ns["Edited"])
+    exec(policy_source("edited-policy", "1", register=False), ns)
+    monkeypatch.setitem(policies.REGISTRY, "prompt-policy", ns["UserPolicy"])
     sc = load_scenario(text=SMALL, overrides=["workload.rate=[3000]", "server.policy=prompt-policy",
                                               "server.accept_limit=inf", "scenario.duration=0.3",
                                               "scenario.warmup=0.1"])

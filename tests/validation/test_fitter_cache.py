@@ -42,48 +42,33 @@ def test_a_profile_edited_in_place_is_simulated_again(tmp_path, monkeypatch):
     assert len(list((tmp_path / "cache").glob("*.json"))) == 2
 
 
-_POLICY = '''
-from simaccept.servers.policies import AcceptPolicy, REGISTRY
-
-
-class CachedEdited(AcceptPolicy):
-    name = "cached-edited"
-
-    def quota(self, view):
-        return {quota}
-
-
-REGISTRY["cached-edited"] = CachedEdited
-'''
-
-
 def _policy_json(policy):
     return simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
                                    ["workload.rate=12000", f'server.policy="{policy}"', 'server.accept_limit="inf"',
                                     "scenario.warmup=0.1", "scenario.duration=0.3"]).to_json()
 
 
-def test_an_edited_user_policy_is_simulated_again(tmp_path, monkeypatch, register_policy):
+def test_an_edited_user_policy_is_simulated_again(tmp_path, monkeypatch, register_policy, policy_source):
     # the validation cache (fit --cache, window, seeds, sensitivity) was keyed by the scenario
     # and the model only: an edited quota() got the old policy's runs back, as sweeps once did
     from simaccept.servers import policies
     monkeypatch.setitem(policies.REGISTRY, "cached-edited", policies.AcceptLimit)
-    register_policy(_POLICY.format(quota="view.acceptq_len"), "cached_policy_a")
+    register_policy(policy_source("cached-edited", "view.acceptq_len"), "cached_policy_a")
     js = _policy_json("cached-edited")
     ran = []
     first = simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))[js]
     simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))
     assert len(ran) == 1                                 # unchanged: cached
-    register_policy(_POLICY.format(quota="1"), "cached_policy_b")        # quota() edited
+    register_policy(policy_source("cached-edited", "1"), "cached_policy_b")        # quota() edited
     again = simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))[js]
     assert len(ran) == 2 and again["c_avg"] <= 1.0 < first["c_avg"]
 
 
-def test_a_policy_typed_at_a_prompt_is_never_cached(tmp_path, monkeypatch):
+def test_a_policy_typed_at_a_prompt_is_never_cached(tmp_path, monkeypatch, policy_source):
     from simaccept.servers import policies
     ns: dict = {}
-    exec(_POLICY.format(quota="1").replace('REGISTRY["cached-edited"] = CachedEdited', ""), ns)
-    monkeypatch.setitem(policies.REGISTRY, "prompt-cached", ns["CachedEdited"])
+    exec(policy_source("cached-edited", "1", register=False), ns)
+    monkeypatch.setitem(policies.REGISTRY, "prompt-cached", ns["UserPolicy"])
     js = _policy_json("prompt-cached")
     ran = []
     for _ in range(2):
