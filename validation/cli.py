@@ -152,9 +152,13 @@ def machine_check_main(args) -> int:
     except ValueError as e:
         _err(str(e))
         return 2
-    if args.fit_json and not Path(args.fit_json).is_file():
-        _err(f"--fit-json: {args.fit_json}: no such file")
-        return 2
+    if args.fit_json:       # read before the simulations, not after them
+        import json
+        try:
+            json.loads(Path(args.fit_json).read_text())
+        except (OSError, ValueError) as e:
+            _err(f"--fit-json: {args.fit_json}: {getattr(e, 'strerror', None) or e}")
+            return 2
     try:
         check(args.results, args.profile, args.out, args.jobs, args.fit_json)
     except (FileNotFoundError, ValueError) as e:

@@ -236,6 +236,11 @@ def test_machine_fit_refuses_before_simulating(tmp_path, capsys):
     assert not (ROOT / "simaccept/costs/mybox.toml").exists()
 
 
+def _bad_json(tmp_path):
+    (tmp_path / "bad.json").write_text("not json")
+    return tmp_path / "bad.json"
+
+
 def test_machine_check_refusals(tmp_path, capsys):
     from validation.cli import main
     cases = [
@@ -245,6 +250,10 @@ def test_machine_check_refusals(tmp_path, capsys):
         (["--results", str(tmp_path), "--profile", "realsys-linux6", "--out", str(tmp_path / "o")],
          "none of the held-out results folders"),
         (["--results", str(tmp_path), "--profile", "realsys-linux6", "--out", ""], "--out"),
+        (["--results", str(tmp_path), "--profile", "realsys-linux6", "--out", str(tmp_path / "o"),
+          "--fit-json", str(tmp_path / "none.json")], "none.json: No such file"),
+        (["--results", str(tmp_path), "--profile", "realsys-linux6", "--out", str(tmp_path / "o"),
+          "--fit-json", str(_bad_json(tmp_path))], "bad.json: Expecting value"),
     ]
     for argv, msg in cases:
         assert main(["machine-check", *argv]) == 2, argv
