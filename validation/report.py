@@ -736,7 +736,11 @@ def realsys_heldout(paths: Iterable[str], real_profile: str | None, jobs: int, s
     if real_profile and not paths:
         from .machine import heldout_files
         paths = heldout_files()
-    return _rh(paths, real_profile, jobs, sim_overrides)
+    # The machine fit's own overrides (another host's measured link delay) first; --set wins.
+    from .machine import fit_sim_overrides
+    fit_path = _machine_fit_path(real_profile, paths) if real_profile else None
+    fit_over = fit_sim_overrides(json.loads(fit_path.read_text())) if fit_path else []
+    return _rh(paths, real_profile, jobs, fit_over + list(sim_overrides or ()))
 
 
 # --------------------------------------------------------------------------- report
@@ -1182,17 +1186,23 @@ def _machine_fit_info(real_info: dict[str, Any]) -> dict[str, Any] | None:
     """The record of the fit that made the realsys profile (docs/validation/realsys-fit.json for
     realsys-linux6, else ``<results>/<profile>-fit.json`` beside the runs, as machine-fit writes it)
     plus measured per-call costs of the held-out runs; None if there is none."""
-    from . import machine
     from .realsys_report import with_heldout_syscalls
-    prof = real_info.get("profile") or machine.PROFILE
-    if prof == machine.PROFILE:
-        paths = [machine.FIT_JSON]
-    else:   # another profile's table used to be the committed fit's
-        paths = [machine.default_fit_json(Path(f).resolve().parent.parent, prof) for f in real_info.get("files", [])]
-    path = next((p for p in paths if p.is_file()), None)
+    path = _machine_fit_path(real_info.get("profile"), real_info.get("files", []))
     if path is None:
         return None
     return with_heldout_syscalls(json.loads(path.read_text()), real_info)
+
+
+def _machine_fit_path(profile: str | None, files) -> Path | None:
+    """Where machine-fit wrote ``profile``'s record: docs/validation/realsys-fit.json for realsys-linux6,
+    else ``<results>/<profile>-fit.json`` beside the runs; None if there is none."""
+    from . import machine
+    prof = profile or machine.PROFILE
+    if prof == machine.PROFILE:
+        paths = [machine.FIT_JSON]
+    else:   # another profile's table used to be the committed fit's
+        paths = [machine.default_fit_json(Path(f).resolve().parent.parent, prof) for f in files]
+    return next((p for p in paths if p.is_file()), None)
 
 
 def _frac(cells):

@@ -168,10 +168,11 @@ def test_summary_json_fields_match_rows():
 
 
 # ------------------------------------------------------------------ another machine's runs
-def _copy_runs(dst: Path, name: str = "onepacket-select", keep=lambda row: True) -> Path:
-    """A copy of a committed results folder (rows kept by ``keep``, every point file) under ``dst``."""
+def _copy_runs(dst: Path, name: str = "onepacket-select", keep=lambda row: True, host: str = "") -> Path:
+    """A copy of a committed results folder (rows kept by ``keep``, every point file) under ``dst``;
+    ``host``: a folder of another machine's runs under realsys/results (xeon-2026-11-26)."""
     import shutil
-    src = ROOT / "realsys/results" / name
+    src = ROOT / "realsys/results" / host / name
     d = dst / name
     shutil.copytree(src / "points", d / "points")
     with (src / "results.csv").open(newline="") as f:
@@ -309,3 +310,55 @@ def test_the_report_shows_the_fit_of_the_profile_it_predicts_with():
     assert _machine_fit_info({**info, "profile": "thesis-2004-hand"}) is None
     committed = _machine_fit_info({**info, "profile": "realsys-linux6"})
     assert committed["profile"] == "realsys-linux6" and "machine" not in committed
+
+
+def test_another_machines_fit_simulates_its_own_measured_link_delay():
+    """measured_link_delay: half the median first-SYN-to-established time of the fit runs (the veth
+    round trip is the host's: 83 us on the EPYC, 29 us on the Xeon); the Xeon fit simulated with it
+    and says so, the committed fit keeps the scenario files' delay."""
+    xeon = ROOT / "realsys/results/xeon-2026-11-26"
+    p50 = []
+    for f in (xeon / "onepacket-select").glob("points/*.json"), (xeon / "onepacket-select-reps").glob("points/*.json"):
+        for pth in f:
+            j = json.loads(pth.read_text())
+            al, rate = j["point"].split(";")
+            if al.split("=")[1] in ("1", "inf") and float(rate.split("=")[1]) >= 4800:
+                p50.append(j["generator"]["connect_ms"]["p50"])
+    link = machine.measured_link_delay(xeon)
+    assert link["runs"] == len(p50) == 48
+    assert link["delay_ms"] == pytest.approx(statistics.median(p50) / 2, abs=1e-4)
+    assert 0.005 < link["delay_ms"] < 0.025 < machine.measured_link_delay()["delay_ms"] < 0.05
+    fit = json.loads((xeon / "realsys-linux6-xeon-fit.json").read_text())
+    assert machine.fit_sim_overrides(fit) == [f"network.delay_ms={link['delay_ms']!r}"]
+    head = (ROOT / "simaccept/costs/realsys-linux6-xeon.toml").read_text()
+    assert f"simulation overrides: {machine.fit_sim_overrides(fit)!r}" in head      # what CostFitter simulated
+    assert f"network.delay_ms = {link['delay_ms']:g}" in head
+    assert machine.fit_sim_overrides(json.loads(machine.FIT_JSON.read_text())) == []
+
+
+def test_machine_check_and_the_report_simulate_with_the_fits_overrides(tmp_path):
+    """What the fit simulated with, its held-out runs are simulated with: machine-check reads the
+    fit record's sim_overrides (and reports them), the report's --real-profile path too, --set after."""
+    from validation.report import realsys_heldout
+    runs = tmp_path / "xeonbox"
+    _copy_runs(runs, "onepacket-select-reps", keep=lambda r: r["accept_limit"] == "10"
+               and float(r["target_rate"]) == 4800 and r["seed"] in ("21.0", "22.0"), host="xeon-2026-11-26")
+    fit = json.loads((ROOT / "realsys/results/xeon-2026-11-26/realsys-linux6-xeon-fit.json").read_text())
+    over = machine.fit_sim_overrides(fit)
+    assert over and over[0].startswith("network.delay_ms=")
+    quiet = lambda *a: None  # noqa: E731
+    plain = realsys_report.check(runs, "realsys-linux6-xeon", tmp_path / "plain", jobs=2, log=quiet)
+    (runs / "realsys-linux6-xeon-fit.json").write_text(json.dumps(fit))
+    fitted = realsys_report.check(runs, "realsys-linux6-xeon", tmp_path / "fitted", jobs=2, log=quiet)
+    assert plain["sim_overrides"] == [] and fitted["sim_overrides"] == over
+    assert " ".join(over) in (tmp_path / "fitted" / "realsys.md").read_text()
+    # the overrides reach the simulations: the short link halves the ACK-time overflows (448 -> 254 /s)
+    lo = {}
+    for name in ("plain", "fitted"):
+        row = [ln for ln in (tmp_path / name / "realsys.md").read_text().splitlines()
+               if ln.startswith("| select | accept-10 | 2 |")]
+        lo[name] = float(row[0].split("|")[10].split("/")[1].replace(",", ""))
+    assert lo["fitted"] < 0.8 * lo["plain"], lo
+    info = realsys_heldout([str(runs / "onepacket-select-reps" / "results.csv")], "realsys-linux6-xeon", 2,
+                           ["client.timeout=2.0"])
+    assert info["sim_overrides"] == over + ["client.timeout=2.0"]
