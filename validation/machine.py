@@ -508,7 +508,7 @@ def measured_link_delay(results: str | Path | None = None) -> dict[str, Any]:
     way was near it) but 25-29 us on the Intel Xeon one.  The round trip sets how many handshakes
     are in flight when the accept queue fills, so it moves the ACK-time overflows (ListenOverflow)
     and with them accept-1's tail: at 4,800 req/s on the Xeon, 0.05 ms gave select accept-1 709
-    overflows/s (measured 340) and a 630 ms p99 (measured 37); 0.0125 ms gave 525/s and 181 ms.
+    overflows/s (measured 340) and a 630 ms p99 (measured 37); 0.01 ms gave 529/s and 106 ms.
     """
     p50 = []
     for m in fit_records(results):
