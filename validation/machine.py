@@ -524,7 +524,7 @@ def measured_link_delay(results: str | Path | None = None) -> dict[str, Any]:
 
 def fit_sim_overrides(fit_record: dict[str, Any] | None) -> list[str]:
     """The scenario overrides a machine fit simulated with (``sim_overrides`` in its record; none in
-    records written before 27 Nov and for the committed runs), which its checks must apply too."""
+    records from before it was kept, and for the committed runs), which its checks must apply too."""
     return list((fit_record or {}).get("sim_overrides") or [])
 
 
