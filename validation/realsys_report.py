@@ -397,8 +397,11 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
     from . import machine
     f = fit["fit"]
     L = ["### The machine profile: fitted and measured per-syscall costs\n"]
+    # fit_records: "<row label>@<rate>/seed<n>", one per record the fit simulated
+    rates = sorted({float(r.rsplit("@", 1)[1].split("/")[0]) for r in fit["fit_records"]})
+    seeds = {r.rsplit("/seed", 1)[1] for r in fit["fit_records"]}
     L.append(f"Fitted by `python -m validation machine-fit` (CostFitter, {len(f['records'])} records: select accept-1 "
-             f"and accept-inf at {fit.get('fit_min_rate', 4000.0):,.0f}-6,400 req/s, 4 seeds; residual norm {f['residual_norm']:.3g}, start "
+             f"and accept-inf at {rates[0]:,.0f}-{rates[-1]:,.0f} req/s, {len(seeds)} seeds; residual norm {f['residual_norm']:.3g}, start "
              f"{f['start_residual_norm']:.3g}).  Measured: the server's own clock_gettime timings per call, median "
              f"over the fit runs past saturation; *corrected* divides each point by its dilation (spin wall / "
              f"nominal, median {fit['measured_fit_set']['dilation']:.2f}: softirq work that interrupts a call "

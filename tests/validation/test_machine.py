@@ -362,3 +362,15 @@ def test_machine_check_and_the_report_simulate_with_the_fits_overrides(tmp_path)
     info = realsys_heldout([str(runs / "onepacket-select-reps" / "results.csv")], "realsys-linux6-xeon", 2,
                            ["client.timeout=2.0"])
     assert info["sim_overrides"] == over + ["client.timeout=2.0"]
+
+
+def test_the_fit_table_says_which_runs_the_fit_saw():
+    """The per-syscall table's header counts the fit's own records (rates and seeds); it said
+    "4 seeds" and "-6,400" whatever the fit was (the Xeon refit has 8 seeds)."""
+    pages = {}
+    for name, path in (("committed", machine.FIT_JSON),
+                       ("xeon", ROOT / "realsys/results/xeon-2026-11-26/realsys-linux6-xeon-fit.json")):
+        fit = json.loads(path.read_text())
+        pages[name] = next(ln for ln in realsys_report.fit_markdown(fit) if "Fitted by" in ln)
+    assert "32 records: select accept-1 and accept-inf at 4,000-6,400 req/s, 4 seeds;" in pages["committed"]
+    assert "48 records: select accept-1 and accept-inf at 4,800-6,400 req/s, 8 seeds;" in pages["xeon"]
