@@ -318,12 +318,11 @@ def test_another_machines_fit_simulates_its_own_measured_link_delay():
     and says so, the committed fit keeps the scenario files' delay."""
     xeon = ROOT / "realsys/results/xeon-2026-11-26"
     p50 = []
-    for f in (xeon / "onepacket-select").glob("points/*.json"), (xeon / "onepacket-select-reps").glob("points/*.json"):
-        for pth in f:
-            j = json.loads(pth.read_text())
-            al, rate = j["point"].split(";")
-            if al.split("=")[1] in ("1", "inf") and float(rate.split("=")[1]) >= 4800:
-                p50.append(j["generator"]["connect_ms"]["p50"])
+    for pth in [*(xeon / "onepacket-select").glob("points/*.json"), *(xeon / "onepacket-select-reps").glob("points/*.json")]:
+        j = json.loads(pth.read_text())
+        al, rate = j["point"].split(";")
+        if al.split("=")[1] in ("1", "inf") and float(rate.split("=")[1]) >= 4800:
+            p50.append(j["generator"]["connect_ms"]["p50"])
     link = machine.measured_link_delay(xeon)
     assert link["runs"] == len(p50) == 48
     assert link["delay_ms"] == pytest.approx(statistics.median(p50) / 2, abs=1e-4)
