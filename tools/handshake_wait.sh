@@ -12,25 +12,11 @@ RATE=${1:-4800.0}; [ $# -eq 0 ] || shift
 LIMITS=${*:-1 10 inf}
 OUT=${OUT:-$(mktemp -d /tmp/handshake-wait.XXXXXX)}
 mkdir -p "$OUT"
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-B=
-trap '[ -n "$B" ] && kill -INT $B 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+. tools/traced_point.sh
 for al in $LIMITS; do
-    bpftrace tools/handshake_wait.bt >"$OUT/bt-$al.txt" 2>"$OUT/bt-$al.err" &
-    B=$!
-    n=0   # until BEGIN's line: every probe attached (see softirq_context.bt)
-    until grep -q simaccept-bpf-ready "$OUT/bt-$al.txt" 2>/dev/null; do
-        n=$((n + 1)); [ $n -le 300 ] || { echo "bpftrace did not attach in 30 s" >&2; exit 2; }
-        kill -0 $B 2>/dev/null || { echo "bpftrace exited before attaching" >&2; exit 2; }
-        sleep 0.1
-    done
     lim=$al; [ "$al" = inf ] && lim='"inf"'
-    if ! python3 -m realsys run scenarios/realsys/onepacket-select.toml --out "$OUT/run-$al" \
-        --set "server.accept_limit=$lim" --set "workload.rate=$RATE" >"$OUT/run-$al.log" 2>&1; then
-        tail -n 5 "$OUT/run-$al.log" >&2
-        exit 2
-    fi
-    kill -INT $B; wait $B || true; B=
+    traced_point tools/handshake_wait.bt "$OUT" "$al" scenarios/realsys/onepacket-select.toml \
+        --set "server.accept_limit=$lim" --set "workload.rate=$RATE"
 done
 python3 - "$OUT" $LIMITS <<'PY'
 import re, sys

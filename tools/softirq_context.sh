@@ -8,26 +8,11 @@ cd "$(dirname "$0")/.."
 RATE=${1:-6400.0}; [ $# -eq 0 ] || shift   # dash exits on a failed shift, even with || true
 LIMITS=${*:-1 10 inf}
 OUT=$(mktemp -d /tmp/softirq-context.XXXXXX)
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-B=
-trap '[ -n "$B" ] && kill -INT $B 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+. tools/traced_point.sh
 for al in $LIMITS; do
-    # stdout, not -o: bpftrace flushes stdout per line but buffers an -o file until exit
-    bpftrace tools/softirq_context.bt >"$OUT/bt-$al.txt" 2>"$OUT/bt-$al.err" &
-    B=$!
-    n=0   # until BEGIN's line: every probe attached (see softirq_context.bt)
-    until grep -q simaccept-bpf-ready "$OUT/bt-$al.txt" 2>/dev/null; do
-        n=$((n + 1)); [ $n -le 300 ] || { echo "bpftrace did not attach in 30 s" >&2; exit 2; }
-        kill -0 $B 2>/dev/null || { echo "bpftrace exited before attaching" >&2; exit 2; }
-        sleep 0.1
-    done
     lim=$al; [ "$al" = inf ] && lim='"inf"'
-    if ! python3 -m realsys run scenarios/realsys/onepacket-select.toml --out "$OUT/run-$al" \
-        --set "server.accept_limit=$lim" --set "workload.rate=$RATE" >"$OUT/run-$al.log" 2>&1; then
-        tail -n 5 "$OUT/run-$al.log" >&2
-        exit 2
-    fi
-    kill -INT $B; wait $B || true; B=   # attached, so this SIGINT is not lost
+    traced_point tools/softirq_context.bt "$OUT" "$al" scenarios/realsys/onepacket-select.toml \
+        --set "server.accept_limit=$lim" --set "workload.rate=$RATE"
 done
 python3 - "$OUT" $LIMITS <<'PY'
 import re, sys

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from realsys.kernel import READY, ensure_tracefs, interrupt
-
 TRACES = Path(__file__).resolve().parents[2] / "realsys" / "results" / "xeon-2026-11-26" / "traces"
 
 
@@ -25,26 +23,14 @@ def test_committed_summaries_follow_from_the_raw_maps(run_set):
 
 
 @pytest.mark.root
-def test_the_accounting_program_attaches_and_accounts_cpu0(tmp_path):
+def test_the_accounting_program_attaches_and_accounts_cpu0(bpftrace_attached):
     """Attached for a second on an otherwise quiet CPU 0: the buckets it fills add up to about
     the time it was attached (idle included), so no state transition is lost."""
-    assert ensure_tracefs()
-    out, err = tmp_path / "bt.txt", tmp_path / "bt.err"
-    with open(out, "w") as of, open(err, "w") as ef:
-        p = subprocess.Popen(["bpftrace", str(TRACES / "cpu-account.bt")], stdout=of, stderr=ef)
-    try:
-        deadline = time.monotonic() + 60
-        while READY not in (out.read_text() if out.exists() else ""):
-            assert p.poll() is None, err.read_text()
-            assert time.monotonic() < deadline, "bpftrace did not attach in 60 s"
-            time.sleep(0.1)
+    with bpftrace_attached(TRACES / "cpu-account.bt") as bt:
         t0 = time.monotonic()
         time.sleep(1.0)
-    finally:
-        _, clean = interrupt(p)
-        wall = time.monotonic() - t0
-    assert clean, err.read_text()
-    acc = {int(k): int(v) for k, v in re.findall(r"@acc\[(\d+)\]: (\d+)", out.read_text())}
+    wall = time.monotonic() - t0
+    acc = {int(k): int(v) for k, v in re.findall(r"@acc\[(\d+)\]: (\d+)", bt.out)}
     total_s = sum(acc.values()) / 1e9
     # from BEGIN to the last transition before exit: at least the second slept, at most
     # the attach-to-exit time plus the attach wait

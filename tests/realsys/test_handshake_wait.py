@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from realsys.kernel import READY, ensure_tracefs, interrupt
-
 ROOT = Path(__file__).resolve().parents[2]
 BT, SH = ROOT / "tools" / "handshake_wait.bt", ROOT / "tools" / "handshake_wait.sh"
 TRACES = ROOT / "realsys" / "results" / "xeon-2026-11-26" / "traces"
@@ -22,19 +20,10 @@ def summary_code() -> str:
 
 
 @pytest.mark.root
-def test_every_segment_of_loopback_handshakes_is_timed(tmp_path):
+def test_every_segment_of_loopback_handshakes_is_timed(bpftrace_attached):
     """50 loopback connections: loopback's transmit also goes through netif_rx, so each
     SYN, SYN-ACK and handshake ACK is counted from its enqueue to its processing."""
-    assert ensure_tracefs()
-    out, err = tmp_path / "bt.txt", tmp_path / "bt.err"
-    with open(out, "w") as of, open(err, "w") as ef:
-        p = subprocess.Popen(["bpftrace", str(BT)], stdout=of, stderr=ef)
-    try:
-        deadline = time.monotonic() + 60
-        while READY not in (out.read_text() if out.exists() else ""):
-            assert p.poll() is None, err.read_text()
-            assert time.monotonic() < deadline, "bpftrace did not attach in 60 s"
-            time.sleep(0.1)
+    with bpftrace_attached(BT) as bt:
         srv = socket.create_server(("127.0.0.1", 0), backlog=64)
         for _ in range(50):
             c = socket.create_connection(srv.getsockname())
@@ -42,11 +31,8 @@ def test_every_segment_of_loopback_handshakes_is_timed(tmp_path):
             c.close()
         srv.close()
         time.sleep(0.2)
-    finally:
-        _, clean = interrupt(p)
-    assert clean, err.read_text()
     n = {}
-    for seg, cpu, slow, fs, v in re.findall(r"@n\[([\w-]+), (\d+), (\d), (\d)\]: (\d+)", out.read_text()):
+    for seg, cpu, slow, fs, v in re.findall(r"@n\[([\w-]+), (\d+), (\d), (\d)\]: (\d+)", bt.out):
         n[seg] = n.get(seg, 0) + int(v)
     # other loopback traffic on a shared machine may add to these, never take away
     assert n.get("SYN", 0) >= 50 and n.get("SYN-ACK", 0) >= 50, n

@@ -10,20 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from realsys.kernel import READY, DropTracer, ensure_tracefs, interrupt
+from realsys.kernel import DropTracer, interrupt
 
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "softirq_context.bt"
 
 
 @pytest.mark.root
-def test_softirq_context_counts_runs_on_cpu0(tmp_path):
+def test_softirq_context_counts_runs_on_cpu0(bpftrace_attached):
     """Loopback traffic from a thread pinned to CPU 0 makes NET_RX runs there; the script
     counts them by context (no server runs, so none is inside a "userver" system call)."""
-    assert ensure_tracefs()
-    out, err = tmp_path / "bt.txt", tmp_path / "bt.err"
-    # stdout to the file, not -o: bpftrace flushes stdout per line but buffers an -o file to exit.
-    with open(out, "w") as of, open(err, "w") as ef:
-        p = subprocess.Popen(["bpftrace", str(SCRIPT)], stdout=of, stderr=ef)
     stop = threading.Event()
 
     def traffic():
@@ -37,13 +32,7 @@ def test_softirq_context_counts_runs_on_cpu0(tmp_path):
         srv.close()
         cli.close()
 
-    try:
-        deadline = time.monotonic() + 60
-        while READY not in (out.read_text() if out.exists() else ""):
-            # BEGIN's line: every probe attached (bpftrace 0.17 loses a SIGINT sent before that)
-            assert p.poll() is None, err.read_text()
-            assert time.monotonic() < deadline, "bpftrace did not attach in 60 s"
-            time.sleep(0.1)
+    with bpftrace_attached(SCRIPT) as bt:
         t = threading.Thread(target=traffic)
         t.start()
         try:
@@ -51,10 +40,7 @@ def test_softirq_context_counts_runs_on_cpu0(tmp_path):
         finally:
             stop.set()
             t.join()
-    finally:
-        _, clean = interrupt(p)      # bpftrace prints its maps and exits (killed if it will not)
-    assert clean, err.read_text()
-    text = out.read_text()
+    text = bt.out
     runs = {int(k): int(v) for k, v in re.findall(r"@runs\[(-?\d+)\]: (\d+)", text)}
     assert sum(runs.values()) > 10, text
     assert int(re.search(r"@pkts: (\d+)", text).group(1)) > 10

@@ -1,0 +1,30 @@
+# Sourced by the bpftrace diagnostics (tools/softirq_context.sh, tools/handshake_wait.sh, the
+# traces' cpu-account.sh), from the repository's root, after `set -e`.
+#
+# traced_point PROGRAM OUT LABEL SCENARIO [realsys run options...]
+#   runs one realsys point (SCENARIO with the options, into OUT/run-LABEL, its log beside it)
+#   with bpftrace PROGRAM attached; bpftrace's maps go to OUT/bt-LABEL.txt.  The load starts
+#   only once BEGIN's line (simaccept-bpf-ready) is out, i.e. every probe is attached, and
+#   bpftrace gets its SIGINT only then (bpftrace 0.17 loses one sent while attaching).  Exits 2
+#   if bpftrace does not attach in 30 s or the point fails (its log's last lines on stderr).
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+B=
+trap '[ -n "$B" ] && kill -INT $B 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+traced_point() {
+    prog=$1 out=$2 label=$3 scen=$4
+    shift 4
+    # stdout, not -o: bpftrace flushes stdout per line but buffers an -o file until exit
+    bpftrace "$prog" >"$out/bt-$label.txt" 2>"$out/bt-$label.err" &
+    B=$!
+    n=0
+    until grep -q simaccept-bpf-ready "$out/bt-$label.txt" 2>/dev/null; do
+        n=$((n + 1)); [ $n -le 300 ] || { echo "bpftrace did not attach in 30 s" >&2; exit 2; }
+        kill -0 $B 2>/dev/null || { echo "bpftrace exited before attaching" >&2; exit 2; }
+        sleep 0.1
+    done
+    if ! python3 -m realsys run "$scen" --out "$out/run-$label" "$@" >"$out/run-$label.log" 2>&1; then
+        tail -n 5 "$out/run-$label.log" >&2
+        exit 2
+    fi
+    kill -INT $B; wait $B || true; B=
+}
