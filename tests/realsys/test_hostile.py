@@ -156,9 +156,10 @@ def _loop(ip: str, port: int, hold: float, secret: bytes, mode: str, rate: float
     t0 = time.monotonic()
     t_end = t0 + hold
     while not stop[0] and time.monotonic() < t_end:
-        next_t = t0 + n / rate
-        if next_t > time.monotonic():
-            time.sleep(next_t - time.monotonic())
+        # one clock reading: with two, the second could pass next_t (sleep(-x) raised, CI 26 Nov)
+        wait = t0 + n / rate - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         n += 1
         try:
             s = socket.create_connection((ip, port), timeout=2.0)
