@@ -26,9 +26,10 @@
   delay (:mod:`validation.specweb_idle`);
 * ``python -m validation seeds [--out DIR] [--seeds 4] [--jobs N]``: every held-out throughput
   cell at several seeds, so that a miss can be told from seed noise (:mod:`validation.seeds`);
-* ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25]``: each thesis
-  throughput cell's elasticity to every cost its server uses, which costs the fitted and
-  hand-set rows can see, and what one unidentified cost would do (:mod:`validation.sensitivity`).
+* ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25] [--rows LABELS|misses]``:
+  each thesis throughput cell's elasticity to every cost its server uses, which costs the fitted
+  and hand-set rows can see, and what one unidentified cost would do (:mod:`validation.sensitivity`);
+  ``--rows`` runs only the named rows (or the committed report's held-out misses).
 
 Exit status: 0 success; 1 the fit or a simulation failed; 2 bad input (unreadable
 or malformed records file, unknown parameter or metric, unwritable output),
@@ -446,6 +447,10 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--step", type=float, default=1.25, help="factor each cost is raised by (default 1.25)")
     se.add_argument("--profile", default="thesis-2004")
     se.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/sensitivity)")
+    se.add_argument("--rows", default=None, metavar="LABEL,LABEL,...|misses",
+                    help="only these rows (report labels, e.g. 'tux/one-packet/-/accept-inf@23000'), or 'misses': the "
+                         "held-out throughput cells docs/validation/cells.csv scores outside ±10 %%; no what-if runs; "
+                         "-> sensitivity-rows.md")
     wi = sub.add_parser("window", help="each thesis cell simulated in the report's window and in the thesis's "
                         "(120 s from idle queues) -> docs/validation/window.md")
     wi.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
@@ -593,15 +598,17 @@ def _main(args) -> int:
         return 0
     if args.cmd == "sensitivity":
         from .sensitivity import DEFAULT_CACHE, SensitivityError, run as run_sens
+        rows = None if args.rows is None else [x.strip() for x in args.rows.split(",") if x.strip()]
         res, code = _guarded(lambda: run_sens(out=args.out, jobs=args.jobs, step=args.step, profile=args.profile,
-                                              cache=args.cache or DEFAULT_CACHE),
+                                              cache=args.cache or DEFAULT_CACHE, rows=rows),
                              SensitivityError, failed=lambda msg: "simulation failed" in msg)
         if code is not None:
             return code
         held = [r for r in res["rows"] if r["role"] == "held-out"]
         unid = [p for p, s in res["params"].items() if s["status"] == "unidentified"]
         print(f"{len(res['rows'])} cells, {len(held)} held-out ({sum(not r['ok'] for r in held)} miss); "
-              f"{len(unid)} of {len(res['params'])} costs unidentified; wrote {args.out}/sensitivity.md")
+              + (f"{len(unid)} of {len(res['params'])} costs unidentified; wrote {args.out}/sensitivity.md"
+                 if rows is None else f"partial run; wrote {args.out}/sensitivity-rows.md"))
         return 0
     from .report import ReportError, run_report
     try:

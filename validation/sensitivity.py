@@ -32,10 +32,18 @@ run recomputes nothing.
 
 ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25]`` writes
 ``sensitivity.md`` and ``sensitivity.json`` (default ``docs/validation``); about 800
-simulations, 25-40 minutes on two cores the first time.
+simulations (for scale, with the model of 2026-11-26: the two μserver SPECweb99-like rows and
+the TUX one-packet row, 55 simulations, took 25 minutes on two cores; a peak row such as
+Knot's is 6 simulations per cost, of about 80 s each).
+
+``--rows LABEL,LABEL,...`` runs only those cells, and ``--rows misses`` the held-out throughput
+cells the committed report (``docs/validation/cells.csv``) scores outside ±10 %, into
+``sensitivity-rows.{md,json}``: their elasticities and factors to close, no what-if runs, and a
+cost none of them sees is only *not seen by these rows*.
 """
 from __future__ import annotations
 
+import csv
 import datetime as _dt
 import json
 import math
@@ -69,6 +77,12 @@ PARAMS_BY_SERVER: dict[str, tuple[str, ...]] = {
     "knot": ("thread_switch", "sched_base", "sched_per_blocked", "sched_per_ready", "accept", "read", "write",
              "setsockopt", "sendfile_per_kb", "close", "user_per_request") + KERNEL,
 }
+
+
+#: A partial run's status for a cost that is neither fitted nor seen by the rows it ran.
+NOT_SEEN_PARTIAL = "not seen by these rows"
+#: ``--rows misses``: the held-out throughput cells the committed report scores outside the band.
+MISSES = "misses"
 
 
 class SensitivityError(ValueError):
@@ -169,8 +183,12 @@ def _value(c: Cell, ys: Sequence[float]) -> float:
 
 def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", step: float = STEP,
             params: dict[str, Sequence[str]] | None = None, sim_overrides: Sequence[str] = (),
-            what_if: bool = True) -> dict:
-    """Base predictions, elasticities, factors to close and (optionally) the what-if runs."""
+            what_if: bool = True, partial: bool = False) -> dict:
+    """Base predictions, elasticities, factors to close and (optionally) the what-if runs.
+
+    ``partial``: ``cs`` is a chosen subset of the cells.  A cost no row of the subset sees is
+    then :data:`NOT_SEEN_PARTIAL`, not *unidentified*: the rows left out might see it.
+    """
     params = {k: tuple(v) for k, v in (params or PARAMS_BY_SERVER).items()}
     bad = sorted({p for v in params.values() for p in v} - set(COST_NAMES))
     if bad:
@@ -210,7 +228,8 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
             if math.isfinite(e):
                 d = seen_by.setdefault(p, {})
                 d[r["role"]] = max(d.get(r["role"], 0.0), abs(e))
-    all_params = sorted({p for v in params.values() for p in v}, key=COST_NAMES.index)
+    servers = {c.server for c in cs} if partial else set(params)    # a partial run lists only its servers' costs
+    all_params = sorted({p for k, v in params.items() if k in servers for p in v}, key=COST_NAMES.index)
     status = {}
     for p in all_params:
         sb = seen_by.get(p, {})
@@ -221,12 +240,12 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
         elif sb.get("hand-set", 0.0) >= SEEN:
             st = "seen by hand-set rows"
         else:
-            st = "unidentified"
+            st = NOT_SEEN_PARTIAL if partial else "unidentified"
         status[p] = {"status": st, "value": costs[p], "max_abs_e_calibration": sb.get("calibration"),
                      "max_abs_e_hand_set": sb.get("hand-set")}
     res = {"profile": profile, "costs": dict(costs),     # the report flags this file stale when they change
            "step": step, "seen_threshold": SEEN, "tolerance": TOLERANCE,
-           "peak_factors": list(PEAK_FACTORS), "rows": rows, "params": status, "what_if": []}
+           "peak_factors": list(PEAK_FACTORS), "rows": rows, "params": status, "what_if": [], "partial": partial}
     if what_if:
         res["what_if"] = _what_if(cs, rows, status, runner, over_for, base_over)
     return res
@@ -307,6 +326,12 @@ def markdown(res: dict) -> str:
          f"see it.  A cost is *seen* by a group of rows if one of them has |E| >= {res['seen_threshold']:g}; "
          "*unidentified* means neither the calibration rows (the fit's) nor the hand-set rows see it: "
          "no number the profile was built on constrains it.", ""]
+    if res.get("partial"):
+        L += [f"**Partial run** (`--rows`): only the {len(rows)} row(s) below were simulated, and no what-if runs.  "
+              f"A cost that is neither fitted nor seen by them is *{NOT_SEEN_PARTIAL}*, not unidentified: "
+              "the rows left out might see it (the whole analysis is `sensitivity.md`).  Each row is simulated "
+              "at its own seed, as the fit simulates it; the report's tables use the sweep's, so their errors "
+              "differ by run-to-run noise.", ""]
     L += ["## The costs", "", "| cost | value (µs) | status | max abs E, calibration rows | hand-set rows |",
           "|---|---|---|---|---|"]
     for p, s in status.items():
@@ -359,8 +384,34 @@ def markdown(res: dict) -> str:
     return "\n".join(L) + "\n"
 
 
+def report_misses(cells_csv: str | Path = DEFAULT_OUT / "cells.csv") -> list[str]:
+    """The labels of the held-out throughput cells ``cells_csv`` (a report's) scores outside the band."""
+    f = Path(cells_csv)
+    if not f.is_file():
+        raise SensitivityError(f"--rows {MISSES}: no report's cells.csv at {str(f)!r} (run `python -m validation "
+                               "report` first, or name the rows)")
+    with f.open(newline="") as fh:
+        return list(dict.fromkeys(r["row"] for r in csv.DictReader(fh)
+                                  if r["role"] == "held-out" and r["metric"] in ("replies_per_s", "peak_replies_per_s")
+                                  and r["ok"] == "False"))
+
+
+def select_cells(all_cells: Sequence[Cell], labels: Sequence[str]) -> list[Cell]:
+    """The cells named by ``labels`` (a report's row labels), in the order given; an unknown label is refused."""
+    by_label = {c.label: c for c in all_cells}
+    unknown = [x for x in labels if x not in by_label]
+    if unknown:
+        raise SensitivityError(f"--rows: {unknown[0]!r} is not a simulable thesis throughput row "
+                               f"(e.g. {next(iter(by_label), '?')!r})")
+    if not labels:
+        raise SensitivityError("--rows: no rows named")
+    return [by_label[x] for x in dict.fromkeys(labels)]
+
+
 def run(out: str | Path = DEFAULT_OUT, jobs: int = 2, step: float = STEP, profile: str = "thesis-2004",
-        cache: str | Path = DEFAULT_CACHE, log=print) -> dict:
+        cache: str | Path = DEFAULT_CACHE, log=print, rows: Sequence[str] | None = None) -> dict:
+    """The whole analysis -> ``sensitivity.{json,md}``; with ``rows`` (labels, or ``["misses"]``) only those
+    cells, no what-if runs, -> ``sensitivity-rows.{json,md}`` (the whole analysis's files are left as they are)."""
     out = Path(out)
     if not out.is_dir():
         raise SensitivityError(f"--out {str(out)!r}: not a directory")
@@ -368,9 +419,16 @@ def run(out: str | Path = DEFAULT_OUT, jobs: int = 2, step: float = STEP, profil
         Path(cache).mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SensitivityError(f"--cache {str(cache)!r}: {e.strerror or e}") from None
-    res = analyse(cells(), Runner(Path(cache), jobs, log), profile=profile, step=step)
+    cs, stem = cells(), "sensitivity"
+    if rows is not None:
+        labels = report_misses() if list(rows) == [MISSES] else list(rows)
+        if not labels and list(rows) == [MISSES]:
+            raise SensitivityError(f"--rows {MISSES}: the report scores every held-out throughput cell within the band")
+        cs, stem = select_cells(cs, labels), "sensitivity-rows"
+    res = analyse(cs, Runner(Path(cache), jobs, log), profile=profile, step=step,
+                  what_if=rows is None, partial=rows is not None)
     res["generated_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     res["model_fingerprint"] = model_fingerprint()   # the report flags this file stale when the model changes
-    atomic_write(out / "sensitivity.json", json.dumps(nan_to_null(res), indent=2))
-    atomic_write(out / "sensitivity.md", markdown(res))
+    atomic_write(out / f"{stem}.json", json.dumps(nan_to_null(res), indent=2))
+    atomic_write(out / f"{stem}.md", markdown(res))
     return res

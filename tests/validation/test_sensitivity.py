@@ -7,7 +7,8 @@ import pytest
 from validation import cli, report
 from validation.records import nan_to_null
 from validation.report import HAND_SET
-from validation.sensitivity import (SEEN, Runner, SensitivityError, analyse, cells, elasticity, factor_to_band)
+from validation.sensitivity import (NOT_SEEN_PARTIAL, SEEN, Runner, SensitivityError, analyse, cells, elasticity,
+                                   factor_to_band, report_misses, select_cells)
 
 SHORT = ["scenario.warmup=1", "scenario.duration=2"]
 
@@ -62,10 +63,13 @@ def test_unused_cost_is_unseen_and_used_cost_is_seen(tmp_path):
     assert res["params"]["tux_per_kb"]["status"] == "unidentified"
     # a second analysis is answered from the cache, identically
     again = Runner(tmp_path / "cache", jobs=1, log=lambda s: None)
-    res2 = analyse([c], again, params=params, sim_overrides=SHORT, what_if=False)
+    res2 = analyse([c], again, params=params, sim_overrides=SHORT, what_if=False, partial=True)
     assert again.n_run == 0
     assert res2["rows"][0]["predicted"] == row["predicted"]
     assert res2["rows"][0]["elasticity"] == row["elasticity"]
+    # a chosen subset of rows cannot call a cost unidentified: the rows left out might see it
+    assert res2["params"]["tux_per_kb"]["status"] == NOT_SEEN_PARTIAL and res2["partial"] is True
+    assert set(res2["params"]) == {"tux_per_kb", "select_base"}
     # the report reads the JSON back: a missing held-out cell is listed with its top cost
     res["generated_at"] = "now"
     (tmp_path / "sensitivity.json").write_text(json.dumps(nan_to_null(res)))
@@ -110,3 +114,31 @@ def test_bad_input_is_refused(tmp_path, capsys):
     blocker.write_text("")
     assert cli.main(["sensitivity", "--out", str(tmp_path), "--cache", str(blocker / "sub")]) == 2
     assert "--cache" in capsys.readouterr().err
+
+
+def test_rows_are_chosen_by_label_or_as_the_reports_misses(tmp_path, capsys):
+    cs = cells()
+    labels = ["tux/one-packet/-/accept-inf@23000", "knot/one-packet/-/accept-50@peak"]
+    assert [c.label for c in select_cells(cs, labels + labels[:1])] == labels
+    with pytest.raises(SensitivityError, match="'tux/one-packet/-/accept-7@1'"):
+        select_cells(cs, labels + ["tux/one-packet/-/accept-7@1"])
+    with pytest.raises(SensitivityError, match="no rows"):
+        select_cells(cs, [])
+    # misses: held-out throughput cells scored outside the band; other metrics and roles are not rows to run
+    head = "group,role,row,policy,target_rate,metric,measured,predicted,error,kind,tolerance,ok,table,cite\n"
+    (tmp_path / "cells.csv").write_text(head + "\n".join([
+        "g,held-out,a@1,1,1,replies_per_s,1,2,1,rel,0.1,False,t,t",
+        "g,held-out,a@1,1,1,c_avg,1,2,1,rel,0.25,False,t,t",
+        "g,held-out,b@1,1,1,replies_per_s,1,1,0,rel,0.1,True,t,t",
+        "g,calibration,c@1,1,1,replies_per_s,1,2,1,rel,0.1,False,t,t",
+        "g,held-out,d@peak,1,,peak_replies_per_s,1,2,1,rel,0.1,False,t,t"]) + "\n")
+    assert report_misses(tmp_path / "cells.csv") == ["a@1", "d@peak"]
+    with pytest.raises(SensitivityError, match="cells.csv"):
+        report_misses(tmp_path / "none.csv")
+    # the committed report's misses are all rows the analysis can run
+    assert set(report_misses()) <= {c.label for c in cs}
+    assert cli.main(["sensitivity", "--out", str(tmp_path), "--rows", "knot/one-packet/-/accept-50@nope"]) == 2
+    assert "accept-50@nope" in capsys.readouterr().err
+    assert cli.main(["sensitivity", "--out", str(tmp_path), "--rows", " , "]) == 2
+    assert "no rows" in capsys.readouterr().err
+    assert not (tmp_path / "sensitivity-rows.json").exists()
