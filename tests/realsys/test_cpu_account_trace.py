@@ -11,13 +11,14 @@ import pytest
 TRACES = Path(__file__).resolve().parents[2] / "realsys" / "results" / "xeon-2026-11-26" / "traces"
 
 
-@pytest.mark.parametrize("run_set", ["set1", "set2"])
+@pytest.mark.parametrize("run_set", ["cpu-account-poll-4800/set1", "cpu-account-poll-4800/set2",
+                                     "cpu-account-select-load/rate-4800", "cpu-account-select-load/rate-6400"])
 def test_committed_summaries_follow_from_the_raw_maps(run_set):
-    d = TRACES / "cpu-account-poll-4800" / run_set
+    d = TRACES / run_set
     got = subprocess.run([sys.executable, str(TRACES / "cpu-account-summary.py"), str(d)],
                          capture_output=True, text=True, check=True).stdout
     assert got == (d / "summary.txt").read_text()
-    # three (set 1) or two (set 2) traced points per policy, each with thousands of replies
+    # two or three traced points per policy, each with thousands of replies
     counts = re.search(r"\{'1': \[([\d, ]+)\], 'inf': \[([\d, ]+)\]\}", got)
     assert counts and all(int(x) > 10000 for g in counts.groups() for x in g.split(","))
 
