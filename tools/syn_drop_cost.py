@@ -21,7 +21,9 @@ Usage (root)::
     python3 tools/syn_drop_cost.py [--rates 500,1000,2000,4000] [--duration 3] [--out FILE.json]
 
 Prints one line per rate and writes the raw counts and maps as JSON (atomically).  Exit 2 on
-bad arguments or when bpftrace does not attach; the test bed is torn down in every case.
+bad arguments or when bpftrace does not attach.  The test bed is torn down on exit, Ctrl-C or
+SIGTERM; after a SIGKILL, bpftrace dies with the tool and the next test bed (or ``python -m
+realsys clean``) removes the namespaces left.
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from realsys.kernel import READY, counter_delta, ensure_tracefs, interrupt, read_counters, wait_ready  # noqa: E402
+from realsys.kernel import (READY, _die_with_parent, counter_delta, ensure_tracefs, interrupt,  # noqa: E402
+                            read_counters, wait_ready)
 from realsys.testbed import TestBed  # noqa: E402
 from simaccept.sweep import atomic_write  # noqa: E402
 
@@ -95,8 +98,9 @@ def _maps(out: str) -> dict:
 def measure(tb: TestBed, rate: float, duration: float) -> dict:
     """One rate: the client's connects, the server namespace's counter deltas and the bpftrace maps."""
     prog = PROGRAM.replace("{READY}", READY).replace("{CPU}", str(tb.cpu_server))
+    # the probes are global: if this tool is SIGKILLed, the kernel kills bpftrace too (as realsys's)
     bt = subprocess.Popen(["bpftrace", "-f", "json", "-e", prog], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+                          stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
     try:
         if not wait_ready(bt.stdout, 60.0):
             raise RuntimeError(f"bpftrace did not attach: {bt.stderr.read()[-300:] if bt.poll() is not None else 'timeout'}")
