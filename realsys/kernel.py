@@ -231,6 +231,19 @@ def interrupt(p: subprocess.Popen, grace: float = 30.0) -> tuple[str, bool]:
     return o or "", False
 
 
+def bpf_maps(out: str) -> dict:
+    """The maps ``bpftrace -f json`` printed in ``out``, by name ({} if none); other lines are skipped."""
+    maps: dict = {}
+    for line in out.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("type") == "map":
+            maps.update(msg.get("data", {}))
+    return maps
+
+
 def _die_with_parent() -> None:
     """In a forked child before exec: ask for SIGKILL when the parent (thread) exits."""
     import ctypes
@@ -291,21 +304,14 @@ class DropTracer:
             return {}
         names = drop_reason_names()
         res: dict = {"drop_reasons": {}, "synack_retransmits": 0, "resets_sent": 0}
-        for line in out.splitlines():
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if msg.get("type") != "map":
-                continue
-            for mname, val in msg.get("data", {}).items():
-                if mname == "@drop" and isinstance(val, dict):
-                    for k, v in val.items():
-                        res["drop_reasons"][names.get(int(k), k)] = v
-                elif mname == "@synack_retransmits":
-                    res["synack_retransmits"] = val
-                elif mname == "@resets_sent":
-                    res["resets_sent"] = val
+        for mname, val in bpf_maps(out).items():
+            if mname == "@drop" and isinstance(val, dict):
+                for k, v in val.items():
+                    res["drop_reasons"][names.get(int(k), k)] = v
+            elif mname == "@synack_retransmits":
+                res["synack_retransmits"] = val
+            elif mname == "@resets_sent":
+                res["resets_sent"] = val
         self.result = res
         return res
 

@@ -38,8 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from realsys.kernel import (READY, _die_with_parent, counter_delta, ensure_tracefs, interrupt,  # noqa: E402
-                            read_counters, wait_ready)
+from realsys.kernel import (READY, _die_with_parent, bpf_maps, counter_delta, ensure_tracefs,  # noqa: E402
+                            interrupt, read_counters, wait_ready)
 from realsys.testbed import TestBed  # noqa: E402
 from simaccept.sweep import atomic_write  # noqa: E402
 
@@ -83,18 +83,6 @@ CLIENT = ("import errno, resource, socket, sys, time\n"
           "print(len(keep), flush=True)\n")
 
 
-def _maps(out: str) -> dict:
-    res: dict = {}
-    for line in out.splitlines():
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if msg.get("type") == "map":
-            res.update(msg.get("data", {}))
-    return res
-
-
 def measure(tb: TestBed, rate: float, duration: float) -> dict:
     """One rate: the client's connects, the server namespace's counter deltas and the bpftrace maps."""
     prog = PROGRAM.replace("{READY}", READY).replace("{CPU}", str(tb.cpu_server))
@@ -119,7 +107,7 @@ def measure(tb: TestBed, rate: float, duration: float) -> dict:
         out, clean = interrupt(bt)
     if not clean:
         raise RuntimeError("bpftrace did not exit cleanly: counts unknown")
-    m = _maps(out)
+    m = bpf_maps(out)
     d = counter_delta(before, after)
     pkts = m.get("@pkts", {}) or {}
     nic = f"sa{tb.pid}s1"

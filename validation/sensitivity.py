@@ -421,8 +421,9 @@ def run(out: str | Path = DEFAULT_OUT, jobs: int = 2, step: float = STEP, profil
         raise SensitivityError(f"--cache {str(cache)!r}: {e.strerror or e}") from None
     cs, stem = cells(), "sensitivity"
     if rows is not None:
-        labels = report_misses() if list(rows) == [MISSES] else list(rows)
-        if not labels and list(rows) == [MISSES]:
+        misses = list(rows) == [MISSES]
+        labels = report_misses() if misses else list(rows)
+        if misses and not labels:
             raise SensitivityError(f"--rows {MISSES}: the report scores every held-out throughput cell within the band")
         cs, stem = select_cells(cs, labels), "sensitivity-rows"
     res = analyse(cs, Runner(Path(cache), jobs, log), profile=profile, step=step,
