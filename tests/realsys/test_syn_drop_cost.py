@@ -29,7 +29,9 @@ def test_syns_to_a_full_accept_queue_are_dropped_counted_and_timed(tmp_path):
     # each TCP segment the server namespace received was processed on the server's CPU (RPS),
     # on the server's NIC (plus at most an ARP exchange)
     assert p["in_segs"] <= p["pkts_server_nic"] <= p["in_segs"] + 2
-    assert 0.5 <= p["runs_per_packet"] <= 1.0
+    # each SYN reaches an idle CPU and mostly starts a NET_RX run of its own; a few runs carry no
+    # packet at all (one fresh-clone CI run had 1.003 runs per packet), so not exactly <= 1
+    assert 0.5 <= p["runs_per_packet"] <= 1.1
     assert 0 < p["us_per_packet"] < 1000
     assert "syn_drop_cost" not in r.stderr
 
