@@ -289,18 +289,22 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "own saturation the sim keeps the thesis's counts: 24,000-27,000 open at 18,000-30,000 req/s (thesis "
         "~25,000), and Accept-100 42,000-53,000 (thesis 44,000-48,000)",
     ("knot-one-packet", "50", "peak_replies_per_s"):
-        "Accept-50 is CPU-bound in the sim at ~16.8k; the thesis's 14k suggests more per-connection CPU on cluster "
-        "2 (knot_* / thread_switch not fitted; only the 47 ms client delay was chosen, on the Accept-1 peak).  "
-        "The peak answers most to the per-connection kernel costs (k_ack_establish, k_syn: -0.2 each, fitted on "
-        "cluster 1's μserver) and then to Capriccio's thread_switch and sched_per_blocked (unidentified).  "
-        "With the shorter-window fit, thread_switch x1.58 (9.5 us) alone brought it to +10.0 % and the hand-set "
-        "Accept-1 peak from +6.8 % to +4.3 % (sensitivity.md): an unmeasured Capriccio cost could carry most of "
-        "this miss.  Not the poll() itself (stop 22, scratch runs in the thesis window): Capriccio's poller "
-        "(sockio_poll_poll) polls only its outstanding requests, one per blocked thread (<= 1,000 here), with "
-        "a zero timeout; charging that poll() at this profile's poll costs (11 us + 0.3 us per fd + 0.8 us per "
-        "ready fd) on top of the sched_* terms put this peak at 15,999 (+14.3 %) and Accept-1's at 11,890, and "
-        "in place of the sched_per_blocked term left it at 16,758.  The thesis's peak asks for at least 12 us "
-        "more per connection (1/14,000 - 1/16,800 s)",
+        "The sim keeps up at 16,800 req/s, the sweep's top rate (16,756 served), so its peak is at least "
+        "this and the miss at least +19.7 %; at 18,200 it is past its peak (15,597: sensitivity-rows.md, "
+        "2026-11-27).  The thesis's 14k suggests more per-connection CPU on cluster 2 (knot_* / "
+        "thread_switch not fitted; only the 47 ms client delay was chosen, on the Accept-1 peak).  Read past "
+        "that peak, at 18,200 (the peak itself is capped by the grid, so its E are all ~0), throughput "
+        "answers most to k_ack_establish (-0.22, hand-set, seen by cluster 1's μserver rows), then thread_switch (-0.15), "
+        "k_syn_drop and sched_per_blocked (-0.14 each; Capriccio's two unidentified); thread_switch x1.78 "
+        "(10.7 us) alone would close it by that proxy.  With the shorter-window fit, thread_switch x1.58 "
+        "(9.5 us) alone brought it to +10.0 % and the hand-set Accept-1 peak from +6.8 % to +4.3 % "
+        "(sensitivity.md): an unmeasured Capriccio cost could carry most of this miss.  Not the poll() "
+        "itself (stop 22, scratch runs in the thesis window): Capriccio's poller (sockio_poll_poll) polls "
+        "only its outstanding requests, one per blocked thread (<= 1,000 here), with a zero timeout; "
+        "charging that poll() at this profile's poll costs (11 us + 0.3 us per fd + 0.8 us per ready fd) on "
+        "top of the sched_* terms put this peak at 15,999 (+14.3 %) and Accept-1's at 11,890, and in place "
+        "of the sched_per_blocked term left it at 16,758.  The thesis's peak asks for at least 12 us more "
+        "per connection (1/14,000 - 1/16,800 s)",
 }
 
 

@@ -26,6 +26,11 @@ CPU per reply); E = 0 means the cell does not see it at all.  Three readings fol
 
 Peak rows are simulated at :data:`PEAK_FACTORS` x the measured peak (wider than the
 fit's 0.9-1.2, so that a cost that raises the peak is not capped by the top rate).
+The grid still caps it from below: where the maximum sits at a point the server kept up
+with and the next point is saturated (:data:`KEPT_UP`), the true peak lies between them,
+a raised cost moves it without moving the maximum, and every E would read ~0 (Knot's
+Accept-50 row, 2026-11-27: 16,756 served of 16,800 offered, every E between -0.01 and +0.01).  Such a
+*censored* peak's elasticities are read at the next, saturated point instead, and marked.
 Every simulation is cached under ``out/validation-cache/sensitivity/`` by its
 scenario, as soon as it finishes: an interrupted run keeps what it did, and a second
 run recomputes nothing.
@@ -63,6 +68,10 @@ PEAK_FACTORS = (0.9, 1.0, 1.1, 1.2, 1.3, 1.4)
 #: ``|E|`` at or above which a row is said to see a cost.
 SEEN = 0.05
 TOLERANCE = 0.10
+#: A peak row's maximum is *censored* when, at its grid point, the simulation served at least this
+#: share of the offered rate and a higher point follows: the simulated peak lies between the two, so
+#: the grid, not the costs, sets the maximum, and its elasticities would all read ~0.
+KEPT_UP = 0.99
 DEFAULT_OUT = ROOT / "docs" / "validation"
 DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "sensitivity"
 
@@ -181,6 +190,15 @@ def _value(c: Cell, ys: Sequence[float]) -> float:
     return max(ys) if c.metric == "peak_replies_per_s" else ys[0]
 
 
+def past_censored_peak(rates: Sequence[float], ys: Sequence[float]) -> int | None:
+    """Index of the first grid point past a censored peak (see :data:`KEPT_UP`), or None if the
+    maximum is not censored (it is past saturation, or at the grid's last point)."""
+    k = max(range(len(ys)), key=ys.__getitem__)
+    if k + 1 < len(ys) and ys[k] >= KEPT_UP * rates[k]:
+        return k + 1
+    return None
+
+
 def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", step: float = STEP,
             params: dict[str, Sequence[str]] | None = None, sim_overrides: Sequence[str] = (),
             what_if: bool = True, partial: bool = False) -> dict:
@@ -209,15 +227,31 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
     ys = runner.replies([js for v in plan.values() for js in v])
     by_label = {c.label: c for c in cs}
     y = {k: _value(by_label[k[0]], [ys[js] for js in jsons]) for k, jsons in plan.items()}
+    # A censored peak's elasticities are read at the first grid point past it, where the server is
+    # saturated and its costs set throughput: a proxy for how the peak itself would move.
+    basis: dict[str, tuple[int, float]] = {}
+    for c in cs:
+        jsons = plan[(c.label, "")]
+        if c.metric == "peak_replies_per_s":
+            rates = [float(json.loads(js)["workload"]["rate"]) for js in jsons]
+            k = past_censored_peak(rates, [ys[js] for js in jsons])
+            if k is not None:
+                basis[c.label] = (k, rates[k])
 
     from .thesis_fit import FIT_PARAMS
     rows = []
     for c in cs:
         y0 = y[(c.label, "")]
-        el = {p: elasticity(y0, y[(c.label, p)], step) for p in params.get(c.server, ())}
+        if c.label in basis:
+            k, _ = basis[c.label]
+            at = {p: ys[plan[(c.label, p)][k]] for p in ("",) + tuple(params.get(c.server, ()))}
+            el = {p: elasticity(at[""], at[p], step) for p in params.get(c.server, ())}
+        else:
+            el = {p: elasticity(y0, y[(c.label, p)], step) for p in params.get(c.server, ())}
         err = (y0 - c.measured) / c.measured
         rows.append({"row": c.label, "role": c.role, "server": c.server, "metric": c.metric,
                      "measured": c.measured, "predicted": y0, "error": err, "ok": abs(err) <= TOLERANCE,
+                     "elasticity_at_rate": basis[c.label][1] if c.label in basis else None,
                      "elasticity": el,
                      "factor_to_band": {p: factor_to_band(y0, c.measured, e) for p, e in el.items()}})
     seen_by: dict[str, dict[str, float]] = {}       # cost -> role -> max |E| over that role's rows
@@ -345,8 +379,13 @@ def markdown(res: dict) -> str:
         L += [f"### {r['row']}", "",
               f"Measured {r['measured']:,.0f}, simulated {r['predicted']:,.0f} ({_pct(r['error'])}).  "
               "Costs with |E| >= 0.05, largest first; *factor* is the change of that cost alone that "
-              "would bring the cell to the edge of ±10 % (linear in logs; beyond 0.5-2 it is only a direction).", "",
-              "| cost | status | E | factor to close |", "|---|---|---|---|"]
+              "would bring the cell to the edge of ±10 % (linear in logs; beyond 0.5-2 it is only a direction).", ""]
+        if r.get("elasticity_at_rate"):
+            L += [f"**Censored peak:** the simulated maximum is at a grid point where the server kept up (at least "
+                  f"{100 * KEPT_UP:.0f} % of the offered rate served), so the grid sets it and every cost's E on it "
+                  f"is ~0.  E here is read at the next grid point, {r['elasticity_at_rate']:,.0f} req/s, past "
+                  "saturation, as a proxy for the peak's; the factors use it against the peak.", ""]
+        L += ["| cost | status | E | factor to close |", "|---|---|---|---|"]
         el = sorted(((abs(e), p, e) for p, e in r["elasticity"].items() if math.isfinite(e) and abs(e) >= SEEN),
                     reverse=True)
         for _, p, e in el:
@@ -379,7 +418,8 @@ def markdown(res: dict) -> str:
           "| row | role | error | " + " | ".join(f"`{p}`" for p in status) + " |",
           "|---|---|---|" + "---|" * len(status)]
     for r in rows:
-        L.append(f"| {r['row']} | {r['role']} | {_pct(r['error'])} | "
+        at = r.get("elasticity_at_rate")
+        L.append(f"| {r['row']} | {r['role']} | {_pct(r['error'])}{f' (E at {at:,.0f})' if at else ''} | "
                  + " | ".join(_e(r["elasticity"].get(p)) if p in r["elasticity"] else "" for p in status) + " |")
     return "\n".join(L) + "\n"
 

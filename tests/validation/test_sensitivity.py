@@ -4,10 +4,12 @@ import math
 
 import pytest
 
+from simaccept.costs import load_costs
 from validation import cli, report
 from validation.records import nan_to_null
 from validation.report import HAND_SET
 from validation.sensitivity import (NOT_SEEN_PARTIAL, SEEN, Runner, SensitivityError, analyse, cells, elasticity,
+                                   markdown, past_censored_peak,
                                    factor_to_band, report_misses, select_cells)
 
 SHORT = ["scenario.warmup=1", "scenario.duration=2"]
@@ -142,3 +144,51 @@ def test_rows_are_chosen_by_label_or_as_the_reports_misses(tmp_path, capsys):
     assert cli.main(["sensitivity", "--out", str(tmp_path), "--rows", " , "]) == 2
     assert "no rows" in capsys.readouterr().err
     assert not (tmp_path / "sensitivity-rows.json").exists()
+
+
+@pytest.mark.parametrize("rates,ys,want", [
+    ([100, 110, 120], [99.5, 109.0, 100.0], 2),     # kept up at 110 (99.1 %), saturated at 120: censored
+    ([100, 110, 120], [99.5, 105.0, 100.0], None),  # 95 % of 110: past saturation, the maximum is the peak
+    ([100, 110, 120], [99.5, 109.9, 119.9], None),  # kept up to the top: no saturated point to read
+    ([100, 110, 120], [99.9, 90.0, 80.0], 1),       # censored at the grid's first point
+])
+def test_past_censored_peak(rates, ys, want):
+    assert past_censored_peak(rates, ys) == want
+
+
+class _GridRunner:
+    """Replies/s of a server with capacity ``scale / (k_syn + k_syn_drop)`` that keeps up below it and
+    collapses past it (y = cap^5 / rate^4): no simulation, only the rule the analysis reads peaks with."""
+    n_run = 0
+
+    def __init__(self, cap):
+        self.ks = load_costs("thesis-2004").as_dict()
+        self.scale = cap * (self.ks["k_syn"] + self.ks["k_syn_drop"])
+
+    def replies(self, jsons):
+        out = {}
+        for js in jsons:
+            d = json.loads(js)
+            k = {p: float(d["costs"].get(p, self.ks[p])) for p in ("k_syn", "k_syn_drop")}
+            cap = self.scale / (k["k_syn"] + k["k_syn_drop"])
+            rate = float(d["workload"]["rate"])
+            out[js] = rate if rate <= cap else cap ** 5 / rate ** 4
+        return out
+
+
+def test_censored_peak_reads_elasticities_past_it():
+    c = next(c for c in cells() if c.label == "knot/one-packet/-/accept-50@peak")   # grid 12,600 .. 19,600
+    params = {"knot": ("k_syn", "k_syn_drop")}
+    row, = analyse([c], _GridRunner(20_000), params=params, what_if=False, partial=True)["rows"]
+    assert row["predicted"] == 19600.0 and row["elasticity_at_rate"] is None      # kept up at the top point
+    res = analyse([c], _GridRunner(17_000), params=params, what_if=False, partial=True)
+    row, = res["rows"]
+    assert row["predicted"] == 16800.0 and row["elasticity_at_rate"] == 18200.0   # censored
+    assert not row["ok"]                                                          # +20 %: listed as a miss
+    ks = load_costs("thesis-2004").as_dict()
+    total = ks["k_syn"] + ks["k_syn_drop"]
+    for p in params["knot"]:       # at 18,200, y ~ cap^5 and cap ~ 1 / (k_syn + k_syn_drop)
+        want = 5 * math.log(total / (total + 0.25 * ks[p])) / math.log(1.25)
+        assert row["elasticity"][p] == pytest.approx(want)
+        assert row["elasticity"][p] < -0.5              # read at the peak itself, both would be 0
+    assert "Censored peak" in markdown({**res, "generated_at": "now"})
