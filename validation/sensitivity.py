@@ -60,7 +60,8 @@ from simaccept.costs import COST_NAMES, load_costs
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .records import ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, scenario_for, simulable
+from .records import (ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_rates, peak_scenarios,
+                      scenario_for, simulable)
 
 STEP = 1.25
 #: Peak rows: simulated at these multiples of the measured peak (max replies/s = the peak).
@@ -227,31 +228,27 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
     ys = runner.replies([js for v in plan.values() for js in v])
     by_label = {c.label: c for c in cs}
     y = {k: _value(by_label[k[0]], [ys[js] for js in jsons]) for k, jsons in plan.items()}
-    # A censored peak's elasticities are read at the first grid point past it, where the server is
-    # saturated and its costs set throughput: a proxy for how the peak itself would move.
-    basis: dict[str, tuple[int, float]] = {}
-    for c in cs:
-        jsons = plan[(c.label, "")]
-        if c.metric == "peak_replies_per_s":
-            rates = [float(json.loads(js)["workload"]["rate"]) for js in jsons]
-            k = past_censored_peak(rates, [ys[js] for js in jsons])
-            if k is not None:
-                basis[c.label] = (k, rates[k])
 
     from .thesis_fit import FIT_PARAMS
     rows = []
     for c in cs:
         y0 = y[(c.label, "")]
-        if c.label in basis:
-            k, _ = basis[c.label]
+        # A censored peak's elasticities are read at the first grid point past it, where the server is
+        # saturated and its costs set throughput: a proxy for how the peak itself would move.
+        k = at_rate = None
+        if c.metric == "peak_replies_per_s":
+            rates = peak_rates(c.m, PEAK_FACTORS)
+            k = past_censored_peak(rates, [ys[js] for js in plan[(c.label, "")]])
+            at_rate = None if k is None else rates[k]
+        if k is None:
+            el = {p: elasticity(y0, y[(c.label, p)], step) for p in params.get(c.server, ())}
+        else:
             at = {p: ys[plan[(c.label, p)][k]] for p in ("",) + tuple(params.get(c.server, ()))}
             el = {p: elasticity(at[""], at[p], step) for p in params.get(c.server, ())}
-        else:
-            el = {p: elasticity(y0, y[(c.label, p)], step) for p in params.get(c.server, ())}
         err = (y0 - c.measured) / c.measured
         rows.append({"row": c.label, "role": c.role, "server": c.server, "metric": c.metric,
                      "measured": c.measured, "predicted": y0, "error": err, "ok": abs(err) <= TOLERANCE,
-                     "elasticity_at_rate": basis[c.label][1] if c.label in basis else None,
+                     "elasticity_at_rate": at_rate,
                      "elasticity": el,
                      "factor_to_band": {p: factor_to_band(y0, c.measured, e) for p, e in el.items()}})
     seen_by: dict[str, dict[str, float]] = {}       # cost -> role -> max |E| over that role's rows
