@@ -324,7 +324,7 @@ def test_another_machines_fit_simulates_its_own_measured_link_delay():
         if al.split("=")[1] in ("1", "inf") and float(rate.split("=")[1]) >= 4800:
             p50.append(j["generator"]["connect_ms"]["p50"])
     link = machine.measured_link_delay(xeon)
-    assert link["runs"] == len(p50) == 48
+    assert link["runs"] == len(p50) == 72
     assert link["delay_ms"] == pytest.approx(statistics.median(p50) / 2, abs=1e-4)
     assert 0.005 < link["delay_ms"] < 0.025 < machine.measured_link_delay()["delay_ms"] < 0.05
     fit = json.loads((xeon / "realsys-linux6-xeon-fit.json").read_text())
@@ -365,11 +365,11 @@ def test_machine_check_and_the_report_simulate_with_the_fits_overrides(tmp_path)
 
 def test_the_fit_table_says_which_runs_the_fit_saw():
     """The per-syscall table's header counts the fit's own records (rates and seeds); it said
-    "4 seeds" and "-6,400" whatever the fit was (the Xeon refit has 8 seeds)."""
+    "4 seeds" and "-6,400" whatever the fit was (the Xeon refit has 12 seeds)."""
     pages = {}
     for name, path in (("committed", machine.FIT_JSON),
                        ("xeon", ROOT / "realsys/results/xeon-2026-11-26/realsys-linux6-xeon-fit.json")):
         fit = json.loads(path.read_text())
         pages[name] = next(ln for ln in realsys_report.fit_markdown(fit) if "Fitted by" in ln)
     assert "32 records: select accept-1 and accept-inf at 4,000-6,400 req/s, 4 seeds;" in pages["committed"]
-    assert "48 records: select accept-1 and accept-inf at 4,800-6,400 req/s, 8 seeds;" in pages["xeon"]
+    assert "72 records: select accept-1 and accept-inf at 4,800-6,400 req/s, 12 seeds;" in pages["xeon"]

@@ -1,0 +1,54 @@
+"""tools/knot_whatif.py: Knot's thesis rows simulated with one cost changed, as the report builds
+them; points are cached and reused; bad arguments are refused by name."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOL = ROOT / "tools" / "knot_whatif.py"
+
+
+def run(*args, timeout=300):
+    return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def table(out: str) -> list[list[str]]:
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in out.splitlines()[2:] if ln.startswith("|")]
+
+
+def test_a_dearer_resume_lowers_accept50_and_the_points_are_cached(tmp_path):
+    quick = ("--set", "scenario.duration=1", "--accept50", "14000", "--accept1", "12000", "--cache", str(tmp_path))
+    r = run("--cost", "thread_switch", "--values", "6,60", *quick)
+    assert r.returncode == 0, r.stderr
+    rows = table(r.stdout)
+    assert [(x[0], x[1]) for x in rows] == [("6", "accept-50 peak"), ("6", "accept-50 @15000"), ("6", "accept-1 peak"),
+                                            ("60", "accept-50 peak"), ("60", "accept-50 @15000"), ("60", "accept-1 peak")]
+    served = {(x[0], x[1]): float(x[3].replace(",", "")) for x in rows}
+    # ten times Capriccio's resume cost cannot leave Accept-50's throughput where it was
+    assert served[("60", "accept-50 peak")] < 0.9 * served[("6", "accept-50 peak")]
+    files = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert len(files) == 6 and "50-rate-15000-thread_switch=60.json" in files
+    # a cached point is read back, not simulated again: edit one and the table shows the edit
+    p = tmp_path / "1-peak-12000-thread_switch=6.json"
+    d = json.loads(p.read_text())
+    d["replies_per_s"] = 1234.0
+    p.write_text(json.dumps(d))
+    again = run("--cost", "thread_switch", "--values", "6", *quick)
+    assert again.returncode == 0, again.stderr
+    assert table(again.stdout)[2][3] == "1,234"
+
+
+@pytest.mark.parametrize("args,msg", [
+    (("--cost", "nope", "--values", "1"), "--cost: no cost named 'nope'"),
+    (("--cost", "thread_switch", "--values", "-1"), "each must be a finite number >= 0"),
+    (("--cost", "thread_switch", "--values", "a,b"), "not a comma-separated list of numbers"),
+    (("--cost", "thread_switch", "--values", "6", "--accept50", "nan"), "each must be a finite number >= 0"),
+    (("--values", "6",), "--cost"),
+])
+def test_bad_arguments_are_refused(args, msg, tmp_path):
+    r = run(*args, "--cache", str(tmp_path))
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
+    assert not list(tmp_path.glob("*.json"))
