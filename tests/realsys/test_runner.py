@@ -290,11 +290,13 @@ def test_an_httperf_point_offers_what_its_clients_launched(cbuild, tmp_path):
     over = ["realsys.httperf=true", "realsys.procs=2", "realsys.spin_us=1000", "workload.rate=1200", "scenario.duration=4",
             "scenario.warmup=0.5", "client.timeout=1"]
     recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
-    # httperf busy-polls the clients' CPU, which the runner shares: on a loaded machine it may
-    # mark the window's start late and fail the point for it (0.24 s of 0.20 allowed, once in
-    # CI).  The launch rate does not depend on that: it is counted between the runner's own
-    # two reads, whenever they came.
-    assert len(recs) == 1 and (recs[0].status == "ok" or "window's start" in recs[0].error), \
+    # httperf busy-polls the clients' CPU, which the runner shares: on a loaded machine the
+    # point may fail runner.window_error, either end marked late (0.24 s of 0.20 allowed, once in
+    # CI) or the server's statistics short of the window (3.71 s of 4, once in a fresh-clone
+    # run).  The launch rate does not depend on that: it is counted between the runner's own
+    # two reads, whenever they came, and is checked below either way.
+    window = ("the measured window's", "the server's statistics cover")
+    assert len(recs) == 1 and (recs[0].status == "ok" or any(w in recs[0].error for w in window)), \
         (recs[0].status, recs[0].error)
     assert abs(recs[0].conn_attempts_per_s - 1200) <= 0.05 * 1200, recs[0].conn_attempts_per_s
     point = json.loads(next((tmp_path / "points").glob("*.json")).read_text())
