@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -40,6 +39,7 @@ def _row(limit: str, peak: bool):
 def point(job) -> dict:
     """Simulate one (accept-limit, peak row?, rate, cost, value, extra overrides); cached in job['cache']."""
     from simaccept.sim import simulate
+    from simaccept.sweep import atomic_write
     from validation.records import scenario_for
     key = f"{job['limit']}-{'peak' if job['peak'] else 'rate'}-{job['rate']:g}-{job['cost']}={job['value']:g}"
     path = Path(job["cache"]) / f"{key}.json"
@@ -50,9 +50,7 @@ def point(job) -> dict:
     r = simulate(sc, raise_errors=True)
     d = {"limit": job["limit"], "peak_row": job["peak"], "rate": job["rate"], "cost": job["cost"],
          "value": job["value"], **{k: getattr(r, k) for k in FIELDS}}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(d))
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(d))
     return d
 
 

@@ -65,6 +65,12 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", required=True, help="the machine profile fitted to them")
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args(argv)
+    from simaccept.costs import available_profiles
+    if a.profile not in available_profiles():
+        ap.error(f"--profile: no cost profile named {a.profile!r} (have: {', '.join(available_profiles())})")
+    if not machine.heldout_files(a.results):
+        ap.error(f"--results: {a.results} holds none of the realsys results folders "
+                 "(measure them with validation/measure_realsys.sh)")
     fit_json = machine.default_fit_json(a.results, a.profile)
     over = machine.fit_sim_overrides(json.loads(fit_json.read_text()) if fit_json.is_file() else None)
     info = realsys_heldout(machine.heldout_files(a.results), a.profile, a.jobs, over)

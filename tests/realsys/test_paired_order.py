@@ -62,6 +62,11 @@ def test_rows_below_saturation_or_without_a_seed_are_not_paired():
     assert paired_order.paired(rs) == []
 
 
-def test_missing_arguments_are_refused():
-    r = subprocess.run([sys.executable, str(TOOL)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "--results" in r.stderr
+@pytest.mark.parametrize("args,msg", [
+    ((), "--results"),
+    (("--results", "/nonexistent", "--profile", "realsys-linux6-xeon"), "holds none of the realsys results folders"),
+    (("--results", "realsys/results", "--profile", "nope"), "--profile: no cost profile named 'nope'"),
+])
+def test_bad_arguments_are_refused(args, msg):
+    r = subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
