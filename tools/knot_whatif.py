@@ -5,8 +5,10 @@ up past 16,800) and its open connections at Accept-50, 15,000 req/s (thesis ~25,
 2,779).  The sensitivity analysis reads elasticities past that censored peak, which say nothing
 of where the peak goes.  This script simulates the rows directly: for each value of one cost,
 Accept-50 and Accept-1 at a few rates around their peaks (each row's own seed, the thesis's
-120 s window from idle: validation.records.scenario_for) and Accept-50 at 15,000 req/s, and
-prints a Markdown table.  Points are kept in --cache, one JSON per (row, rate, cost, value), so an
+120 s window from idle: validation.records.scenario_for, as the report's peak runs) and Accept-50
+at 15,000 req/s, and prints a Markdown table.  The report's cell at 15,000 is a point of its group
+sweep, with the sweep's random stream, so the two differ by seed (shipped costs: 3,462 open here,
+2,779 in the report).  Points are kept in --cache, one JSON per (row, rate, cost, value), so an
 interrupted run resumes and the table can be printed again without simulating.
 
     python tools/knot_whatif.py --cost thread_switch --values 6,13,20,30
