@@ -84,3 +84,21 @@ def test_specweb_higher_limit_does_not_raise_throughput(recs):
     assert s100.accept_rate > 1.2 * s1.accept_rate
     assert s100.qdrops_per_s < s1.qdrops_per_s
     assert s100.resp_ms_mean > s1.resp_ms_mean
+
+
+def _user_us_per_reply(overrides):
+    sc = load_scenario(ONEPACKET, overrides=SHORT + ["workload.rate=8000", "server.accept_limit=1", *overrides])
+    rec = simulate(sc, raise_errors=True)
+    assert rec.replies_per_s > 0.97 * 8000          # below saturation: same work, only the cost differs
+    return 1e6 * rec.cpu_share_user / rec.replies_per_s
+
+
+@pytest.mark.parametrize("client_ms, cold_touches", [(47.0, 2), (0.0, 0)])
+def test_a_connection_its_thread_waits_on_goes_cold(client_ms, cold_touches):
+    """Cache warmth as TUX's, with TUX's constants: a thread that waits 47 ms for the request and
+    47 ms for the FIN finds the connection's state cold at both (two tux_cold per connection);
+    with clients that answer at once it is still warm."""
+    client = [f"client.request_delay_ms={client_ms}", f"client.think_ms={client_ms}"]
+    warm = _user_us_per_reply(client + ["costs.tux_cold=0"])
+    cold = _user_us_per_reply(client + ["costs.tux_cold=6"])
+    assert cold - warm == pytest.approx(6.0 * cold_touches, abs=1.5)   # 11.1 us measured at 47 ms
