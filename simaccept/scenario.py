@@ -18,6 +18,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -96,6 +97,9 @@ class Key:
 
 
 def _fmt(v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+        # repr() of an integer past 4,300 digits raises (sys.int_info.str_digits_check_threshold)
+        return f"an integer of about {int(v.bit_length() * 0.30103) + 1} digits"
     return json.dumps(v) if isinstance(v, str) else repr(v)
 
 
@@ -134,7 +138,10 @@ def _check(key: str, spec: Key, v: Any) -> Any:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ScenarioError(key, f"must be a number, got {_fmt(v)}")
-        v = float(v)
+        try:
+            v = float(v) + 0.0      # + 0.0: -0.0 is 0.0, so [0.0, -0.0] is one point named twice
+        except OverflowError:
+            raise ScenarioError(key, f"must be finite, got {_fmt(v)}") from None
         if not math.isfinite(v):
             raise ScenarioError(key, f"must be finite, got {v}")
     else:  # pragma: no cover - schema bug
@@ -144,11 +151,11 @@ def _check(key: str, spec: Key, v: Any) -> Any:
     alt = "" if spec.sentinel is None else f" (or {spec.sentinel:g} for the profile's default)"
     if spec.lo is not None:
         if spec.lo_open and not v > spec.lo:
-            raise ScenarioError(key, f"must be > {spec.lo:g}{alt}, got {v}")
+            raise ScenarioError(key, f"must be > {spec.lo:g}{alt}, got {_fmt(v)}")
         if not spec.lo_open and not v >= spec.lo:
-            raise ScenarioError(key, f"must be >= {spec.lo:g}{alt}, got {v}")
+            raise ScenarioError(key, f"must be >= {spec.lo:g}{alt}, got {_fmt(v)}")
     if spec.hi is not None and not v <= spec.hi:
-        raise ScenarioError(key, f"must be <= {spec.hi:g}, got {v}")
+        raise ScenarioError(key, f"must be <= {spec.hi:g}, got {_fmt(v)}")
     return v
 
 
@@ -348,19 +355,21 @@ def _apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> None:
         if "." not in dotted:
             raise ScenarioError(dotted, "override key must be section.key")
         section, key = dotted.split(".", 1)
-        value = _parse_value(text.strip())
+        value = _parse_value(text.strip(), dotted)
         sect = raw.setdefault(section, {})
         if not isinstance(sect, dict):
             raise ScenarioError(section, "must be a table")
         sect[key] = value
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: str, dotted: str = "<override>") -> Any:
     """A --set value is TOML (numbers, booleans, lists, quoted strings); bare words are strings."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except ValueError as e:     # an integer past Python's 4,300-digit conversion limit
+        raise ScenarioError(dotted, f"not a usable number: {e}") from None
 
 
 def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
@@ -404,7 +413,10 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
     resolved = []
     for p in (profiles if isinstance(profiles, list) else [profiles]):
         if is_profile_path(p):
-            p = str(Path(p).expanduser().resolve())
+            try:
+                p = str(Path(p).expanduser().resolve())
+            except (RuntimeError, OSError, ValueError) as e:   # ~nosuchuser, a NUL byte
+                raise ScenarioError("costs.profile", f"{_fmt(p)} cannot be a file's path: {e}") from None
         elif p not in available_profiles():
             raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)} (have: {', '.join(available_profiles())}; "
                                 "or give the path of a .toml file)")
@@ -414,6 +426,8 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
             raise ScenarioError("costs.profile", e.args[0]) from None
         except ValueError as e:
             raise ScenarioError("costs.profile", str(e)) from None
+        except OSError as e:         # e.g. a name longer than the file system allows
+            raise ScenarioError("costs.profile", f"{_fmt(p)} cannot be opened: {e.strerror or e}") from None
         if p in resolved:
             raise ScenarioError("costs.profile", f"sweep axis has duplicate values ({_fmt(p)} is named twice)")
         resolved.append(p)
@@ -480,9 +494,33 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
     except UnicodeDecodeError as e:
         raise ScenarioError("<file>", f"not UTF-8 (byte offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError("<file>", f"not valid TOML: {e}") from None
+        raise _toml_error(e, data) from None
+    except ValueError as e:     # an integer past Python's 4,300-digit conversion limit
+        raise ScenarioError("<file>", f"not a usable number in the file: {e}") from None
     _apply_overrides(doc, overrides)
     return _resolve(doc, source)
+
+
+def _toml_error(e: Exception, data: bytes) -> ScenarioError:
+    """A ScenarioError for a file tomllib refused: the key, when the error is a key set twice
+    (tomllib's message gives only its line and column), else the offending line quoted."""
+    m = re.search(r"at line (\d+)", str(e))
+    lines = data.decode("utf-8-sig", "replace").splitlines()
+    if m:
+        n = int(m.group(1))
+    else:   # "at end of document": the last line with something on it
+        n = next((i + 1 for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), 0)
+    if not 1 <= n <= len(lines):
+        return ScenarioError("<file>", f"not valid TOML: {e}")
+    text = lines[n - 1].strip()
+    if "overwrite" in str(e) or "declare" in str(e):
+        key = text.split("=", 1)[0].strip().strip("[]").strip().strip('"')
+        table = next((ln.strip().strip("[]").strip() for ln in reversed(lines[:n - 1])
+                      if ln.strip().startswith("[")), "")
+        dotted = f"{table}.{key}" if table and "=" in text else key
+        return ScenarioError(dotted, f"set twice in the file (again at line {n}); each key may appear once")
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return ScenarioError("<file>", f"not valid TOML: {e}: {shown!r}")
 
 
 def scenario_from_dict(doc: Mapping[str, Any], overrides: Iterable[str] = ()) -> Scenario:

@@ -138,8 +138,12 @@ def is_profile_path(profile: str) -> bool:
 
 def _profile_file(profile: str) -> Path:
     if is_profile_path(profile):
-        path = Path(profile).expanduser()
-        if not path.is_file():
+        try:
+            path = Path(profile).expanduser()
+            found = path.is_file()
+        except (RuntimeError, OSError, ValueError) as e:   # ~nosuchuser, a NUL byte, a name too long
+            raise KeyError(f"cost profile path {profile!r} cannot be opened ({e})") from None
+        if not found:
             raise KeyError(f"no cost profile file {str(path)!r}")
         return path
     path = HERE / f"{profile}.toml"
@@ -172,6 +176,8 @@ def _parse_profile(path: str, name: str, _stamp: tuple[int, ...]) -> tuple[tuple
         doc = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"cost profile {name!r}: not a TOML file ({e})") from None
+    except ValueError as e:     # an integer past Python's 4,300-digit conversion limit
+        raise ValueError(f"cost profile {name!r}: not a usable number ({e})") from None
     if "costs" not in doc:
         # every cost would silently be the built-in default: a file saved from the wrong
         # place, or a table misspelt ([cost]), must not run as if it were a profile
@@ -184,8 +190,10 @@ def _parse_profile(path: str, name: str, _stamp: tuple[int, ...]) -> tuple[tuple
         raise ValueError(f"cost profile {name!r}: unknown cost(s) {sorted(unknown)}")
     out = []
     for k, v in table.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"cost profile {name!r}: cost {k!r} must be a finite number >= 0, got {v!r}")
+        huge = isinstance(v, int) and v.bit_length() > 1000     # math.isfinite() would overflow
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or huge or not math.isfinite(v) or v < 0:
+            shown = f"an integer of about {int(v.bit_length() * 0.30103) + 1} digits" if huge else repr(v)
+            raise ValueError(f"cost profile {name!r}: cost {k!r} must be a finite number >= 0, got {shown}")
         out.append((k, float(v)))
     return tuple(out)
 

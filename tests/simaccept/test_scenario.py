@@ -45,6 +45,21 @@ ROWS = [
     ("", ["client.syn_rto=0"], "client.syn_rto", "> 0"),
     ("", ["kernel.max_syn_backlog=0"], "kernel.max_syn_backlog", ">= 1 (or -1"),
     ("", ["kernel.max_syn_backlog=-2"], "kernel.max_syn_backlog", ">= 1"),
+    # integers no float holds, or past Python's 4,300-digit conversion limit (tracebacks until 2026-11-26)
+    ("[workload]\nrate = 1" + "0" * 400, [], "workload.rate", "finite, got an integer of about 401 digits"),
+    ("", ["workload.rate=1" + "0" * 400], "workload.rate", "about 401 digits"),
+    ("[scenario]\nseed = 1" + "0" * 400, [], "scenario.seed", "<= 9.22337e+18, got an integer of about 401"),
+    ("", ["scenario.seed=1" + "0" * 5000], "scenario.seed", "4300 digits"),
+    ("[scenario]\nseed = 1" + "0" * 5000, [], "<file>", "4300 digits"),
+    # -0.0 is 0.0: one point named twice, not two points
+    ("[scenario]\nwarmup = [0.0, -0.0]", [], "scenario.warmup", "duplicate"),
+    # a key set twice is named (tomllib's message gives only the line and column)
+    ("[scenario]\nduration = 3.0\nwarmup = 1.0\nduration = 4.0", [], "scenario.duration", "again at line 4"),
+    ("[workload]\nrate = 5\n[workload]\nrate = 6", [], "workload", "again at line 3"),
+    # a profile path that cannot be a file's
+    ("", ['costs.profile="~nosuchuser-simaccept/p.toml"'], "costs.profile", "cannot be a file's path"),
+    ("", ['costs.profile="a\\u0000b.toml"'], "costs.profile", "null byte"),
+    ("", ['costs.profile="' + "x" * 300 + '.toml"'], "costs.profile", "cannot be opened"),
 ]
 
 
@@ -59,6 +74,9 @@ def test_bad_input_is_refused_naming_the_key(text, overrides, key, reason):
 def test_not_toml_and_not_utf8():
     with pytest.raises(ScenarioError, match="not valid TOML"):
         load_scenario(text="[scenario\n")
+    # the refused line is quoted
+    with pytest.raises(ScenarioError, match="'rate = 5 5'"):
+        load_scenario(text="[workload]\nrate = 5 5\n")
     with pytest.raises(ScenarioError, match="not UTF-8"):
         load_scenario(text=b"[scenario]\nname = \"\xff\"\n")
 
@@ -184,6 +202,8 @@ BAD_PROFILE_FILES = [
     ("costs = 3\n", "[costs] must be a table"),
     ("x = 1\n", "no [costs] table"),           # every cost would silently be the default
     ("[cost]\nk_syn = 1.0\n", "no [costs] table"),
+    ("[costs]\nk_syn = 1" + "0" * 400 + "\n", "got an integer of about 401 digits"),
+    ("[costs]\nk_syn = 1" + "0" * 5000 + "\n", "not a usable number"),
 ]
 
 
@@ -254,3 +274,12 @@ def test_save_profile_writes_a_readable_file_and_leaves_nothing_on_failure(tmp_p
         costs.save_profile(tmp_path / "fit.toml", {"k_syn": 9.0})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.toml"]
     assert costs.read_profile(str(out)) == {"k_syn": 1.5}
+
+
+def test_load_costs_refuses_a_path_that_cannot_be_one():
+    """The library entry point too (not only scenario files): KeyError with the path."""
+    from simaccept.costs import load_costs
+    for bad in ("~nosuchuser-simaccept/p.toml", "a\x00b.toml", "x" * 300 + ".toml"):
+        with pytest.raises(KeyError, match="cost profile") as ei:
+            load_costs(bad)
+        assert repr(bad)[1:12] in ei.value.args[0]
