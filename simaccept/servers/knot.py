@@ -37,16 +37,13 @@ connections grow with the limit (Accept-50 ~25,000, Accept-100 44,000-48,000
 in the thesis) and with them the scheduler's per-pass cost: Accept-100 loses
 throughput past saturation.
 
-**Cache warmth (prototype, branch proto/knot-cold).**  Cluster 2's server is
-the same 2.4 GHz Xeon as cluster 1's (thesis 3.2), so Knot's connection state
-goes cold as TUX's does (``simaccept.servers.tux``), with TUX's constants
-(``tux_cold`` per cold touch, ``tux_cache_touches``), not set on any Knot row.
-Touches are counted as for TUX: the kernel building a child socket, an
-accept, and each step on a connection (a read, EOF or EAGAIN, a write); a step
-on a connection last touched more than ``tux_cache_touches`` touches ago pays
-``tux_cold``; the accept never does.  A thread that waits
-``client.request_delay_ms`` for its request and ``client.think_ms`` for the
-FIN finds the connection cold at both, at every policy.
+**Cache warmth** (simaccept.servers.warmth; prototype on branch proto/knot-cold).
+Cluster 2's server is the same 2.4 GHz Xeon as cluster 1's (thesis 3.2), so Knot's
+connection state goes cold as TUX's does, with TUX's constants (``tux_cold``,
+``tux_cache_touches``), not set on any Knot row.  A thread that waits
+``client.request_delay_ms`` for its request and ``client.think_ms`` for the FIN
+finds the connection cold at both, at every policy: two ``tux_cold`` per
+connection.
 
 One SimPy process plays the scheduler; threads are plain records, so a
 thousand threads cost no SimPy processes.
@@ -59,6 +56,7 @@ import math
 from ..host import S_READ, S_WRITE
 from .base import ServerModel
 from .policies import PhaseView
+from .warmth import CacheWarmth
 
 INF = math.inf
 
@@ -73,13 +71,7 @@ class Knot(ServerModel):
         # per-thread state
         self.state = [T_ACCEPT] * self.n_threads
         self.conns = [collections.deque() for _ in range(self.n_threads)]
-        # cache warmth, as TUX's: ``clock`` counts connection-state touches
-        self.clock = 0
-        self.last = [0] * host.n
-        self.n_seen = 0
-        self.n_acc = 0
-        self.cache_touches = costs.us["tux_cache_touches"]
-        self.stats["cold_touches"] = 0
+        self.warmth = CacheWarmth(host, costs)       # TUX's cache model and constants
         self.start()
 
     def loop(self):
@@ -88,6 +80,7 @@ class Knot(ServerModel):
         t_stop = meter.t_stop
         ls = h.lsock
         ready = h.ready
+        warmth = self.warmth
         runq = collections.deque(range(self.n_threads))
         blocked_accept: collections.deque[int] = collections.deque()
         blocked_on: dict[int, int] = {}          # conn -> thread blocked on it
@@ -135,14 +128,13 @@ class Knot(ServerModel):
                     q = self.conns[th]
                     n = 0
                     while n < quota and h.n_open < self.max_conns:
-                        self._sync()
+                        warmth.sync()
                         conn = h.accept(t)
                         if conn is None:
                             t = h.run(t, c.accept_eagain, "accept")
                             st["accepts_eagain"] += 1
                             break
-                        self.n_acc += 1
-                        self._touch(conn, self.clock)      # slab-hot: never cold
+                        warmth.accepted(conn)
                         t = h.run2(t, c.accept, "accept", c.setsockopt, "setsockopt")
                         q.append(conn)
                         n += 1
@@ -163,8 +155,7 @@ class Knot(ServerModel):
                     if s == S_READ:
                         r = h.read(conn)
                         st["work_items"] += 1
-                        self._sync()
-                        cold = self._touch(conn, self.last[conn])
+                        cold = warmth.step(conn)
                         if cold:
                             t = h.run(t, cold, "user")
                         if r == 1:
@@ -191,8 +182,7 @@ class Knot(ServerModel):
                             blocked = True
                             break
                         st["work_items"] += 1
-                        self._sync()
-                        cold = self._touch(conn, self.last[conn])
+                        cold = warmth.step(conn)
                         if cold:
                             t = h.run(t, cold, "user")
                         t = self._write(t, conn)
@@ -210,23 +200,6 @@ class Knot(ServerModel):
                     break
             if t > env.now:
                 yield env.timeout(t - env.now)
-
-    def _sync(self):
-        """Advance the clock by the child sockets the kernel built since the last look."""
-        seen = self.n_acc + len(self.host.lsock.acceptq)
-        if seen > self.n_seen:
-            self.clock += seen - self.n_seen
-            self.n_seen = seen
-
-    def _touch(self, conn, since):
-        """Knot touches ``conn``'s state: the extra CPU (s) if it has gone cold."""
-        clock = self.clock
-        self.last[conn] = clock
-        self.clock = clock + 1
-        if clock - since > self.cache_touches:
-            self.stats["cold_touches"] += 1
-            return self.costs.tux_cold
-        return 0.0
 
     def _write(self, t, conn):
         """write() the reply (copying) until done or the send buffer is full."""

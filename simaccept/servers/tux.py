@@ -60,6 +60,7 @@ import math
 from ..host import S_READ, S_WRITE
 from .base import ServerModel
 from .policies import PhaseView
+from .warmth import CacheWarmth
 
 INF = math.inf
 
@@ -67,13 +68,7 @@ INF = math.inf
 class TUX(ServerModel):
     def __init__(self, env, host, sc, costs, policy, meter):
         super().__init__(env, host, sc, costs, policy, meter)
-        # Cache warmth (see the module docstring).  ``clock`` counts
-        # connection-state touches; ``last[c]`` is the clock at c's last touch.
-        self.clock = 0
-        self.last = [0] * host.n
-        self.n_seen = 0               # establishments observed (accepted + queued)
-        self.n_acc = 0
-        self.cache_touches = costs.us["tux_cache_touches"]
+        self.warmth = CacheWarmth(host, costs)       # see the module docstring
         self.start()
 
     def loop(self):
@@ -82,6 +77,7 @@ class TUX(ServerModel):
         t_stop = meter.t_stop
         ls = h.lsock
         ready = h.ready
+        warmth = self.warmth
         closed_last = 0
         while True:
             t = env.now
@@ -105,14 +101,12 @@ class TUX(ServerModel):
                 n = 0
                 t = h.run(t, c.tux_phase, "user")
                 while n < quota and h.n_open < self.max_conns:
-                    self._sync()
+                    warmth.sync()
                     conn = h.accept(t)
                     if conn is None:
                         break             # in-kernel: no EAGAIN system call to pay
-                    self.n_acc += 1
-                    # the accept writes a few fields of the child socket and fills
-                    # freshly allocated (slab-hot) objects: it never pays tux_cold
-                    t = h.run(t, c.tux_accept + self._touch(conn, self.clock), "accept")
+                    warmth.accepted(conn)
+                    t = h.run(t, c.tux_accept, "accept")
                     n += 1
                     if t - t_phase >= budget:
                         break
@@ -127,8 +121,7 @@ class TUX(ServerModel):
             while ready:
                 conn = next(iter(ready))
                 s = sst[conn]
-                self._sync()
-                cold = self._touch(conn, self.last[conn])
+                cold = warmth.step(conn)
                 if s == S_READ:
                     r = h.read(conn)
                     if r == 1:
@@ -153,23 +146,6 @@ class TUX(ServerModel):
             self.policy.work_phase_done(closed, items)
             if t > env.now:
                 yield env.timeout(t - env.now)
-
-    def _sync(self):
-        """Advance the clock by the child sockets the kernel built since the
-        last look (every connection that entered the accept queue)."""
-        seen = self.n_acc + len(self.host.lsock.acceptq)
-        if seen > self.n_seen:
-            self.clock += seen - self.n_seen   # building a child socket is a touch
-            self.n_seen = seen
-
-    def _touch(self, conn, since):
-        """TUX touches ``conn``'s state: the extra CPU (s) if it has gone cold."""
-        clock = self.clock
-        self.last[conn] = clock
-        self.clock = clock + 1
-        if clock - since > self.cache_touches:
-            return self.costs.tux_cold
-        return 0.0
 
     def _reply(self, t, conn, cold=0.0):
         """Parse the request and start the reply (in-kernel, zero-copy)."""
