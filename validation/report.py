@@ -300,7 +300,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "thread_switch x1.78 (10.7 us) still keeps up at 15,400 (15,366); at 20 us the peak is 13,945 "
         "(-0.4 %) but Accept-1's falls to 10,954; +12 us of per-request user work puts it at >= 14,638 "
         "(+4.6 %) with Accept-1's at 11,965, and the row at 15,000 then has 18,274-23,873 open connections "
-        "(thesis ~25,000; 2,779 here): an unmeasured per-request Capriccio cost could carry this miss and "
+        "(thesis ~25,000; 3,462 with the shipped costs at that row's seed, 2,779 at the report's sweep point): an unmeasured per-request Capriccio cost could carry this miss and "
         "its open-connection sibling together.  Not the poll() "
         "itself (stop 22, scratch runs in the thesis window): Capriccio's poller (sockio_poll_poll) polls "
         "only its outstanding requests, one per blocked thread (<= 1,000 here), with a zero timeout; "

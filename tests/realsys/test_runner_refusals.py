@@ -221,22 +221,25 @@ def test_without_root_bad_input_is_still_exit_2(content, monkeypatch, capsys, tm
     assert "--out" in capsys.readouterr().err
 
 
-def _interpreter_startup_s():
-    t = time.monotonic()
-    subprocess.run([sys.executable, "-c", "pass"], cwd=REPO, check=True)
-    return time.monotonic() - t
+@pytest.fixture(scope="module")
+def startup_s():
+    """The interpreter's own start-up (the slowest of three), measured once for the module."""
+    def once():
+        t = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], cwd=REPO, check=True)
+        return time.monotonic() - t
+    return max(once() for _ in range(3))
 
 
 @pytest.mark.root
 @pytest.mark.parametrize("delay_s", [0.05, 0.1, 0.2])
-def test_ctrl_c_while_starting_is_one_line_not_a_traceback(tmp_path, delay_s):
+def test_ctrl_c_while_starting_is_one_line_not_a_traceback(tmp_path, delay_s, startup_s):
     # the modules take about 0.25 s to load; a Ctrl-C then printed KeyboardInterrupt's traceback
     # SIGINT back to its default first: a shell that runs the suite in the background (as CI
     # may) hands it down ignored, and Python then never raises KeyboardInterrupt
     # The delay counts from the end of the interpreter's own start-up (site and the editable
     # install's finder), measured here: a Ctrl-C inside site is CPython's "Fatal Python error:
     # init_import_site" before any code of ours runs (once in CI, on a slow machine, at 0.05 s).
-    startup_s = max(_interpreter_startup_s() for _ in range(3))
     p = subprocess.Popen([sys.executable, "-m", "realsys", "run", SMOKE, "--out", str(tmp_path / "o")],
                          cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
