@@ -130,11 +130,17 @@ def _worker_died(kept: str) -> Exception:
                       f"memory ran out; fewer --jobs use less); {kept}")
 
 
-def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: str = "<report>") -> list[RunRecord]:
+def simulate_records(recs, profile: str, jobs: int, sim_overrides=(), source: str = "<report>",
+                     cache: str | Path | None = None) -> list[RunRecord]:
     """Each record's own scenario (:func:`scenario_for`) simulated with cost ``profile`` (a
-    name or a ``.toml`` path) and ``sim_overrides``, on ``jobs`` processes, in order."""
+    name or a ``.toml`` path) and ``sim_overrides``, on ``jobs`` processes, in order.
+    With ``cache`` (a directory), runs go through :func:`simulate_cached`: a run already
+    there is read, not simulated, and an interrupted batch keeps what finished."""
     over = [f"costs.profile={json.dumps(str(profile))}"] + list(sim_overrides)
     scs = [scenario_json(scenario_for(m, overrides=over)) for m in recs]
+    if cache is not None:
+        done = simulate_cached(scs, Path(cache), max(1, jobs), source)
+        return [RunRecord(**done[js]) for js in scs]
     ex = worker_pool(max(1, min(jobs, len(scs))))   # no idle workers
     try:
         out = [RunRecord(**d) for d in ex.map(_simulate_json, scs, [source] * len(scs))]

@@ -144,7 +144,10 @@ def _per_call_us(sv, name) -> float:
     return 1e6 * c["s"] / c["calls"] if c.get("calls") else math.nan
 
 
-def realsys_heldout(paths: Iterable[str], profile: str | None, jobs: int = 2, sim_overrides=()) -> dict[str, Any]:
+def realsys_heldout(paths: Iterable[str], profile: str | None, jobs: int = 2, sim_overrides=(),
+                    cache: str | Path | None = None) -> dict[str, Any]:
+    """The held-out comparison (module docstring); with ``cache``, simulations are kept there by
+    scenario hash (:func:`validation.fitter.simulate_cached`), so a rerun simulates only what changed."""
     from . import machine
     paths = [str(p) for p in paths]
     if not paths or not profile:
@@ -166,7 +169,7 @@ def realsys_heldout(paths: Iterable[str], profile: str | None, jobs: int = 2, si
                                      "measured": r.replies_per_s, "why": why})
                     continue
                 recs.append((g, og, m))
-    sims = simulate_records([m for _, _, m in recs], profile, jobs, sim_overrides)
+    sims = simulate_records([m for _, _, m in recs], profile, jobs, sim_overrides, cache=cache)
     rows = []
     for (g, og, m), s in zip(recs, sims):
         r = m.record

@@ -196,7 +196,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "does not make them either (realsys/results/README.md, dead-accepts): Linux 6's userver at 1.4x its "
         "peak left 0.00-0.39 % of its accepts unanswered with our generator (timer from the connect, 0.25 s "
         "and 10 s) and with httperf 0.9.0 itself (0.25 s), so httperf's timer alone does not explain them; "
-        "the knot server at accept-limit inf left 27-30 % unanswered in the window, as its model does (31 % "
+        "the knot server at accept-limit inf left 27-30 % unanswered in the window, as its model does (33 % "
         "and 48 %), but its threads still held them when the window ended: not dead accepts "
         "(realsys/results/README.md)",
     ("userver-specweb99-select", "1", "replies_per_s"):
@@ -284,30 +284,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "same level at 23,000 (15,229, C_avg 116): that level is set by the cold cost and the SYN-drop work "
         "(~31,000 SYN drops/s x k_syn_drop 7.4 us, 23 % of the CPU), not by the threshold's shape",
     ("knot-one-packet", "50", "open_conns_mean"):
-        "follows the Accept-50 peak miss: 15,000 req/s is past the thesis's Accept-50 peak (14,000) but below "
-        "the sim's (~16,000 in this sweep), so the sim's threads keep no backlog there (2,779 open).  Past its "
-        "own saturation the sim keeps the thesis's counts: 24,000-27,000 open at 18,000-30,000 req/s (thesis "
-        "~25,000), and Accept-100 42,000-53,000 (thesis 44,000-48,000)",
-    ("knot-one-packet", "50", "peak_replies_per_s"):
-        "The sim keeps up at 16,800 req/s, the sweep's top rate (16,756 served), so its peak is at least "
-        "this and the miss at least +19.7 %; at 18,200 it is past its peak (15,597: sensitivity-rows.md, "
-        "2026-11-27).  The thesis's 14k suggests more per-connection CPU on cluster 2 (knot_* / "
-        "thread_switch not fitted; only the 47 ms client delay was chosen, on the Accept-1 peak).  Read past "
-        "that peak, at 18,200 (the peak itself is capped by the grid, so its E are all ~0), throughput "
-        "answers most to k_ack_establish (-0.22, hand-set, seen by cluster 1's μserver rows), then thread_switch (-0.15), "
-        "k_syn_drop and sched_per_blocked (-0.14 each; Capriccio's two unidentified).  That proxy does not "
-        "say where the peak goes: simulated (tools/knot_whatif.py, 2026-11-27; docs/guides/knot.md), "
-        "thread_switch x1.78 (10.7 us) still keeps up at 15,400 (15,366); at 20 us the peak is 13,945 "
-        "(-0.4 %) but Accept-1's falls to 10,954; +12 us of per-request user work puts it at >= 14,638 "
-        "(+4.6 %) with Accept-1's at 11,965, and the row at 15,000 then has 18,274-23,873 open connections "
-        "(thesis ~25,000; 3,462 with the shipped costs at that row's seed, 2,779 at the report's sweep point): an unmeasured per-request Capriccio cost could carry this miss and "
-        "its open-connection sibling together.  Not the poll() "
-        "itself (stop 22, scratch runs in the thesis window): Capriccio's poller (sockio_poll_poll) polls "
-        "only its outstanding requests, one per blocked thread (<= 1,000 here), with a zero timeout; "
-        "charging that poll() at this profile's poll costs (11 us + 0.3 us per fd + 0.8 us per ready fd) on "
-        "top of the sched_* terms put this peak at 15,999 (+14.3 %) and Accept-1's at 11,890, and in place "
-        "of the sched_per_blocked term left it at 16,758.  The thesis's peak asks for at least 12 us more "
-        "per connection (1/14,000 - 1/16,800 s)",
+        "15,000 req/s is the sim's Accept-50 peak (14,779 served; its connections go cold as TUX's do, "
+        "simaccept/servers/warmth.py, docs/guides/knot.md) and 7 % past the thesis's (14,000), so the sim's "
+        "backlog is still forming there.  From 16,000 req/s on the sim holds the thesis's counts: Accept-50 "
+        "24,400-25,600 open at 16,000-30,000 (thesis ~25,000), Accept-100 43,600-48,800 at 16,000-22,000 "
+        "(thesis 44,000-48,000).  Before the cold-connection cost the sim kept up at 16,800 and held 2,779 "
+        "open here",
 }
 
 
@@ -736,8 +718,10 @@ def plot_group(path: Path, title: str, lines: dict[str, list[RunRecord]], rows: 
 
 
 # --------------------------------------------------------------------------- realsys
-def realsys_heldout(paths: Iterable[str], real_profile: str | None, jobs: int, sim_overrides) -> dict[str, Any]:
-    """Held-out realsys runs with the machine profile (see :mod:`validation.realsys_report`)."""
+def realsys_heldout(paths: Iterable[str], real_profile: str | None, jobs: int, sim_overrides,
+                    cache: Path | None = None) -> dict[str, Any]:
+    """Held-out realsys runs with the machine profile (see :mod:`validation.realsys_report`),
+    their simulations kept in ``cache`` (by scenario hash) when it is given."""
     from .realsys_report import realsys_heldout as _rh
     paths = list(paths)
     if real_profile and not paths:
@@ -747,7 +731,7 @@ def realsys_heldout(paths: Iterable[str], real_profile: str | None, jobs: int, s
     from .machine import fit_sim_overrides
     fit_path = _machine_fit_path(real_profile, paths) if real_profile else None
     fit_over = fit_sim_overrides(json.loads(fit_path.read_text())) if fit_path else []
-    return _rh(paths, real_profile, jobs, fit_over + list(sim_overrides or ()))
+    return _rh(paths, real_profile, jobs, fit_over + list(sim_overrides or ()), cache=cache)
 
 
 # --------------------------------------------------------------------------- report
@@ -818,7 +802,8 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
                            "failed_errors": sorted({(x.error or "").splitlines()[0] for x in failed})[:3],
                            "png": png, "cells": len(cells), "scenario": repo_path(sc.source),
                            "warmup": sc["scenario"]["warmup"], "duration": sc["scenario"]["duration"]})
-    real_info = realsys_heldout(real, real_profile, jobs, sim_overrides)
+    # in the report's cache beside the sweeps (the hash covers the machine profile's costs)
+    real_info = realsys_heldout(real, real_profile, jobs, sim_overrides, cache / "realsys")
     real_pngs = []
     fit_info = None
     if real_info.get("median_abs_throughput_error") is not None:

@@ -29,7 +29,8 @@ fit's 0.9-1.2, so that a cost that raises the peak is not capped by the top rate
 The grid still caps it from below: where the maximum sits at a point the server kept up
 with and the next point is saturated (:data:`KEPT_UP`), the true peak lies between them,
 a raised cost moves it without moving the maximum, and every E would read ~0 (Knot's
-Accept-50 row, 2026-11-27: 16,756 served of 16,800 offered, every E between -0.01 and +0.01).  Such a
+Accept-50 row, 2026-11-27, before its connections went cold: 16,756 served of 16,800 offered,
+every E between -0.01 and +0.01).  Such a
 *censored* peak's elasticities are read at the next, saturated point instead, and marked.
 Every simulation is cached under ``out/validation-cache/sensitivity/`` by its
 scenario, as soon as it finishes: an interrupted run keeps what it did, and a second

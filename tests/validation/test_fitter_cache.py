@@ -74,3 +74,20 @@ def test_a_policy_typed_at_a_prompt_is_never_cached(tmp_path, monkeypatch, polic
     for _ in range(2):
         simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))
     assert len(ran) == 2 and not list((tmp_path / "cache").glob("*.json"))
+
+
+def test_simulate_records_with_a_cache_reads_what_it_kept(tmp_path, monkeypatch):
+    # the report's realsys part: a rerun (a note edited, a crash part-way) simulates nothing again
+    from validation import fitter, machine
+    recs = machine.fit_records()[:3]
+    short = ["scenario.warmup=0.05", "scenario.duration=0.2"]
+    plain = fitter.simulate_records(recs, "realsys-linux6", 1, short)
+    ran = []
+    real_sim = fitter._simulate_json
+    monkeypatch.setattr(fitter, "_simulate_json", lambda js, src: ran.append(js) or real_sim(js, src))
+    first = fitter.simulate_records(recs, "realsys-linux6", 1, short, cache=tmp_path / "c")
+    again = fitter.simulate_records(recs, "realsys-linux6", 1, short, cache=tmp_path / "c")
+    assert len(ran) == len(set(ran)) == 3 and len(list((tmp_path / "c").glob("*.json"))) == 3
+    key = lambda r: (r.seed, r.target_rate, r.replies_per_s, r.accept_rate)    # noqa: E731
+    assert [key(r) for r in plain] == [key(r) for r in first] == [key(r) for r in again]
+    assert all(r.status == "ok" and r.replies_per_s > 0 for r in again)

@@ -123,7 +123,7 @@ def test_order_check_ties_preserved_inverted():
 
 def test_heldout_figures_are_computed_from_rows(monkeypatch):
     """Stand-in simulations at +5 % of the measurement give a median error of exactly 5 %."""
-    def fake(recs, profile, jobs, sim_overrides=()):
+    def fake(recs, profile, jobs, sim_overrides=(), cache=None):
         return [RunRecord(source="sim", status="ok", replies_per_s=1.05 * m.record.replies_per_s) for m in recs]
     monkeypatch.setattr(realsys_report, "simulate_records", fake)
     paths = [str(ROOT / "realsys/results/onepacket-select/results.csv"),
