@@ -1,14 +1,15 @@
 """What-if for Knot's thesis rows: one cost changed, Knot's rows simulated as the report simulates them.
 
-The validation report misses Knot's Accept-50 peak (thesis 14,000 replies/s; the simulation keeps
-up past 16,800) and its open connections at Accept-50, 15,000 req/s (thesis ~25,000; simulated
-2,779).  The sensitivity analysis reads elasticities past that censored peak, which say nothing
-of where the peak goes.  This script simulates the rows directly: for each value of one cost,
+Written when the validation report missed Knot's Accept-50 peak (thesis 14,000 replies/s; the
+simulation kept up past 16,800) and its open connections at Accept-50, 15,000 req/s (thesis
+~25,000; simulated 2,779), before Knot's connections went cold (27 Nov; now 14,779 and 13,325,
+docs/guides/knot.md).  The sensitivity analysis reads elasticities past a censored peak, which say
+nothing of where the peak goes.  This script simulates the rows directly: for each value of one cost,
 Accept-50 and Accept-1 at a few rates around their peaks (each row's own seed, the thesis's
 120 s window from idle: validation.records.scenario_for, as the report's peak runs) and Accept-50
 at 15,000 req/s, and prints a Markdown table.  The report's cell at 15,000 is a point of its group
-sweep, with the sweep's random stream, so the two differ by seed (shipped costs: 3,462 open here,
-2,779 in the report).  Points are kept in --cache, one JSON per (row, rate, cost, value), so an
+sweep, with the sweep's random stream, so the two differ by seed (before the cold connections: 3,462
+open here, 2,779 in the report).  Points are kept in --cache, one JSON per (row, rate, cost, value, model), so an
 interrupted run resumes and the table can be printed again without simulating.
 
     python tools/knot_whatif.py --cost thread_switch --values 6,13,20,30
@@ -43,12 +44,15 @@ def point(job) -> dict:
     from simaccept.sim import simulate
     from simaccept.sweep import atomic_write
     from validation.records import scenario_for
-    key = f"{job['limit']}-{'peak' if job['peak'] else 'rate'}-{job['rate']:g}-{job['cost']}={job['value']:g}"
+    sc = scenario_for(_row(job["limit"], job["peak"]), rate=job["rate"],
+                      overrides=[f"costs.{job['cost']}={job['value']!r}", *job["set"]])
+    # the content hash covers --set, the profile's resolved costs and the model's code: a point
+    # the old model computed (Knot before its connections went cold) is not answered again
+    key = (f"{job['limit']}-{'peak' if job['peak'] else 'rate'}-{job['rate']:g}-{job['cost']}={job['value']:g}"
+           f"-{sc.content_hash()}")
     path = Path(job["cache"]) / f"{key}.json"
     if path.is_file():
         return json.loads(path.read_text())
-    sc = scenario_for(_row(job["limit"], job["peak"]), rate=job["rate"],
-                      overrides=[f"costs.{job['cost']}={job['value']!r}", *job["set"]])
     r = simulate(sc, raise_errors=True)
     d = {"limit": job["limit"], "peak_row": job["peak"], "rate": job["rate"], "cost": job["cost"],
          "value": job["value"], **{k: getattr(r, k) for k in FIELDS}}

@@ -30,15 +30,19 @@ def test_a_dearer_resume_lowers_accept50_and_the_points_are_cached(tmp_path):
     # ten times Capriccio's resume cost cannot leave Accept-50's throughput where it was
     assert served[("60", "accept-50 peak")] < 0.9 * served[("6", "accept-50 peak")]
     files = sorted(p.name for p in tmp_path.glob("*.json"))
-    assert len(files) == 6 and "50-rate-15000-thread_switch=60.json" in files
+    assert len(files) == 6 and any(f.startswith("50-rate-15000-thread_switch=60-") for f in files)
     # a cached point is read back, not simulated again: edit one and the table shows the edit
-    p = tmp_path / "1-peak-12000-thread_switch=6.json"
+    (p,) = tmp_path.glob("1-peak-12000-thread_switch=6-*.json")
     d = json.loads(p.read_text())
     d["replies_per_s"] = 1234.0
     p.write_text(json.dumps(d))
     again = run("--cost", "thread_switch", "--values", "6", *quick)
     assert again.returncode == 0, again.stderr
     assert table(again.stdout)[2][3] == "1,234"
+    # another scenario (here a --set; likewise another model or profile) is not answered from it
+    other = run("--cost", "thread_switch", "--values", "6", *quick, "--set", "client.think_ms=40")
+    assert other.returncode == 0, other.stderr
+    assert table(other.stdout)[2][3] != "1,234" and len(list(tmp_path.glob("*.json"))) == 9
 
 
 @pytest.mark.parametrize("args,msg", [
