@@ -472,7 +472,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="cost profile name, or a profile TOML file (its costs are applied as overrides)")
     r.add_argument("--quick", action="store_true", help="shorter runs (10 s warm-up, 5 s measured), coarser grid")
     r.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
-    r.add_argument("--cache", default=None, help="sweep cache directory (default out/validation-cache)")
+    r.add_argument("--cache", default=None, help="simulation cache directory: the sweeps and the realsys runs (default out/validation-cache)")
     r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario override for every simulation")
     r.add_argument("--real", action="append", default=[], metavar="RESULTS.csv",

@@ -3,8 +3,8 @@
 For every (server, workload) the thesis measured and the simulator can run, the
 thesis scenario (``scenarios/thesis/...``) is swept over its policies and rates plus
 the rates of the measured rows, with the chosen cost profile, through
-:func:`simaccept.sweep.run_sweep` with a cache directory, so a second report
-recomputes nothing.  Each measured cell is compared with the simulated point at the
+:func:`simaccept.sweep.run_sweep` with a cache directory (the realsys part's simulations
+too, under ``realsys/`` there), so a second report recomputes nothing.  Each measured cell is compared with the simulated point at the
 same policy and target rate (peak rows with the maximum of the simulated line):
 
 * throughput (``replies_per_s``, ``peak_replies_per_s``): relative error, target ±10 %;
