@@ -26,6 +26,9 @@
   delay (:mod:`validation.specweb_idle`);
 * ``python -m validation seeds [--out DIR] [--seeds 4] [--jobs N]``: every held-out throughput
   cell at several seeds, so that a miss can be told from seed noise (:mod:`validation.seeds`);
+* ``python -m validation drops [--out DIR] [--jobs N] [--cache DIR]``: tables 5.1 and 5.2's queue-drop
+  totals against the simulator's, the TUX replies/s they imply, and a trace of each run's
+  queues (:mod:`validation.drops`);
 * ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25] [--rows LABELS|misses]``:
   each thesis throughput cell's elasticity to every cost its server uses, which costs the fitted
   and hand-set rows can see, and what one unidentified cost would do (:mod:`validation.sensitivity`);
@@ -464,6 +467,12 @@ def _parser() -> argparse.ArgumentParser:
     sd.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     sd.add_argument("--profile", default="thesis-2004")
     sd.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/seeds)")
+    dr = sub.add_parser("drops", help="tables 5.1/5.2's queue-drop totals against the simulator's, the TUX "
+                        "replies/s they imply, and a trace of each run's queues -> docs/validation/drops.md")
+    dr.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
+    dr.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
+    dr.add_argument("--profile", default="thesis-2004")
+    dr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/drops)")
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation for the full report: "
                                                "--real-profile given, no --quick/--group/--set, profile thesis-2004; "
@@ -595,6 +604,16 @@ def _main(args) -> int:
         k = len(res["cells"])
         print(f"held-out throughput cells in band at every one of {res['n_seeds']} seeds: "
               f"{res['in_band_at_every_seed']}/{k}, at none: {res['in_band_at_no_seed']}/{k}; wrote {args.out}/seeds.md")
+        return 0
+    if args.cmd == "drops":
+        from .drops import DEFAULT_CACHE as DCACHE, DropsError, run as run_drops
+        res, code = _guarded(lambda: run_drops(out=args.out, jobs=args.jobs, profile=args.profile,
+                                               cache=args.cache or DCACHE),
+                             DropsError, failed=lambda msg: "simulation failed" in msg)
+        if code is not None:
+            return code
+        parts = [f"{c['row']} sim/thesis {c['ratio_total']:.2f}" for c in res["cells"]]
+        print(f"queue-drop totals per second, simulated over the thesis's: {'; '.join(parts)}; wrote {args.out}/drops.md")
         return 0
     if args.cmd == "sensitivity":
         from .sensitivity import DEFAULT_CACHE, SensitivityError, run as run_sens

@@ -272,7 +272,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "the sim collapses there (14.3k replies/s at 27,500): its ListenOverflowed requests wait in the SYN "
         "queue and keep it past 3/4 full, so DropRequest takes the drops.  The thesis gives no throughput at "
         "27,000 (table 5.2 is drop counts only); its drop mix (38 % ListenOverflow) says its Accept-1 had not "
-        "collapsed that far.  With the shorter-window fit (tux_request 5.5 us, peak ~26k) these shares were in",
+        "collapsed that far.  With the shorter-window fit (tux_request 5.5 us, peak ~26k) these shares were in"
+        "; drops.md: its SYN queue holds ~630 overflowed, still-young requests whose clients all retransmit after exactly data_rto, so they return together and overflow again; with the clients' timers on 10 ms host ticks (a scratch run, docs/guides/tux.md) Accept-1 serves 19,539 replies/s at 27,000 instead of 14,705 and DropRequest falls to 74 % of its drops",
     ("tux-one-packet", "1", "share:drops_listen_overflow"): "see DropRequest share",
     ("tux-one-packet", "inf", "replies_per_s"):
         "over 120 s from idle the sim's Accept-Inf at 23,000 is in its collapsed, cold-cache regime (batches of "
@@ -282,7 +283,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "miss rate (a connection's lines evicted as in an LRU set with 3 ways left for them, P(cold) = "
         "P(Poisson(3d/60) >= 3) after d touches) gives intermediate batches (C_avg 17 at 21,000 req/s) but the "
         "same level at 23,000 (15,229, C_avg 116): that level is set by the cold cost and the SYN-drop work "
-        "(~31,000 SYN drops/s x k_syn_drop 7.4 us, 23 % of the CPU), not by the threshold's shape",
+        "(~31,000 SYN drops/s x k_syn_drop 7.4 us, 23 % of the CPU), not by the threshold's shape"
+        ".  Table 5.2's drop totals say the sim falls too far at 27,000 req/s too (drops.md): read with the μserver's SYN drops per failed connection (table 5.1), they imply 16,700-17,200 replies/s for Accept-Inf there, where the sim serves 12,214 with 2.3x the thesis's drops",
     ("knot-one-packet", "50", "open_conns_mean"):
         "15,000 req/s is the sim's Accept-50 peak (14,779 served; its connections go cold as TUX's do, "
         "simaccept/servers/warmth.py, docs/guides/knot.md) and 7 % past the thesis's (14,000), so the sim's "

@@ -1,0 +1,124 @@
+"""validation.drops: tables 5.1/5.2's queue-drop totals against the simulator's."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from simaccept.scenario import load_scenario
+from simaccept.sim import simulate
+from validation import drops
+from validation.cli import main
+from validation.records import load_thesis
+
+TUX_AL1 = "tux/one-packet/-/accept-1@27000"
+US_AL1 = "userver/one-packet/select/accept-1@27000"
+
+
+def test_the_four_runs_of_tables_5_1_and_5_2():
+    rows = {m.label: m for m in drops.drop_rows()}
+    assert set(rows) == {US_AL1, "userver/one-packet/select/accept-inf@27000", TUX_AL1,
+                         "tux/one-packet/-/accept-inf@27000"}
+    assert rows[TUX_AL1].get("drops_total") == 1368683 and rows[TUX_AL1].record.duration_s == 120
+
+
+def test_a_drop_row_without_a_run_length_is_refused():
+    m = next(m for m in load_thesis() if m.label == TUX_AL1)
+    bad = dataclasses.replace(m, record=dataclasses.replace(m.record, duration_s=math.nan))
+    with pytest.raises(drops.DropsError, match="tux/one-packet/-/accept-1@27000: .*duration_s"):
+        drops.drop_rows([bad])
+
+
+def test_per_second_counts_an_absent_category_as_zero():
+    d = drops.per_second({"drops_synq_full": math.nan, "drops_acceptq_full": 1200.0,
+                          "drops_drop_request": 2400.0, "drops_listen_overflow": 600.0}, 120.0)
+    assert d["drops_synq_full"] == 0 and d["syn"] == pytest.approx(30.0) and d["total"] == pytest.approx(35.0)
+    with pytest.raises(drops.DropsError, match="duration_s must be > 0"):
+        drops.per_second({}, 0.0)
+
+
+@pytest.mark.parametrize("syn, rate, replies, want", [
+    (34_000.0, 27_000.0, 9_442.0, 34_000 / 17_558),     # table 5.1's Accept-1, roughly
+    (100.0, 27_000.0, 26_990.0, math.nan),              # almost every connection answered: no ratio
+    (100.0, 27_000.0, 27_500.0, math.nan),              # more replies than the rate (earlier requests)
+])
+def test_syn_drops_per_failed_connection(syn, rate, replies, want):
+    got = drops.syn_drops_per_failed(syn, rate, replies)
+    assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+
+
+def test_implied_replies_spans_the_ratios_and_stays_in_range():
+    lo, hi = drops.implied_replies(27_000.0, 7_000.0, [2.0, 1.75, math.nan])
+    assert lo == pytest.approx(27_000 - 4_000) and hi == pytest.approx(27_000 - 3_500)
+    assert drops.implied_replies(1_000.0, 7_000.0, [2.0]) == (0.0, 0.0)      # never below 0
+    with pytest.raises(drops.DropsError, match="no SYN-drops-per-failed-connection ratio"):
+        drops.implied_replies(27_000.0, 7_000.0, [math.nan, 0.0])
+
+
+def test_a_traced_run_is_the_plain_run_and_its_windows_add_up():
+    sc = load_scenario("scenarios/thesis/tux-onepacket.toml", ["scenario.warmup=0", "scenario.duration=3",
+                                                              "workload.rate=27000", "server.accept_limit=1"])
+    t = drops.trace_run(sc, window=1.0)
+    plain = simulate(sc).to_dict()
+    for k in ("replies_per_s", "accept_rate", "drops_acceptq_full", "drops_drop_request", "drops_listen_overflow"):
+        assert t["record"][k] == plain[k], k
+    w = t["windows"]
+    # the last window ends with the record's, where the server's last operation ended (past 3 s)
+    assert [(x["t0"], x["t1"]) for x in w] == [pytest.approx((0.0, 1.0)), pytest.approx((1.0, 2.0)),
+                                                pytest.approx((2.0, 3.0), abs=1e-3)]
+    assert w[-1]["t1"] == pytest.approx(plain["duration_s"])
+    for c in drops.CATEGORIES + ("replies_per_s",):     # per window, they add up to the run's (no warm-up)
+        total = plain[c] * plain["duration_s"] if c == "replies_per_s" else plain[c]
+        assert sum(x[c] * (x["t1"] - x["t0"]) for x in w) == pytest.approx(total, abs=0.5), c
+    for x in w:                          # queueing invariants of the Linux 2.4 profile (backlog 128)
+        assert 0 <= x["synq_mean"] <= x["synq_max"] <= 1024
+        assert 0 <= x["young_mean"] <= x["synq_max"]
+        assert 0 <= x["acceptq_mean"] <= 129 and 0 <= x["acceptq_full"] <= 1
+        assert 0 <= x["at_three_quarters"] <= 1
+    # overloaded from idle: the queues fill and SYNs are refused by the end
+    assert w[-1]["acceptq_mean"] > 64 and w[-1]["drops_acceptq_full"] + w[-1]["drops_drop_request"] > 0
+
+
+def test_run_writes_totals_implied_replies_and_traces(tmp_path, monkeypatch):
+    # the thesis's 120 s shortened to 2 s so the test stays short; the mechanics are the same
+    short = [dataclasses.replace(m, record=dataclasses.replace(m.record, duration_s=2.0))
+             for m in drops.drop_rows()]
+    monkeypatch.setattr(drops, "drop_rows", lambda: short)
+    res = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache")
+    cells = {c["row"]: c for c in res["cells"]}
+    us, tux = cells[US_AL1], cells[TUX_AL1]
+    assert us["implied_replies_per_s"] is None and math.isfinite(us["thesis_syn_per_failed"])
+    lo, hi = tux["implied_replies_per_s"]
+    assert 0 < lo <= hi <= 27_000
+    assert all(c["same_as_simulate"] for c in res["cells"])
+    # the thesis's counts over its run length (2 s here): 1,368,683 / 2
+    assert tux["thesis_per_s"]["total"] == pytest.approx(1368683 / 2)
+    saved = json.loads((tmp_path / "drops.json").read_text())
+    assert saved["cells"][0]["row"] == res["cells"][0]["row"] and saved["model_fingerprint"]
+    md = (tmp_path / "drops.md").read_text()
+    assert f"| {TUX_AL1} | thesis |" in md and "## TUX's replies/s that the totals imply" in md
+    assert "Each traced run's record equals a plain simulation's: yes for all." in md
+    n = len(list((tmp_path / "cache").glob("trace1-*.json")))
+    assert n == 4
+    again = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache")      # from the cache, same figures
+    assert [c["sim_per_s"] for c in again["cells"]] == [c["sim_per_s"] for c in res["cells"]]
+
+
+def test_cli_refuses_bad_input(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["drops", "--jobs", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    assert main(["drops", "--profile", "no-such-profile", "--out", str(tmp_path)]) == 2
+    assert "--profile" in capsys.readouterr().err
+    assert main(["drops", "--cache", str(f), "--out", str(tmp_path)]) == 2
+    assert "--cache" in capsys.readouterr().err
+
+
+def test_a_run_that_fails_is_named_and_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(drops, "trace_run", lambda sc: 1 / 0)
+    with pytest.raises(drops.DropsError, match=r"simulation failed for .*ZeroDivisionError"):
+        drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache", check_plain=False)
+    assert not (tmp_path / "drops.md").exists() and not list((tmp_path / "cache").glob("*.json"))

@@ -1,0 +1,351 @@
+"""``python -m validation drops``: the thesis's queue-drop totals against the simulator's.
+
+Tables 5.1 and 5.2 count every queue drop of four runs at 27,000 req/s one-packet (the
+μserver and TUX, Accept-1 and Accept-Inf) with counters the author added to the kernel,
+totals over the run as printed.  The report scores the four categories' *shares*; this
+compares the totals, per second of the 120 s run (thesis.csv's ``duration_s``).
+
+**Why totals.**  A connection that is never served shows up in these counters: each of its
+SYNs that is refused is an AcceptQFull, DropRequest (or SynQFull) drop; ListenOverflow
+counts final ACKs, not SYNs.  So SYN drops per second over failed connections per second
+(target rate less replies/s) is a property of the clients' retransmissions and timeout,
+about the same for any server on the same clients.  The thesis gives replies/s for both
+μserver runs (table 4.7), so its *SYN drops per failed connection* can be read there; TUX's
+replies/s at 27,000 req/s are in no table or text, and the same ratio turns table 5.2's
+totals into the replies/s TUX must have had (:func:`implied_replies`):
+
+    replies/s = rate - SYN drops/s / (SYN drops per failed connection, μserver's)
+
+This is an inference, not a measurement: it holds if TUX's failed connections sent as many
+SYNs as the μserver's did (same httperf, same kernel, same timeout).  The μserver's two
+runs, at very different drop mixes, give the ratio's range.
+
+**Why a trace.**  Each run is simulated once more with a probe that samples the listening
+socket every ``dt`` (SYN queue length, young requests, accept queue length) and, per
+``window`` seconds, the drops and replies (:func:`trace_run`).  A
+run under the probe is the same run: the probe only reads state and draws no random
+number, so its record equals the one a plain ``simulate`` gives (checked here for every
+run: ``same_as_simulate``).  The host processes its packets in step with the server's
+operations, ahead of SimPy's clock by at most the current phase (a few ms here), so a
+sample is the queues' state within that step of its time stamp.
+
+``python -m validation drops [--out DIR] [--jobs N] [--cache DIR]`` writes ``drops.md`` and
+``drops.json`` (default ``docs/validation``).  Finished runs are kept in the cache, keyed by
+the scenario's content hash (resolved costs and the model's fingerprint included).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from simaccept.costs import load_costs
+from simaccept.scenario import model_fingerprint
+from simaccept.sweep import atomic_write, stop_workers, worker_pool
+
+from .fitter import _worker_died, check_run_inputs, scenario_from_json, scenario_json
+from .records import ROOT, load_thesis, nan_to_null, scenario_for
+
+DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "drops"
+SYN_CATEGORIES = ("drops_synq_full", "drops_acceptq_full", "drops_drop_request")
+CATEGORIES = SYN_CATEGORIES + ("drops_listen_overflow",)
+SAMPLE_DT = 0.05              # s between samples of the queues
+WINDOW = 10.0                 # s per row of a trace's table
+TRACE_FORMAT = 1              # in a cached trace's name: a trace written by other code is not read back
+
+
+class DropsError(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------------------- arithmetic
+def drop_rows(thesis=None) -> list:
+    """The paper rows that carry drop totals (tables 5.1, 5.2), in file order."""
+    rows = [m for m in (thesis if thesis is not None else load_thesis())
+            if m.record.source == "paper" and not math.isnan(m.get("drops_total"))]
+    for m in rows:
+        if not (m.record.duration_s > 0 and math.isfinite(m.record.target_rate)):
+            raise DropsError(f"{m.label}: a drop total needs a run length (duration_s) and a target rate")
+    return rows
+
+
+def per_second(counts: dict[str, float], duration_s: float) -> dict[str, float]:
+    """Each category's count (an absent or NaN category counts 0: no SynQFull column in the
+    thesis, whose syncookies were off) per second, plus ``syn`` (SYNs refused) and ``total``."""
+    if not duration_s > 0:
+        raise DropsError(f"duration_s must be > 0, got {duration_s!r}")
+    out = {c: (0.0 if counts.get(c) is None or math.isnan(counts[c]) else float(counts[c])) / duration_s
+           for c in CATEGORIES}
+    out["syn"] = sum(out[c] for c in SYN_CATEGORIES)
+    out["total"] = out["syn"] + out["drops_listen_overflow"]
+    return out
+
+
+def syn_drops_per_failed(syn_per_s: float, rate: float, replies_per_s: float) -> float:
+    """SYNs refused per connection that got no reply; NaN when (almost) every connection got one."""
+    failed = rate - replies_per_s
+    return syn_per_s / failed if failed > 0.01 * rate else math.nan
+
+
+def implied_replies(rate: float, syn_per_s: float, ratios: Sequence[float]) -> tuple[float, float]:
+    """(low, high) replies/s that ``syn_per_s`` SYN drops imply at ``rate``, for SYN drops per
+    failed connection in [min(ratios), max(ratios)]; capped at the rate."""
+    rs = [r for r in ratios if r > 0 and math.isfinite(r)]
+    if not rs:
+        raise DropsError("no SYN-drops-per-failed-connection ratio to infer replies from")
+    lo, hi = rate - syn_per_s / min(rs), rate - syn_per_s / max(rs)
+    return max(0.0, min(lo, rate)), max(0.0, min(hi, rate))
+
+
+# ---------------------------------------------------------------------------- the probe
+def trace_run(sc, dt: float = SAMPLE_DT, window: float = WINDOW) -> dict[str, Any]:
+    """Simulate ``sc`` (a scalar Scenario) as :func:`simaccept.sim.simulate` does, with a probe.
+
+    Returns {"record": the RunRecord as a dict, "windows": per ``window`` seconds from t = 0:
+    mean and max SYN queue, share of samples with the SYN queue at the 3/4 line (a SYN would
+    be a DropRequest), mean young requests, mean accept queue, share of samples with it full,
+    drops/s by category and replies/s (by the time the client got the reply, as the record's)}.
+    No CPU shares per window: the μserver's loop adds up its CPU time in local counters and
+    hands them to the host only at the end of warm-up and of the run (the record has them)."""
+    import numpy as np
+    import simpy
+
+    from simaccept import metrics
+    from simaccept.costs import scenario_costs
+    from simaccept.host import Host
+    from simaccept.record import RunRecord
+    from simaccept.servers import make_server
+    from simaccept.sim import Meter, _identity
+
+    # simulate()'s set-up, repeated: the probe has to join the environment before it runs, and
+    # simulate() takes no hook.  Giving it one would change simaccept/, so the model's
+    # fingerprint and every cached simulation; run() checks the two stay the same run.
+    rng = np.random.default_rng(sc.seed_sequence())
+    costs = scenario_costs(sc)
+    warm = sc["scenario"]["warmup"]
+    t_stop = warm + sc["scenario"]["duration"]
+    env = simpy.Environment()
+    host = Host(sc, rng, costs, t_stop)
+    meter = Meter(host, warm, t_stop)
+    server = make_server(env, host, sc, costs, meter)
+    meter.server = server
+    ls = host.lsock
+    samples: list[tuple] = []          # (t, synq, at 3/4 line, young, acceptq, acceptq full)
+    snaps = [metrics.snapshot(0.0, host, server)]
+
+    def probe():
+        while env.now + dt <= t_stop + 1e-9:
+            yield env.timeout(dt)
+            samples.append((env.now, ls.synq_len, ls.three_quarters_full(), ls.young, len(ls.acceptq),
+                            ls.acceptq_full()))
+            if abs(env.now - window * len(snaps)) < dt / 2:
+                snaps.append(metrics.snapshot(env.now, host, server))
+
+    env.process(probe())
+    env.run(until=server.proc)
+    if meter.warm is None:
+        meter.tick(warm)
+    end = metrics.snapshot(max(env.now, t_stop), host, server)
+    # The last window ends where the record's does (the server's last operation can end past t_stop).
+    if len(snaps) > 1 and snaps[-1]["t"] >= end["t"] - dt / 2:
+        snaps[-1] = end
+    else:
+        snaps.append(end)
+    rec = RunRecord(**_identity(sc))
+    for k, v in metrics.compute(sc, host, server, meter.warm, end).items():
+        setattr(rec, k, v)
+    resp_t = np.asarray(host.resp_t)
+    wins = []
+    for a, b in zip(snaps, snaps[1:]):
+        t0, t1 = a["t"], b["t"]
+        span = t1 - t0
+        s = [x for x in samples if t0 < x[0] <= t1 + 1e-9]
+        d = [(y - x) / span for x, y in zip(a["drops"], b["drops"])]
+        wins.append({
+            "t0": t0, "t1": t1,
+            "synq_mean": float(np.mean([x[1] for x in s])), "synq_max": int(max(x[1] for x in s)),
+            "at_three_quarters": float(np.mean([x[2] for x in s])),
+            "young_mean": float(np.mean([x[3] for x in s])),
+            "acceptq_mean": float(np.mean([x[4] for x in s])), "acceptq_full": float(np.mean([x[5] for x in s])),
+            **{c: d[i] for i, c in enumerate(CATEGORIES)},
+            "replies_per_s": float(((resp_t >= t0) & (resp_t < t1)).sum() / span),
+        })
+    return {"record": rec.to_dict(), "windows": wins}
+
+
+def _trace_json(js: str) -> dict:
+    """trace_run in a worker; a run that raises comes back as a failed record (as simulate's do)."""
+    import traceback
+    try:
+        return trace_run(scenario_from_json(js, "<drops>"))
+    except Exception as e:  # noqa: BLE001 - run() names the failed row
+        return {"record": {"status": "failed", "error": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"},
+                "windows": []}
+
+
+def _traced(jsons: list[str], cache: Path, jobs: int) -> dict[str, dict]:
+    """{scenario JSON: trace_run result}, reading finished runs from ``cache`` and writing each
+    new one there as it finishes (an interrupted run keeps them).  The loop of
+    :func:`validation.fitter.simulate_cached`, for a result that is not a RunRecord."""
+    from concurrent.futures import as_completed
+    out, todo = {}, []
+    for js in dict.fromkeys(jsons):
+        f = cache / f"trace{TRACE_FORMAT}-{scenario_from_json(js, '<drops>').content_hash()}.json"
+        if f.is_file():
+            out[js] = json.loads(f.read_text())
+        else:
+            todo.append((js, f))
+    if not todo:
+        return out
+    cache.mkdir(parents=True, exist_ok=True)
+    ex = worker_pool(max(1, min(jobs, len(todo))))
+    try:
+        futs = {ex.submit(_trace_json, js): (js, f) for js, f in todo}
+        for fut in as_completed(futs):
+            js, f = futs[fut]
+            res = fut.result()
+            if res["record"].get("status") == "ok":
+                atomic_write(f, json.dumps(nan_to_null(res), allow_nan=False) + "\n")
+            out[js] = res
+    except BaseException as e:
+        stop_workers(ex)
+        from concurrent.futures.process import BrokenProcessPool
+        if isinstance(e, BrokenProcessPool):
+            raise _worker_died("the finished runs are kept in the cache") from None
+        raise
+    ex.shutdown()
+    return out
+
+
+# ---------------------------------------------------------------------------- the analysis
+def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thesis-2004",
+        cache: str | Path = DEFAULT_CACHE, check_plain: bool = True) -> dict:
+    """Simulate every drop row in its own window under the probe; compare totals; infer TUX's
+    replies/s; write drops.json and drops.md into ``out``.  ``check_plain`` also simulates each
+    run without the probe (in the same pool) and records whether the two records agree."""
+    cache = check_run_inputs(profile, cache, DropsError)
+    rows = drop_rows()
+    if not rows:
+        raise DropsError("thesis.csv has no row with drop totals")
+    prof = [f"costs.profile={json.dumps(profile)}"]
+    jsons = {m.label: scenario_json(scenario_for(m, overrides=prof)) for m in rows}
+    traced = _traced(list(jsons.values()), cache, jobs)
+    bad = {lab: traced[js]["record"].get("error") or "no error text" for lab, js in jsons.items()
+           if traced[js]["record"].get("status") != "ok"}
+    if bad:
+        lab = sorted(bad)[0]
+        raise DropsError(f"simulation failed for {sorted(bad)}: {lab}: {bad[lab].splitlines()[0]}")
+    same = {}
+    if check_plain:
+        from .fitter import simulate_cached
+        plain = simulate_cached(list(jsons.values()), cache / "plain", jobs, source="<drops>")
+        same = {lab: all(plain[js].get(k) == traced[js]["record"].get(k)
+                         for k in ("replies_per_s", "accept_rate") + CATEGORIES)
+                for lab, js in jsons.items()}
+    cells = []
+    for m in rows:
+        r, sim = m.record, traced[jsons[m.label]]["record"]
+        rate = r.target_rate
+        th = per_second({c: m.get(c) for c in CATEGORIES}, r.duration_s)
+        sm = per_second({c: sim.get(c) for c in CATEGORIES}, float(sim["duration_s"]))
+        meas_replies = r.replies_per_s if isinstance(r.replies_per_s, float) else math.nan
+        cells.append({
+            "row": m.label, "server": r.server, "accept_limit": r.accept_limit, "rate": rate,
+            "cite": m.extras.get("cite", ""),
+            "thesis_per_s": th, "sim_per_s": sm,
+            "ratio_total": sm["total"] / th["total"] if th["total"] > 0 else math.nan,
+            "ratio_syn": sm["syn"] / th["syn"] if th["syn"] > 0 else math.nan,
+            "thesis_replies_per_s": meas_replies, "sim_replies_per_s": float(sim["replies_per_s"]),
+            "thesis_syn_per_failed": syn_drops_per_failed(th["syn"], rate, meas_replies),
+            "sim_syn_per_failed": syn_drops_per_failed(sm["syn"], rate, float(sim["replies_per_s"])),
+            "sim_cpu_idle": float(sim.get("cpu_share_idle", math.nan)),
+            "same_as_simulate": same.get(m.label),
+            "trace": traced[jsons[m.label]]["windows"],
+        })
+    ratios = [c["thesis_syn_per_failed"] for c in cells if math.isfinite(c["thesis_syn_per_failed"])]
+    for c in cells:
+        if math.isnan(c["thesis_replies_per_s"]) and ratios:
+            lo, hi = implied_replies(c["rate"], c["thesis_per_s"]["syn"], ratios)
+            c["implied_replies_per_s"] = [lo, hi]
+            c["sim_vs_implied"] = [c["sim_replies_per_s"] / hi - 1.0, c["sim_replies_per_s"] / lo - 1.0]
+        else:
+            c["implied_replies_per_s"] = None
+            c["sim_vs_implied"] = None
+    result = {
+        "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model_fingerprint": model_fingerprint(),   # the report flags this file stale when the model changes
+        "profile": profile,
+        "costs": dict(load_costs(profile).us),
+        "window": "the thesis's: 120 s from idle queues",
+        "sample_dt_s": SAMPLE_DT, "trace_window_s": WINDOW,
+        "thesis_syn_per_failed_range": [min(ratios), max(ratios)] if ratios else None,
+        "cells": cells,
+    }
+    out = Path(out)
+    atomic_write(out / "drops.json", json.dumps(nan_to_null(result), indent=2, allow_nan=False) + "\n")
+    atomic_write(out / "drops.md", markdown(result))
+    return result
+
+
+def _f(x, fmt="{:,.0f}") -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
+
+
+def markdown(res: dict) -> str:
+    cells = res["cells"]
+    rng = res["thesis_syn_per_failed_range"]
+    L = ["---\norphan: true\n---\n", "# Queue-drop totals: tables 5.1 and 5.2 against the simulator\n",
+         f"Generated {res['generated_at']} by `python -m validation drops` (profile `{res['profile']}`, simulator "
+         f"model fingerprint `{res['model_fingerprint']}`).  Method in `validation/drops.py`.  Not scored: the "
+         "report scores these rows' drop-category *shares*; this page compares the totals.\n",
+         f"Each row simulated once in its own window ({res['window']}); thesis counts are totals over the run as "
+         "printed, divided by its 120 s.  *SYN drops* are AcceptQFull + DropRequest (+ SynQFull, none in the "
+         "thesis: syncookies off): SYNs refused.  ListenOverflow counts final ACKs.\n",
+         "## Totals per second\n",
+         "| row | source | AcceptQFull/s | DropRequest/s | ListenOverflow/s | total/s | sim / thesis | replies/s | "
+         "SYN drops per failed connection | CPU idle |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        for src, d, rep, per, idle in (
+                ("thesis", c["thesis_per_s"], c["thesis_replies_per_s"], c["thesis_syn_per_failed"], None),
+                ("sim", c["sim_per_s"], c["sim_replies_per_s"], c["sim_syn_per_failed"], c["sim_cpu_idle"])):
+            ratio = _f(c["ratio_total"], "{:.2f}") if src == "sim" else ""
+            L.append(f"| {c['row'] if src == 'thesis' else ''} | {src} | {_f(d['drops_acceptq_full'])} | "
+                     f"{_f(d['drops_drop_request'])} | {_f(d['drops_listen_overflow'])} | {_f(d['total'])} | {ratio} | "
+                     f"{_f(rep)} | {_f(per, '{:.2f}')} | {_f(None if idle is None else 100 * idle, '{:.1f} %')} |")
+    L.append("")
+    imp = [c for c in cells if c["implied_replies_per_s"]]
+    if imp and rng:
+        L += ["## TUX's replies/s that the totals imply\n",
+              f"The μserver's two runs refused {rng[0]:.2f}-{rng[1]:.2f} SYNs per connection that got no reply "
+              "(table 5.1 over table 4.7's replies/s).  If TUX's clients, the same httperf on the same kernel, "
+              "sent as many per failed connection, table 5.2's SYN drops imply these replies/s at 27,000 req/s "
+              "(no table or text gives them):\n",
+              "| row | thesis SYN drops/s | implied replies/s | simulated | sim against implied |", "|---|---|---|---|---|"]
+        for c in imp:
+            lo, hi = c["implied_replies_per_s"]
+            e0, e1 = c["sim_vs_implied"]
+            L.append(f"| {c['row']} | {c['thesis_per_s']['syn']:,.0f} | {lo:,.0f} – {hi:,.0f} | "
+                     f"{c['sim_replies_per_s']:,.0f} | {100 * e0:+.1f} % – {100 * e1:+.1f} % |")
+        L.append("")
+    L += ["## How each simulated run gets there\n",
+          f"The listening socket sampled every {res['sample_dt_s'] * 1000:g} ms; per {res['trace_window_s']:g} s: "
+          "SYN queue (mean, max), share of samples at the 3/4 line (a SYN arriving then is a DropRequest), young "
+          "requests (no SYN-ACK retransmitted yet; a ListenOverflowed request stays young until its first "
+          "retransmission, 3 s), accept queue (mean, share of samples full), drops/s and replies/s." + (" Each traced run's record equals a plain simulation's: "
+                           + ("yes for all." if all(c["same_as_simulate"] for c in cells)
+                              else "**no** for " + ", ".join(c["row"] for c in cells if not c["same_as_simulate"]))
+                           if all(c["same_as_simulate"] is not None for c in cells) else "") + "\n"]
+    for c in cells:
+        L += [f"### {c['row']}\n",
+              "| s | SYN queue mean / max | at 3/4 | young | accept queue mean | full | AcceptQFull/s | "
+              "DropRequest/s | ListenOverflow/s | replies/s |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for w in c["trace"]:
+            L.append(f"| {w['t0']:.0f}-{w['t1']:.0f} | {w['synq_mean']:,.0f} / {w['synq_max']:,} | "
+                     f"{100 * w['at_three_quarters']:.0f} % | {w['young_mean']:,.0f} | {w['acceptq_mean']:.0f} | "
+                     f"{100 * w['acceptq_full']:.0f} % | {w['drops_acceptq_full']:,.0f} | {w['drops_drop_request']:,.0f} | "
+                     f"{w['drops_listen_overflow']:,.0f} | {w['replies_per_s']:,.0f} |")
+        L.append("")
+    return "\n".join(L) + "\n"
