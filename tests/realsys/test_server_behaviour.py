@@ -734,6 +734,13 @@ try:
     p.send_signal(signal.SIGUSR1)   # the window starts
     time.sleep(0.3)
     p.send_signal(signal.SIGSTOP)   # the handshakes complete in the kernel; knot sees them all at once
+    # The stop is not immediate: a thread still running took the first connections as they came,
+    # in 9-148 phases (a fresh machine, 2026-11-27).  Connect only once every thread has stopped.
+    deadline = time.monotonic() + 10
+    while not all(open(f"/proc/{p.pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[0] in "tT"
+                  for t in os.listdir(f"/proc/{p.pid}/task")):
+        assert time.monotonic() < deadline, "knot did not stop"
+        time.sleep(0.01)
     conns = []
     for _ in range(n):
         s = socket.create_connection(("127.0.0.1", 8080), timeout=30)
