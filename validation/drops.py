@@ -20,12 +20,12 @@ This is an inference, not a measurement: it holds if TUX's failed connections se
 SYNs as the μserver's did (same httperf, same kernel, same timeout).  The μserver's two
 runs, at very different drop mixes, give the ratio's range.
 
-**Why a trace.**  Each run is simulated once more with a probe that samples the listening
-socket every ``dt`` (SYN queue length, young requests, accept queue length) and, per
-``window`` seconds, the drops and replies (:func:`trace_run`).  A
-run under the probe is the same run: the probe only reads state and draws no random
-number, so its record equals the one a plain ``simulate`` gives (checked here for every
-run: ``same_as_simulate``).  The host processes its packets in step with the server's
+**Why a trace.**  Each run is simulated with a probe that samples the listening socket
+every ``dt`` (SYN queue length, young requests, accept queue length) and, per ``window``
+seconds, the drops and replies (:func:`trace_run`).  A run under the probe is the same run:
+the probe only reads state and draws no random number, so its record equals the one a plain
+``simulate`` gives (each run is simulated once more without the probe to check it:
+``same_as_simulate``).  The host processes its packets in step with the server's
 operations, ahead of SimPy's clock by at most the current phase (a few ms here), so a
 sample is the queues' state within that step of its time stamp.
 
@@ -275,7 +275,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
             c["sim_vs_implied"] = None
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model_fingerprint": model_fingerprint(),   # the report flags this file stale when the model changes
+        "model_fingerprint": model_fingerprint(),   # drops.md names it: which model these figures are of
         "profile": profile,
         "costs": dict(load_costs(profile).us),
         "window": "the thesis's: 120 s from idle queues",
