@@ -28,8 +28,11 @@ def test_syns_to_a_full_accept_queue_are_dropped_counted_and_timed(tmp_path):
     assert p["listen_overflows"] >= 298 and p["listen_drops"] == p["listen_overflows"]
     # each TCP segment the server namespace received was processed on the server's CPU (RPS),
     # on the server's NIC, plus ARP: the first exchange and at most a reachability re-probe (one
-    # fresh-machine run had 3 packets more than segments, 2026-11-27)
-    assert p["in_segs"] <= p["pkts_server_nic"] <= p["in_segs"] + 4
+    # fresh-machine run had 3 packets more than segments, 2026-11-27).  The tracepoint program
+    # can also miss a packet: the kernel skips a BPF program while another one runs on that CPU
+    # (trace_call_bpf's bpf_prog_active).  In 6 runs here netif_rx saw 305 packets every time and
+    # netif_receive_skb (on any CPU) 303-305, twice one short of the 304 segments TCP counted
+    assert p["in_segs"] - 2 <= p["pkts_server_nic"] <= p["in_segs"] + 4
     # each SYN reaches an idle CPU and mostly starts a NET_RX run of its own; a few runs carry no
     # packet at all (one fresh-clone CI run had 1.003 runs per packet), so not exactly <= 1
     assert 0.5 <= p["runs_per_packet"] <= 1.1
