@@ -262,7 +262,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("tux-one-packet", "inf", "c_avg"):
         "the sim's Accept-Inf is bistable (batches ~2 while it keeps up, ~100 once the cold-cache cost tips it); "
         "the thesis's moderate batches (9.5) are never produced; a graded cache model gives moderate batches "
-        "only on the way down (C_avg 17 at 21,000 req/s, 116 at 23,000; see replies/s)",
+        "only on the way down (C_avg 17 at 21,000 req/s, 116 at 23,000; see replies/s).  Traced in 5 s steps "
+        "(scratch, 2026-11-27, the scenario file's seed): the sim tips in its first 5 s and never leaves, its "
+        "accept queue full in 85-100 % of the samples of every later step.  Table 4.10's 1,931 phases/s at "
+        "9.54 each would need the thesis's TUX out of such a regime about 40 % of the time (batches of ~5 then), "
+        "if its collapsed phases were the sim's (128 a batch at ~15,200 replies/s): a server that recovers, "
+        "which the sim's does not",
     ("tux-one-packet", "*", "share:drops_drop_request"):
         "sim splits TUX's SYN-side drops more to DropRequest and less to ListenOverflow than the thesis's "
         "table 5.2: the SYN-ACK round trip (delay_ms 0.1) decides which queue a burst meets first",
@@ -284,7 +289,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "P(Poisson(3d/60) >= 3) after d touches) gives intermediate batches (C_avg 17 at 21,000 req/s) but the "
         "same level at 23,000 (15,229, C_avg 116): that level is set by the cold cost and the SYN-drop work "
         "(~31,000 SYN drops/s x k_syn_drop 7.4 us, 23 % of the CPU), not by the threshold's shape"
-        ".  Table 5.2's drop totals say the sim falls too far at 27,000 req/s too (drops.md): read with the μserver's SYN drops per failed connection (table 5.1), they imply 16,700-17,200 replies/s for Accept-Inf there, where the sim serves 12,214 with 2.3x the thesis's drops",
+        ".  Table 5.2's drop totals say the sim falls too far at 27,000 req/s too (drops.md): read with the μserver's SYN drops per failed connection (table 5.1), they imply 16,700-17,200 replies/s for Accept-Inf there, where the sim serves 12,214 with 2.3x the thesis's drops"
+        ".  The level answers to the clients' unstated timeout through those drops (scratch, 2026-11-27, the "
+        "scenario file's seed, 120 s): 15,301 replies/s at 10 s, 17,767 (-3.8 %) at 5 s (two SYNs per failed "
+        "connection, as table 5.1's totals suggest; 14,200 SYN drops/s instead of 30,900), but with the "
+        "k_syn_drop the μserver's rows asked for at 5 s (11.2 us, the 5 s refit of commit 622debf, an earlier "
+        "model) 15,791 (-14.5 %): the calibration rows fix the SYN-drop work, not the count, so 10 s is kept",
     ("knot-one-packet", "50", "open_conns_mean"):
         "15,000 req/s is the sim's Accept-50 peak (14,779 served; its connections go cold as TUX's do, "
         "simaccept/servers/warmth.py, docs/guides/knot.md) and 7 % past the thesis's (14,000), so the sim's "
