@@ -239,8 +239,9 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
         raise DropsError(f"simulation failed for {sorted(bad)}: {lab}: {bad[lab].splitlines()[0]}")
     same = {}
     if check_plain:
-        from .fitter import simulate_cached
-        plain = simulate_cached(list(jsons.values()), cache / "plain", jobs, source="<drops>")
+        from .fitter import simulate_cached, stderr_progress
+        plain = simulate_cached(list(jsons.values()), cache / "plain", jobs, source="<drops>",
+                                progress=stderr_progress)
         same = {lab: all(plain[js].get(k) == traced[js]["record"].get(k)
                          for k in ("replies_per_s", "accept_rate") + CATEGORIES)
                 for lab, js in jsons.items()}

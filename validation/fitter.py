@@ -57,9 +57,10 @@ import datetime as _dt
 import json
 import math
 import sys
+import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -167,7 +168,8 @@ def check_run_inputs(profile: str, cache: str | Path, error: type[Exception]) ->
 
 
 def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: str = "<cached>",
-                    on_done=None) -> dict[str, dict]:
+                    on_done=None, progress: Callable[[str], None] | None = None,
+                    every: float = 60.0) -> dict[str, dict]:
     """{scenario JSON: record dict} for ``jsons``, simulating only those not in ``cache``.
 
     Files are named by :meth:`Scenario.content_hash`, which covers the *resolved* cost values
@@ -177,6 +179,11 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     A run that finished ``ok`` is written (atomically) as soon as it finishes, so an
     interrupted batch keeps what it did.  Failed runs are returned, not cached.
     ``on_done(js, d)`` is called for each run simulated here.
+    ``progress(msg)``, if given, is told how many runs are to be simulated and how many were
+    cached before the first starts, then how many are done at most once per ``every`` seconds,
+    with the time left at the batch's mean pace so far (runs differ in length: a rough guide).
+    A sensitivity or seeds refresh is hours of simulations; without it the log says nothing
+    until the end.
     """
     from concurrent.futures import as_completed
 
@@ -201,13 +208,26 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     if not todo:
         return out
     cache.mkdir(parents=True, exist_ok=True)
+    n_todo, n_cached = len(todo), len(out)
+    t0 = last = time.monotonic()
+    n_done = 0
+    if progress is not None:
+        progress(f"{source}: {n_todo} simulations to run, {n_cached} cached, {min(jobs, n_todo)} at a time")
 
     def keep(js, f, d):
+        nonlocal n_done, last
         if d.get("status") == "ok" and f is not None:
             atomic_write(f, json.dumps(d))
         out[js] = d
+        n_done += 1
         if on_done is not None:
             on_done(js, d)
+        now = time.monotonic()
+        if progress is not None and n_done < n_todo and now - last >= every:
+            last = now
+            left = (now - t0) / n_done * (n_todo - n_done)
+            progress(f"{source}: {n_done}/{n_todo} simulated in {_hms(now - t0)}, "
+                     f"about {_hms(left)} left at this pace")
 
     if jobs > 1 and len(todo) > 1:
         ex = worker_pool(min(jobs, len(todo)))
@@ -226,7 +246,19 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     else:
         for js, f in todo:
             keep(js, f, _simulate_json(js, source))
+    if progress is not None:
+        progress(f"{source}: {n_todo}/{n_todo} simulated in {_hms(time.monotonic() - t0)}")
     return out
+
+
+def _hms(secs: float) -> str:
+    m, s = divmod(int(round(secs)), 60)
+    return f"{m // 60}h{m % 60:02d}m" if m >= 60 else f"{m}m{s:02d}s"
+
+
+def stderr_progress(msg: str) -> None:
+    """``progress`` for :func:`simulate_cached` that writes to stderr (stdout stays the result)."""
+    print(msg, file=sys.stderr, flush=True)
 
 
 def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None) -> dict[str, float]:

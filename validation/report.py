@@ -414,10 +414,11 @@ def peak_runs(rows: list[Measured], base: str, cost_over: dict[str, float], quic
     """Per peak row (label), its fit-time peak simulations (0.9-1.2 x the measured peak,
     :func:`validation.records.peak_scenarios`, the scenarios :class:`CostFitter` fits), so that
     the report's simulated peak includes the points the fit saw.  Cached by scenario."""
-    from .fitter import simulate_cached
+    from .fitter import simulate_cached, stderr_progress
     over = _run_overrides(base, cost_over, quick, sim_overrides)
     plan = {m.label: [sc.to_json() for sc in peak_scenarios(m, overrides=over)] for m in rows if is_peak_row(m)}
-    done = simulate_cached([js for v in plan.values() for js in v], cache, max(1, jobs), "<report peak>")
+    done = simulate_cached([js for v in plan.values() for js in v], cache, max(1, jobs), "<report peak>",
+                           progress=stderr_progress)
     return {label: [RunRecord(**done[js]) for js in jsons] for label, jsons in plan.items()}
 
 

@@ -25,7 +25,7 @@ from simaccept.costs import load_costs
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .fitter import check_run_inputs, simulate_cached
+from .fitter import check_run_inputs, simulate_cached, stderr_progress
 from .records import ROOT, load_thesis, nan_to_null, peak_scenarios, record_seed, scenario_for
 from .report import role_of
 
@@ -86,7 +86,7 @@ def run(out: str | Path = "docs/validation", n: int = 4, jobs: int = 1, profile:
         raise SeedsError("thesis.csv has no held-out row with a measured throughput")
     todo = plan(rows, n, profile)
     done = simulate_cached([j for per_seed in todo.values() for js in per_seed for j in js], cache, jobs,
-                           source="<seeds>")
+                           source="<seeds>", progress=stderr_progress)
     bad = {lab: done[j].get("error") or "no error text" for lab, per_seed in todo.items()
            for js in per_seed for j in js if done[j].get("status") != "ok"}
     if bad:

@@ -178,10 +178,7 @@ class Runner:
         def counted(js, d):
             self.n_run += 1
         jsons = list(dict.fromkeys(jsons))
-        before = self.n_run
-        done = simulate_cached(jsons, self.cache, self.jobs, "<sensitivity>", on_done=counted)
-        if self.n_run > before:
-            self.log(f"sensitivity: {self.n_run - before} simulations ({len(jsons) - self.n_run + before} cached)")
+        done = simulate_cached(jsons, self.cache, self.jobs, "<sensitivity>", on_done=counted, progress=self.log)
         bad = [d for d in done.values() if d.get("status") != "ok"]
         if bad:
             raise SensitivityError(f"a simulation failed: {(bad[0].get('error') or '').splitlines()[:1]}")

@@ -32,7 +32,7 @@ from simaccept.costs import load_costs
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .fitter import check_run_inputs, simulate_cached
+from .fitter import check_run_inputs, simulate_cached, stderr_progress
 from .records import ROOT, load_thesis, nan_to_null, scenario_for, thesis_scenario_file
 from .report import role_of
 
@@ -97,7 +97,8 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
                       scenario_for(m, overrides=prof + list(THESIS_WINDOW))) for m in rows}
     windows = {(a["scenario"]["warmup"], a["scenario"]["duration"]) for a, _ in scen.values()}
     js = {lab: (a.to_json(), b.to_json()) for lab, (a, b) in scen.items()}
-    done = simulate_cached([j for pair in js.values() for j in pair], cache, jobs, source="<window>")
+    done = simulate_cached([j for pair in js.values() for j in pair], cache, jobs, source="<window>",
+                           progress=stderr_progress)
     bad = {lab: done[j].get("error") or "no error text" for lab, pair in js.items() for j in pair
            if done[j].get("status") != "ok"}
     if bad:

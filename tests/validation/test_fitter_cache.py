@@ -91,3 +91,25 @@ def test_simulate_records_with_a_cache_reads_what_it_kept(tmp_path, monkeypatch)
     key = lambda r: (r.seed, r.target_rate, r.replies_per_s, r.accept_rate)    # noqa: E731
     assert [key(r) for r in plain] == [key(r) for r in first] == [key(r) for r in again]
     assert all(r.status == "ok" and r.replies_per_s > 0 for r in again)
+
+
+def test_progress_counts_what_is_run_and_what_was_cached(tmp_path):
+    # an hours-long refresh (sensitivity, seeds) said nothing until it ended
+    def js(rate):
+        return simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                       [f"workload.rate={rate}", "server.accept_limit=1", "scenario.warmup=0.05",
+                                        "scenario.duration=0.2"]).to_json()
+    a, b, c = js(2000), js(3000), js(4000)
+    simulate_cached([a], tmp_path / "cache")
+    said = []
+    done = simulate_cached([a, b, c], tmp_path / "cache", progress=said.append, every=0.0, source="<t>")
+    assert set(done) == {a, b, c}
+    assert said[0] == "<t>: 2 simulations to run, 1 cached, 1 at a time"
+    assert said[1].startswith("<t>: 1/2 simulated in ") and "left at this pace" in said[1]
+    assert said[2].startswith("<t>: 2/2 simulated in ") and len(said) == 3
+    quiet = []
+    simulate_cached([a, b, c], tmp_path / "cache", progress=quiet.append, every=0.0)
+    assert quiet == []                                   # all cached: nothing to report
+    slow = []
+    simulate_cached([js(5000), js(6000)], tmp_path / "cache", progress=slow.append, every=3600.0)
+    assert len(slow) == 2                                # start and end only: no line within the hour
