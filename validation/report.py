@@ -1044,14 +1044,7 @@ def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
         return None
     d = json.loads(f.read_text())
     params = d["params"]
-    misses = []
-    for r in d["rows"]:
-        if r["role"] != "held-out" or r["ok"]:
-            continue
-        top = sorted(((abs(e), p, e) for p, e in r["elasticity"].items() if e is not None), reverse=True)[:3]
-        misses.append({"row": r["row"], "error": r["error"],
-                       "top_costs": [{"cost": p, "elasticity": e, "status": params[p]["status"],
-                                      "factor_to_band": r["factor_to_band"][p]} for _, p, e in top]})
+    misses = _sensitivity_misses(d)
     if d.get("costs"):
         stale = stale_costs(d["costs"], d.get("profile"))
     else:   # written before files recorded their costs: the raised costs' values, and costs added since
@@ -1059,13 +1052,56 @@ def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
         stale = stale_costs({p: v["value"] for p, v in params.items() if v.get("value") is not None},
                             d.get("profile"), new=False)
         stale += sorted(f"{p} (not analysed)" for p in {q for ps in PARAMS_BY_SERVER.values() for q in ps} - set(params))
+    stale_model = model_changes_since(d["generated_at"], d.get("model_fingerprint"))
     return {"generated_at": d["generated_at"], "step": d["step"], "profile": d.get("profile"), "stale_costs": stale,
-            "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint")),
+            "stale_model": stale_model,
+            "rows_current": _sensitivity_rows_current(out, d.get("profile")) if stale or stale_model else None,
             "unidentified": sorted(p for p, v in params.items() if v["status"] == "unidentified"),
             "n_costs": len(params), "misses": misses,
             "what_if": [{k: w[k] for k in ("param", "factor", "value", "chosen_for", "heldout_within",
                                            "heldout_within_before", "heldout_cells", "calibration_max_abs_change")}
                         for w in d["what_if"]]}
+
+
+def _sensitivity_misses(d: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each held-out row of a sensitivity JSON outside the band, with the three costs it answers to most."""
+    misses = []
+    for r in d["rows"]:
+        if r["role"] != "held-out" or r["ok"]:
+            continue
+        top = sorted(((abs(e), p, e) for p, e in r["elasticity"].items() if e is not None), reverse=True)[:3]
+        misses.append({"row": r["row"], "error": r["error"],
+                       "top_costs": [{"cost": p, "elasticity": e, "status": d["params"][p]["status"],
+                                      "factor_to_band": r["factor_to_band"][p]} for _, p, e in top]})
+    return misses
+
+
+def _sensitivity_rows_current(out: Path, profile: str | None) -> dict[str, Any] | None:
+    """The missing cells of ``sensitivity-rows.json`` (``sensitivity --rows``) if it is of the model and
+    costs this report uses, else None: when the whole analysis is stale (hours to redo) a partial run of
+    today's misses is the current word on them, and the index should say so."""
+    f = out / "sensitivity-rows.json"
+    if not f.is_file():
+        return None
+    d = json.loads(f.read_text())
+    if d.get("profile") != profile or not d.get("costs") or not d.get("model_fingerprint") \
+            or stale_costs(d["costs"], profile) \
+            or model_changes_since(d["generated_at"], d.get("model_fingerprint")):
+        return None
+    return {"generated_at": d["generated_at"], "rows": [r["row"] for r in d["rows"]],
+            "misses": _sensitivity_misses(d)}
+
+
+def _misses_table(misses: list[dict[str, Any]]) -> list[str]:
+    L = ["| row | error | costs (E, status, factor) |\n|---|---|---|"]
+    for m in misses:
+        parts = []
+        for t in m["top_costs"]:
+            f = t["factor_to_band"]
+            parts.append(f"`{t['cost']}` {t['elasticity']:+.2f}, {t['status']}"
+                         + (f", {format_factor(f)}" if f is not None and math.isfinite(f) else ""))
+        L.append(f"| {m['row']} | {100 * m['error']:+.1f} % | {'; '.join(parts)} |")
+    return L
 
 
 def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
@@ -1074,6 +1110,13 @@ def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
         return L + ["Not run for this output: `python -m validation sensitivity --out <this directory>`.\n"]
     L += stale_markdown("this analysis", se["generated_at"], se["profile"], se.get("stale_costs") or [], "sensitivity",
                         se.get("stale_model"))
+    cur = se.get("rows_current")
+    if cur is not None:
+        L.append(f"**Current for the cells that miss:** {len(cur['rows'])} held-out row(s) analysed again with this "
+                 f"report's model and costs on {cur['generated_at'][:10]} (`python -m validation sensitivity --rows`, "
+                 "[sensitivity-rows.md](sensitivity-rows.md); a partial run: which costs are *unidentified* needs "
+                 "the whole analysis).  Read these rather than the stale table below:\n")
+        L += _misses_table(cur["misses"]) + [""]
     L.append(f"Each cost raised {100 * (se['step'] - 1):.0f} % alone, every thesis throughput cell simulated again "
              f"([sensitivity.md](sensitivity.md)).  {len(se['unidentified'])} of {se['n_costs']} costs are seen by "
              "no calibration or hand-set row (*unidentified*: nothing the profile was built on constrains them): "
@@ -1081,14 +1124,7 @@ def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
              "is most sensitive to (E: elasticity; factor: that cost's change alone to reach ±10 %).  Errors here "
              "are from each row's own seed (as the fit simulates it), the tables above from the sweep's: they "
              "differ by run-to-run noise.\n")
-    L.append("| row | error | costs (E, status, factor) |\n|---|---|---|")
-    for m in se["misses"]:
-        parts = []
-        for t in m["top_costs"]:
-            f = t["factor_to_band"]
-            parts.append(f"`{t['cost']}` {t['elasticity']:+.2f}, {t['status']}"
-                         + (f", {format_factor(f)}" if f is not None and math.isfinite(f) else ""))
-        L.append(f"| {m['row']} | {100 * m['error']:+.1f} % | {'; '.join(parts)} |")
+    L += _misses_table(se["misses"])
     if se["what_if"]:
         L.append("\nOne unidentified cost changed by the factor read off a missing cell (not a prediction), every "
                  "cell simulated again:\n")

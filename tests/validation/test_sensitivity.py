@@ -192,3 +192,34 @@ def test_censored_peak_reads_elasticities_past_it():
         assert row["elasticity"][p] == pytest.approx(want)
         assert row["elasticity"][p] < -0.5              # read at the peak itself, both would be 0
     assert "Censored peak" in markdown({**res, "generated_at": "now"})
+
+
+def _analysis(row, e, costs, fingerprint, when="2099-01-01T00:00:00+00:00"):
+    return {"profile": "thesis-2004", "costs": costs, "step": 1.25, "generated_at": when,
+            "model_fingerprint": fingerprint, "what_if": [],
+            "params": {"tux_cold": {"status": "seen by hand-set rows", "value": costs["tux_cold"]}},
+            "rows": [{"row": row, "role": "held-out", "ok": False, "error": e,
+                      "elasticity": {"tux_cold": -0.44}, "factor_to_band": {"tux_cold": 0.8}}]}
+
+
+def test_report_points_at_a_current_partial_run_when_the_whole_analysis_is_stale(tmp_path):
+    from simaccept.scenario import model_fingerprint
+    now = dict(load_costs("thesis-2004").us)
+    old = dict(now, k_syn=now["k_syn"] * 2)
+    row = "tux/one-packet/-/accept-inf@23000"
+    (tmp_path / "sensitivity.json").write_text(json.dumps(_analysis(row, -0.30, old, model_fingerprint())))
+    (tmp_path / "sensitivity-rows.json").write_text(json.dumps(_analysis(row, -0.175, now, model_fingerprint())))
+    se = report._sensitivity_summary(tmp_path)
+    md = "\n".join(report.sensitivity_markdown(se))
+    assert se["stale_costs"] == ["k_syn"] and "**Stale:**" in md
+    assert "**Current for the cells that miss:**" in md and "sensitivity-rows.md" in md
+    assert f"| {row} | -17.5 % | `tux_cold` -0.44" in md and f"| {row} | -30.0 % |" in md
+    # a partial run of another model, or with other costs, is not current either
+    for stale_rows in (_analysis(row, -0.175, now, "0" * 16), _analysis(row, -0.175, old, model_fingerprint())):
+        (tmp_path / "sensitivity-rows.json").write_text(json.dumps(stale_rows))
+        assert report._sensitivity_summary(tmp_path)["rows_current"] is None
+    # nor needed when the whole analysis is current
+    (tmp_path / "sensitivity.json").write_text(json.dumps(_analysis(row, -0.175, now, model_fingerprint())))
+    (tmp_path / "sensitivity-rows.json").write_text(json.dumps(_analysis(row, -0.175, now, model_fingerprint())))
+    se = report._sensitivity_summary(tmp_path)
+    assert se["rows_current"] is None and "Current for" not in "\n".join(report.sensitivity_markdown(se))
