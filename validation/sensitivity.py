@@ -37,10 +37,10 @@ scenario, as soon as it finishes: an interrupted run keeps what it did, and a se
 run recomputes nothing.
 
 ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25]`` writes
-``sensitivity.md`` and ``sensitivity.json`` (default ``docs/validation``); about 800
-simulations (for scale, with the model of 2026-11-26: the two μserver SPECweb99-like rows and
-the TUX one-packet row, 55 simulations, took 25 minutes on two cores; a peak row such as
-Knot's is 6 simulations per cost, of about 80 s each).
+``sensitivity.md`` and ``sensitivity.json`` (default ``docs/validation``); 848 simulations
+for the elasticities, then 47 per what-if run (for scale, the model of 2026-11-27 on two cores:
+2.6 to 4 simulations a minute, about 4 hours for the elasticities; 13 minutes per what-if run;
+a peak row such as Knot's is 6 simulations per cost, of about 80 s each).
 
 ``--rows LABEL,LABEL,...`` runs only those cells, and ``--rows misses`` the held-out throughput
 cells the committed report (``docs/validation/cells.csv``) scores outside ±10 %, into
