@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import hashlib
 import itertools
 import json
@@ -25,43 +24,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-
-#: Modules of the package that only orchestrate or draw: their code cannot change a
-#: simulated record, so editing them (a plot tweak) does not invalidate cached points.
-NOT_MODEL = frozenset({"__main__.py", "cli.py", "figures.py", "plots.py", "sweep.py"})
-
-
-def model_fingerprint(root: str | None = None) -> str:
-    """Hash of the simulator's source (every ``.py`` of the package under ``root``,
-    default this package, but :data:`NOT_MODEL`).
-
-    A researcher's first move is to edit the model; a sweep cache keyed only by the
-    scenario and a version string that nobody bumps would then answer the new model
-    with points the old one computed.  Cost profiles are not hashed here: their
-    resolved values are part of :meth:`Scenario.content_hash` already.
-
-    The files are read again whenever a name, inode, size, mtime or ctime under ``root`` changes,
-    not once per process: a notebook that edits ``host.py`` and reloads it
-    (``%autoreload``) must not be served the old model's cached points."""
-    base = Path(root) if root is not None else Path(__file__).resolve().parent
-    stamp = []
-    for p in sorted(base.rglob("*.py")):
-        rel = p.relative_to(base).as_posix()
-        if rel in NOT_MODEL or "__pycache__" in rel:
-            continue
-        st = p.stat()
-        stamp.append((rel, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))   # as a profile's key (costs)
-    return _hash_sources(str(base), tuple(stamp))
-
-
-@functools.lru_cache(maxsize=64)
-def _hash_sources(base: str, stamp: tuple[tuple, ...]) -> str:
-    # stamp is the cache key only; the hash is of the bytes, so a copy of the package
-    # (other mtimes) hashes the same.
-    h = hashlib.sha256()
-    for rel, *_ in stamp:
-        h.update(rel.encode() + b"\0" + (Path(base) / rel).read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+from .fingerprint import NOT_MODEL, model_fingerprint  # noqa: F401  (re-exported: the API names them here)
 
 
 class ScenarioError(ValueError):

@@ -37,7 +37,7 @@ connections grow with the limit (Accept-50 ~25,000, Accept-100 44,000-48,000
 in the thesis) and with them the scheduler's per-pass cost: Accept-100 loses
 throughput past saturation.
 
-**Cache warmth** (simaccept.servers.warmth; prototype on branch proto/knot-cold).
+**Cache warmth** (simaccept.servers.warmth; on main since 2026-11-27, docs/guides/knot.md).
 Cluster 2's server is the same 2.4 GHz Xeon as cluster 1's (thesis 3.2), so Knot's
 connection state goes cold as TUX's does, with TUX's constants (``tux_cold``,
 ``tux_cache_touches``), not set on any Knot row.  A thread that waits

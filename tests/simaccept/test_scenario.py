@@ -159,9 +159,10 @@ def test_every_shipped_scenario_loads(path):
 
 
 def test_model_fingerprint_follows_the_model_code_only(tmp_path):
-    # A copy of the package hashes the same; one byte changed in a model module (or a
-    # new model module) changes it; a change to plotting or the CLI does not.  No
-    # cache_clear() between edits: a live process (a notebook with %autoreload) sees them.
+    # A copy of the package hashes the same; a changed statement in a model module (or a
+    # new model module) changes it; a change to plotting, the CLI or the fingerprint's own
+    # code does not, nor a comment, a docstring or a blank line anywhere.  No cache_clear()
+    # between edits: a live process (a notebook with %autoreload) sees them.
     import shutil
     import simaccept
     from simaccept.scenario import model_fingerprint
@@ -170,14 +171,47 @@ def test_model_fingerprint_follows_the_model_code_only(tmp_path):
     shutil.copytree(pkg, copy_, ignore=shutil.ignore_patterns("__pycache__"))
     same = model_fingerprint(str(copy_))
     assert same == model_fingerprint()
-    (copy_ / "plots.py").write_text((copy_ / "plots.py").read_text() + "\n# a plot tweak\n")
-    (copy_ / "cli.py").write_text((copy_ / "cli.py").read_text() + "\n")
+
+    def edit(rel, old, new):
+        f = copy_ / rel
+        text = f.read_text()
+        assert old in text, (rel, old)
+        f.write_text(text.replace(old, new, 1))
+
+    (copy_ / "plots.py").write_text((copy_ / "plots.py").read_text() + "\ndef tweak():\n    return 1\n")
+    (copy_ / "cli.py").write_text((copy_ / "cli.py").read_text() + "\nX = 2\n")
+    (copy_ / "fingerprint.py").write_text((copy_ / "fingerprint.py").read_text() + "\nY = 3\n")
     assert model_fingerprint(str(copy_)) == same
-    (copy_ / "servers" / "userver.py").write_text((copy_ / "servers" / "userver.py").read_text() + "\n")
+    edit("servers/userver.py", '"""The μserver', '"""The μ-server, mended docstring')
+    edit("servers/userver.py", "YIELD_QUANTUM = 1e-3", "YIELD_QUANTUM = 1e-3   # a comment with a \"quote\"")
+    edit("host.py", "\n\n", "\n\n\n   \n")
+    edit("kernel.py", "\n", "\n# a comment line\n")
+    assert model_fingerprint(str(copy_)) == same
+    edit("servers/userver.py", "YIELD_QUANTUM = 1e-3", "YIELD_QUANTUM = 2e-3")
     edited = model_fingerprint(str(copy_))
     assert edited != same
     (copy_ / "servers" / "adaptive.py").write_text("X = 1\n")
     assert model_fingerprint(str(copy_)) not in (same, edited)
+
+
+MODEL_SOURCE_ROWS = [
+    # (source, what model_source keeps)
+    ('"""doc"""\nx = 1\n', "x = 1\n"),
+    ("x = 1  # why\n\n\ny = 2\n", "x = 1\ny = 2\n"),
+    ('s = "# not a comment"\n', 's = "# not a comment"\n'),
+    ('def f():\n    """doc\n    two lines"""\n    return 1\n', "def f():\n    return 1\n"),
+    ('class A:\n    "doc"\n    x = "doc"\n', 'class A:\n    x = "doc"\n'),       # only the first string is one
+    ('def f():\n    x = 1\n    "not a docstring"\n', 'def f():\n    x = 1\n    "not a docstring"\n'),
+    ('é = "ü"  # ä\n"""late string"""\n', 'é = "ü"\n"""late string"""\n'),
+    ("x = f'{1}' # c\r\ny = 2\r\n", "x = f'{1}'\ny = 2\n"),
+    ("def (:\n", "def (:\n"),                                            # does not parse: kept whole
+]
+
+
+@pytest.mark.parametrize("src,kept", MODEL_SOURCE_ROWS)
+def test_model_source_drops_what_cannot_change_a_result(src, kept):
+    from simaccept.fingerprint import model_source
+    assert model_source(src) == kept
 
 
 def test_content_hash_covers_the_model_but_realsys_names_do_not(monkeypatch):
