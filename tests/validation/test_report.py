@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from simaccept.record import RunRecord
 from validation.report import CROSS_SERVER, cross_server, cross_server_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
 
 RATES = [10000.0, 20000.0, 26000.0, 30000.0]
 
@@ -184,3 +187,91 @@ def test_an_analysis_that_recorded_another_model_is_flagged_stale_without_a_date
     assert len(changed) == 1 and "`feedfacefeedface` then" in changed[0] and model_fingerprint() in changed[0]
     md = stale_markdown("this analysis", later, "thesis-2004", [], "seeds", changed)
     assert md[0].startswith("**Stale:**") and "python -m validation seeds" in md[0]
+
+
+def test_a_fingerprint_of_the_same_code_is_not_stale(monkeypatch):
+    import simaccept.scenario as scenario_mod
+    from validation.report import SAME_CODE, model_changes_since
+    later = "2099-01-01T00:00:00+00:00"
+    for recorded, (_, twin, _) in SAME_CODE.items():
+        monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None, twin=twin: twin)
+        assert model_changes_since(later, recorded) == []
+        monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None: "an-edited-model")
+        assert len(model_changes_since(later, recorded)) == 1      # the twin's code changed since
+
+
+def _git(*args: str) -> bytes:
+    import subprocess
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, check=True).stdout
+
+
+def _model_code(tree) -> dict[str, str]:
+    """{module: its AST less docstrings} for the model modules under ``tree`` (a simaccept/ copy);
+    in scenario.py, less what the fingerprint's move took out of it or put in."""
+    import ast
+    from simaccept.fingerprint import NOT_MODEL
+    moved = {"NOT_MODEL", "model_fingerprint", "_hash_sources", "model_source", "functools"}
+    out = {}
+    for p in sorted(tree.rglob("*.py")):
+        rel = p.relative_to(tree).as_posix()
+        if rel in NOT_MODEL or "__pycache__" in rel:
+            continue
+        mod = ast.parse(p.read_text())
+        for node in ast.walk(mod):
+            body = getattr(node, "body", None)
+            if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:]
+        if rel == "scenario.py":
+            def names(n):
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+                    return {n.name}
+                if isinstance(n, ast.Assign):
+                    return {t.id for t in n.targets if isinstance(t, ast.Name)}
+                if isinstance(n, ast.Import):
+                    return {a.name for a in n.names}
+                if isinstance(n, ast.ImportFrom) and n.module == "fingerprint":
+                    return set(moved)
+                return set()
+            mod.body = [n for n in mod.body if not names(n) or not names(n) <= moved]
+        out[rel] = ast.dump(mod)
+    return out
+
+
+def test_a_renamed_fingerprint_is_the_same_code(tmp_path):
+    # SAME_CODE's claim, from git history: the recorded fingerprint is what the byte hash of
+    # that commit's model was, the twin is what model_fingerprint gives the other commit, and
+    # the two commits' model code (less docstrings) is the same but for the fingerprint's move.
+    import hashlib
+    import io
+    import subprocess
+    import tarfile
+
+    import pytest
+
+    from simaccept.fingerprint import NOT_MODEL, model_fingerprint
+    from validation.report import SAME_CODE
+    try:
+        for c in {x for old, new in ((v[0], v[2]) for v in SAME_CODE.values()) for x in (old, new)}:
+            _git("cat-file", "-e", c + "^{commit}")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git history with SAME_CODE's commits here (an sdist or a shallow clone)")
+
+    def tree(commit):
+        d = tmp_path / commit
+        tarfile.open(fileobj=io.BytesIO(_git("archive", commit, "simaccept"))).extractall(d)
+        return d / "simaccept"
+
+    for recorded, (old_commit, twin, new_commit) in SAME_CODE.items():
+        old, new = tree(old_commit), tree(new_commit)
+        h = hashlib.sha256()                       # the fingerprint as it was: the bytes
+        for p in sorted(old.rglob("*.py")):
+            rel = p.relative_to(old).as_posix()
+            if rel not in NOT_MODEL - {"fingerprint.py"} and "__pycache__" not in rel:
+                h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
+        assert h.hexdigest()[:16] == recorded
+        assert model_fingerprint(str(new)) == twin
+        a, b = _model_code(old), _model_code(new)
+        assert a.keys() == b.keys()
+        assert [m for m in a if a[m] != b[m]] == []
