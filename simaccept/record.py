@@ -46,8 +46,9 @@ class RunRecord:
     replies_per_s_ci: float = math.nan     # 95 % half-width (batch means)
     conn_attempts_per_s: float = math.nan  # new connections offered per second
     accept_rate: float = math.nan
-    n_accept_phases: float = math.nan
-    c_avg: float = math.nan
+    n_accept_phases: float = math.nan    # sim μserver: loops whose getevents found the listener ready
+    c_avg: float = math.nan              # accepts / n_accept_phases; the thesis's μserver counts every
+                                         # loop (accept_rate / select_calls_per_s: validation.report.userver_c_avg)
     accepts_eagain: float = math.nan
     select_calls_per_s: float = math.nan   # getevents calls/s, whatever the mux
     fds_per_select: float = math.nan

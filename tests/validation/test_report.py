@@ -150,6 +150,29 @@ def test_phase_statistics_the_thesis_measured_are_scored_and_cited_to_their_sour
     assert c["ok"] and c["table"] == "sec 4.2.3 text" and c["role"] == "held-out"
 
 
+def test_the_userver_c_avg_is_compared_per_loop_as_the_thesis_counts_it():
+    # The thesis's μserver counts an accept-phase in every loop (its N_phases equals its select calls:
+    # tables 4.1/4.2, 4.7/4.8); the simulator's c_avg counts only loops with the listener readable.
+    from validation.report import compare, userver_c_avg
+    m = _thesis_row("userver/one-packet/select/accept-inf@27000")    # table 4.8: C_avg 70.43
+    for a, b in (("n_accept_phases", "select_calls_per_s"), ("total_accepts", "accept_rate")):
+        assert math.isclose(m.get(a) / 123.0, m.get(b), rel_tol=0.01)
+    sim = RunRecord(source="sim", server="userver", target_rate=27000.0, status="ok", c_avg=127.0,
+                    accept_rate=17400.0, select_calls_per_s=240.0)
+    assert userver_c_avg(sim) == 17400.0 / 240.0
+    c = next(c for c in compare(m, sim, [sim]) if c["metric"] == "c_avg")
+    assert c["ok"] and math.isclose(c["predicted"], 72.5)
+    sim = RunRecord(source="sim", server="userver", target_rate=27000.0, status="ok", c_avg=70.0,
+                    accept_rate=17400.0, select_calls_per_s=100.0)             # 174 a loop: a miss, whatever c_avg says
+    assert not next(c for c in compare(m, sim, [sim]) if c["metric"] == "c_avg")["ok"]
+    assert math.isnan(userver_c_avg(RunRecord(source="sim", server="userver", accept_rate=1.0)))
+    m = _thesis_row("tux/one-packet/-/accept-inf@23000")             # TUX: phases with accepts only (table 4.10)
+    sim = RunRecord(source="sim", server="tux", target_rate=23000.0, status="ok", c_avg=10.0,
+                    accept_rate=18000.0)
+    c = next(c for c in compare(m, sim, [sim]) if c["metric"] == "c_avg")
+    assert c["ok"] and c["predicted"] == 10.0
+
+
 def test_accepted_never_completed_is_scored_on_one_packet_rows_only():
     from validation.report import compare
     m = _thesis_row("userver/one-packet/select/accept-1@27000")      # table 4.8: 11,365 accepts/s, 9,442 replies/s
