@@ -29,12 +29,13 @@ from typing import Any
 
 from simaccept import load_scenario
 from simaccept.costs import load_costs
+from simaccept.record import RunRecord
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .fitter import check_run_inputs, simulate_cached, stderr_progress
 from .records import ROOT, load_thesis, nan_to_null, scenario_for, thesis_scenario_file
-from .report import role_of
+from .report import role_of, userver_c_avg
 
 DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "window"
 THESIS_WINDOW = ("scenario.warmup=0", "scenario.duration=120")
@@ -73,7 +74,12 @@ def compare(rows, sims_file: dict[str, dict], sims_thesis: dict[str, dict]) -> l
             meas = m.get(k)
             if math.isnan(meas) or meas == 0:
                 continue
-            va, vb = a.get(k), b.get(k)
+            if k == "c_avg" and m.record.server == "userver":
+                # counted per loop, as the thesis counts it (validation.report.userver_c_avg)
+                va, vb = (userver_c_avg(RunRecord.from_dict(d)) if d.get("status") == "ok" else math.nan
+                          for d in (a, b))
+            else:
+                va, vb = a.get(k), b.get(k)
             va = math.nan if va is None else float(va)
             vb = math.nan if vb is None else float(vb)
             tol = TOL.get(k, 0.25)

@@ -28,8 +28,10 @@ def test_rows_with_rates_skip_peaks_and_client_rows():
 
 def test_compare_errors_tolerances_and_change():
     m = _row(SPEC_AL1)                        # thesis: 8,888 replies/s, C_avg 0.97
-    a = {"replies_per_s": 9770.0, "c_avg": 1.0, "accept_rate": float("nan")}
-    b = {"replies_per_s": 7900.0, "c_avg": 1.5}
+    # the μserver's C_avg per loop, as the thesis counts it (accepts / select calls), not the sim's c_avg
+    a = {"status": "ok", "replies_per_s": 9770.0, "c_avg": 3.0, "accept_rate": float("nan"),
+         "select_calls_per_s": 1200.0}
+    b = {"status": "ok", "replies_per_s": 7900.0, "c_avg": 1.0, "accept_rate": 1500.0, "select_calls_per_s": 1000.0}
     cells = {c["metric"]: c for c in window.compare([m], {m.label: a}, {m.label: b})}
     thr = cells["replies_per_s"]
     assert math.isclose(thr["error_file_window"], 9770 / 8888 - 1)     # +9.9 %: inside
@@ -37,7 +39,10 @@ def test_compare_errors_tolerances_and_change():
     assert math.isclose(thr["change"], 7900 / 9770 - 1)
     assert not thr["ok_thesis_window"]                                   # -11.1 %: outside
     cavg = cells["c_avg"]
-    assert cavg["tolerance"] == 0.25 and cavg["ok_file_window"] and not cavg["ok_thesis_window"]
+    assert cavg["tolerance"] == 0.25 and math.isnan(cavg["file_window"]) and not cavg["ok_file_window"]
+    assert cavg["thesis_window"] == 1.5 and not cavg["ok_thesis_window"]
+    a.update(accept_rate=1200.0)                                         # 1.0 a loop: inside, whatever c_avg says
+    assert next(c for c in window.compare([m], {m.label: a}, {m.label: b}) if c["metric"] == "c_avg")["ok_file_window"]
     # a metric the simulation did not produce is NaN, never within tolerance
     acc = cells["accept_rate"]
     assert math.isnan(acc["error_file_window"]) and not acc["ok_file_window"]
