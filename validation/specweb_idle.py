@@ -374,8 +374,8 @@ def markdown(res: dict) -> str:
     L += ["", "A row infers the delay only if its accept-limit's one-packet control agrees (implied and simulated "
           f"open connections within {CONTROL_ABS:g} connections or {CONTROL_REL:.0%}): "
           + ", ".join(f"Accept-{k}: {'agrees' if v else 'does not'}" for k, v in ag.items()) + ".  "
-          "Where the control disagrees the simulator's own count is off on the fitted rows (Accept-Inf: the C_avg "
-          "miss), so that row cannot tell a client delay from that miss.  Delay where simulated and implied "
+          "Where the control disagrees the simulator's own count of open connections is off on the fitted rows, so "
+          "that row cannot tell a client delay from that miss.  Delay where simulated and implied "
           "open connections meet: " + ", ".join(f"Accept-{k}: {v:.1f} ms" for k, v in used.items())
           + f"; used: **{th:g} ms**.", "",
           "## Ratio reading", "",
