@@ -168,20 +168,23 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "10", "select_calls_per_s"): "see C_avg: short cycles, few fds per select",
     ("userver-one-packet-select", "10", "fds_per_select"): "see C_avg: short cycles, few fds per select",
     ("userver-one-packet-select", "inf", "c_avg"):
-        "counted per loop, as the thesis counts it (userver_c_avg); a miss here is in the loop's length: see "
-        "select calls/s and fds/select",
+        "counted per loop, as the thesis counts it (userver_c_avg); the loop's length is the seed's: see "
+        "fds/select",
     ("userver-one-packet-select", "inf", "fds_per_select"):
-        "at 27,000 req/s the sim's Accept-Inf loops at the thesis's pace (select calls, accepts per loop and "
-        "fds per select within 16 %), at 24,000 and 30,000 its work-phases are longer than the thesis's: they "
-        "grow from 183 to 574 fds between 24,000 and 30,000, the thesis's from 107 to 205",
+        "the length of the sim's Accept-Inf loop is not set by the model but by the run's seed: at 27,000 "
+        "req/s, six seeds of the thesis's window (scratch runs, 2026-11-27, seeds 1-6) gave 84-634 select "
+        "calls/s, 27-207 accepts per loop and 81-623 fds per select at the same throughput (16,952-17,421 "
+        "replies/s; thesis 262, 70.4 and 191.5 at 15,918); this report's seed gives 237, 73.5 and 221, "
+        "within 16 % of the thesis's, window.md's 101, 173 and 520.  These cells are one seed each",
     ("userver-one-packet-select", "inf", "work_items_per_phase"): "as fds per select",
     ("userver-one-packet-select", "inf", "select_calls_per_s"): "as fds per select: fewer, longer loops",
     ("userver-one-packet-select", "inf", "share:drops_acceptq_full"):
-        "not the length of the sim's loop: at this rate it accepts 73.5 connections per loop in 237 loops a "
-        "second against the thesis's 70.4 in 262 (C_avg counted per loop, as the thesis counts it; until "
-        "2026-11-27 this note blamed phases of 127, a count of the loops that found the listener readable "
-        "only).  The sim sends more of its SYN drops to the 3/4 rule (DropRequest) and fewer to the full "
-        "accept queue; why is not known",
+        "not the length of the sim's loop, as far as this report's seed tells: at it the sim accepts 73.5 "
+        "connections per loop in 237 loops a second against the thesis's 70.4 in 262 (C_avg counted per "
+        "loop, as the thesis counts it; until 2026-11-27 this note blamed phases of 127, a count of the loops "
+        "that found the listener readable only).  Other seeds loop 3 times slower or faster at the same "
+        "throughput (see fds/select at 24,000).  The sim sends more of its SYN drops to the 3/4 rule "
+        "(DropRequest) and fewer to the full accept queue; why is not known",
     ("userver-one-packet-select", "inf", "share:drops_drop_request"): "see AcceptQFull share",
     ("userver-one-packet-select", "1", "pct_of_peak"): "follows the Accept-1 peak and decline misses above",
     ("userver-one-packet-select", "*", "accepted_never_completed"):
