@@ -52,7 +52,8 @@ def _hash_sources(base: str, stamp: tuple[tuple, ...]) -> str:
     # (other mtimes) hashes the same.
     h = hashlib.sha256()
     for rel, *_ in stamp:
-        h.update(rel.encode() + b"\0" + model_source((Path(base) / rel).read_text()).encode() + b"\0")
+        text = (Path(base) / rel).read_bytes().decode("utf-8", "replace")   # PEP 3120; not the locale's
+        h.update(rel.encode() + b"\0" + model_source(text).encode() + b"\0")
     return h.hexdigest()[:16]
 
 

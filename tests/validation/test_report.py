@@ -239,7 +239,7 @@ def _model_code(tree) -> dict[str, str]:
         rel = p.relative_to(tree).as_posix()
         if rel in NOT_MODEL or "__pycache__" in rel:
             continue
-        mod = ast.parse(p.read_text())
+        mod = ast.parse(p.read_bytes())
         for node in ast.walk(mod):
             body = getattr(node, "body", None)
             if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
