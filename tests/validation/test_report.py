@@ -1,8 +1,15 @@
 """validation.report: the sec-5 statements comparing the μserver with TUX (cross_server)."""
 from __future__ import annotations
 
+import ast
+import hashlib
+import io
 import math
+import subprocess
+import tarfile
 from pathlib import Path
+
+import pytest
 
 from simaccept.record import RunRecord
 from validation.report import CROSS_SERVER, cross_server, cross_server_markdown
@@ -224,14 +231,12 @@ def test_a_fingerprint_of_the_same_code_is_not_stale(monkeypatch):
 
 
 def _git(*args: str) -> bytes:
-    import subprocess
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, check=True).stdout
 
 
 def _model_code(tree) -> dict[str, str]:
     """{module: its AST less docstrings} for the model modules under ``tree`` (a simaccept/ copy);
     in scenario.py, less what the fingerprint's move took out of it or put in."""
-    import ast
     from simaccept.fingerprint import NOT_MODEL
     moved = {"NOT_MODEL", "model_fingerprint", "_hash_sources", "model_source", "functools"}
     out = {}
@@ -266,13 +271,6 @@ def test_a_renamed_fingerprint_is_the_same_code(tmp_path):
     # SAME_CODE's claim, from git history: the recorded fingerprint is what the byte hash of
     # that commit's model was, the twin is what model_fingerprint gives the other commit, and
     # the two commits' model code (less docstrings) is the same but for the fingerprint's move.
-    import hashlib
-    import io
-    import subprocess
-    import tarfile
-
-    import pytest
-
     from simaccept.fingerprint import NOT_MODEL, model_fingerprint
     from validation.report import SAME_CODE
     try:
