@@ -1,6 +1,7 @@
 """validation.seeds: the held-out throughput cells across seeds."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -56,6 +57,7 @@ def test_peak_rows_take_the_largest_rate_at_each_seed():
 def test_run_writes_the_spread_and_caches(tmp_path, monkeypatch):
     m = _row(SPEC_AL1)
     monkeypatch.setattr(seeds, "heldout_throughput_rows", lambda: [(m, "replies_per_s")])
+    monkeypatch.setattr(seeds, "target_rate_rows", lambda: [(m, "replies_per_s")])
     real = seeds.scenario_for
     # the thesis's 120 s shortened so the test stays short; the mechanics are the same
     monkeypatch.setattr(seeds, "scenario_for", lambda m, overrides=(), **k: real(
@@ -69,7 +71,15 @@ def test_run_writes_the_spread_and_caches(tmp_path, monkeypatch):
     assert saved["cells"][0]["values"] == c["values"] and saved["costs"]["select_base"] > 0
     md = (tmp_path / "seeds.md").read_text()
     assert f"| {SPEC_AL1} | replies_per_s | 8,888 |" in md and "of 2 |" in md
-    assert len(list((tmp_path / "cache").iterdir())) == 2
+    assert len(list((tmp_path / "cache").iterdir())) == 2      # the other cells are scored on the same runs
+    other = {c["metric"]: c for c in res["other_cells"]}
+    assert "replies_per_s" not in other                      # a held-out throughput cell is in the table above
+    assert other["c_avg"]["values"] == [a / s for a, s in zip(
+        [other["accept_rate"]["values"][0], other["accept_rate"]["values"][1]],
+        [other["select_calls_per_s"]["values"][0], other["select_calls_per_s"]["values"][1]])]   # per loop
+    assert res["other_by_metric"]["c_avg"]["cells"] == 1
+    assert "## Every other cell across the same seeds" in md and f"| {SPEC_AL1} | held-out | C_avg |" in md
+    assert f"| {SPEC_AL1} | held-out | select calls/s | 1,248 |" in md
     res3 = seeds.run(out=tmp_path, n=3, jobs=1, cache=tmp_path / "cache")      # one more seed: one more run
     assert len(list((tmp_path / "cache").iterdir())) == 3
     assert res3["cells"][0]["values"][:2] == c["values"]                     # same seeds, same results
@@ -90,6 +100,7 @@ def test_cli_refuses_bad_input(tmp_path, capsys):
 def test_failed_simulation_is_refused_with_the_row(tmp_path, monkeypatch, capsys):
     m = _row(SPEC_AL1)
     monkeypatch.setattr(seeds, "heldout_throughput_rows", lambda: [(m, "replies_per_s")])
+    monkeypatch.setattr(seeds, "target_rate_rows", lambda: [(m, "replies_per_s")])
     monkeypatch.setattr(seeds, "simulate_cached",
                         lambda jsons, *a, **k: {j: {"status": "error", "error": "boom\nmore"} for j in jsons})
     with pytest.raises(seeds.SeedsError, match=f"simulation failed.*{SPEC_AL1}: boom"):
@@ -105,6 +116,7 @@ def test_the_report_summarises_it(tmp_path, monkeypatch):
     assert report.seeds_markdown(None)[1].startswith("Not run for this output")
     m = _row(SPEC_AL1)
     monkeypatch.setattr(seeds, "heldout_throughput_rows", lambda: [(m, "replies_per_s")])
+    monkeypatch.setattr(seeds, "target_rate_rows", lambda: [(m, "replies_per_s")])
     monkeypatch.setattr(seeds, "simulate_cached",
                         lambda jsons, *a, **k: {j: {"status": "ok", "replies_per_s": 8000.0 + 1000 * i}
                                                 for i, j in enumerate(jsons)})
@@ -114,8 +126,18 @@ def test_the_report_summarises_it(tmp_path, monkeypatch):
     assert (c["min"], c["max"], c["within_10pct_seeds"]) == (8000.0, 10000.0, 2)    # -9.99 %, +1.3 %, +12.5 %
     assert s["in_band_at_every_seed"] == 0 and s["in_band_at_no_seed"] == 0 and s["stale_costs"] == []
     md = "\n".join(report.seeds_markdown(s))
-    assert "## Held-out throughput across seeds" in md and "Stale" not in md
+    assert "## Across seeds" in md and "Stale" not in md
     assert f"| {SPEC_AL1} | 8,888 | 8,000 – 10,000 | -10.0 % – +12.5 % | 2 of 3 |" in md
+    # the mocked runs have no loop counts: every C_avg is NaN, so out of band at every seed
+    assert s["other_by_metric"]["c_avg"] == {"cells": 1, "every_seed": 0, "some_seeds": 0, "no_seed": 1}
+    assert f"| {SPEC_AL1} | held-out | C_avg |" in md and "| C_avg | ±25 % | 1 | 0 | 0 | 1 |" in md
+    saved = json.loads((tmp_path / "seeds.json").read_text())
+    for k in ("other_cells", "other_by_metric"):              # as written before they were scored per seed
+        del saved[k]
+    (tmp_path / "seeds.json").write_text(json.dumps(saved))
+    old = report._seeds_summary(tmp_path)
+    assert old["other_by_metric"] is None and old["loop_cells"] == []
+    assert "| C_avg |" not in "\n".join(report.seeds_markdown(old))
     saved = json.loads((tmp_path / "seeds.json").read_text())
     saved["costs"]["sendfile_per_kb"] += 1.0                  # computed with other costs: flagged
     (tmp_path / "seeds.json").write_text(json.dumps(saved))
@@ -141,3 +163,58 @@ def test_a_peak_at_the_highest_rate_is_marked_a_lower_bound(tmp_path, monkeypatc
     assert c["max"] == pytest.approx(16800.0 if top else 14346.0)
     row = next(line for line in (tmp_path / "seeds.md").read_text().splitlines() if line.startswith(f"| {KNOT_PEAK}"))
     assert ("| ≥ " in row) is top
+
+
+def test_every_row_with_a_target_rate_whatever_its_role():
+    rows = {m.label for m, _ in seeds.target_rate_rows()}
+    assert "userver/one-packet/select/accept-inf@27000" in rows          # calibration: its loop was not fitted
+    assert "knot/one-packet/-/accept-50@15000" in rows                   # open connections only
+    assert SPEC_AL1 in rows
+    assert not any(lab.endswith("@peak") for lab in rows)               # a peak is a line, not a point
+
+
+AI27 = "userver/one-packet/select/accept-inf@27000"   # table 4.7/4.8: 18,462 accepts/s, 262 selects/s, C_avg 70.43
+
+
+def test_metric_cells_score_each_seed_with_the_reports_tolerances():
+    m = _row(AI27)
+    exact = m.record
+    # seed 2's loop three times as long: the same accepts in a third of the selects
+    long_loop = dataclasses.replace(exact, select_calls_per_s=262.0 / 3)
+    cells = {c["metric"]: c for c in seeds.metric_cells(m, [7, 8], [exact, long_loop])}
+    assert "pct_of_peak" not in cells                                     # needs the row's line
+    ca = cells["c_avg"]
+    assert ca["values"] == pytest.approx([18462 / 262, 3 * 18462 / 262])  # per loop, as the thesis counts
+    assert ca["within_seeds"] == 1 and ca["n_seeds"] == 2 and ca["seeds"] == [7, 8]
+    assert ca["error_max"] == pytest.approx(3 * 18462 / 262 / 70.43 - 1)
+    assert cells["select_calls_per_s"]["within_seeds"] == 1
+    assert cells["replies_per_s"]["within_seeds"] == 2 and cells["replies_per_s"]["role"] == "calibration"
+    sh = cells["share:drops_drop_request"]
+    assert sh["kind"] == "pp" and sh["errors"] == pytest.approx([0.0, 0.0]) and sh["within_seeds"] == 2
+    counts = seeds.by_metric(list(cells.values()))
+    assert counts["c_avg"] == {"cells": 1, "every_seed": 0, "some_seeds": 1, "no_seed": 0}
+    assert counts["replies_per_s"]["every_seed"] == 1
+    assert list(counts)[0] == "replies_per_s"                             # METRICS order
+
+
+def test_a_failed_seed_counts_out_of_band():
+    m = _row(AI27)
+    failed = dataclasses.replace(m.record, status="error")
+    cells = {c["metric"]: c for c in seeds.metric_cells(m, [1, 2], [m.record, failed])}
+    c = cells["replies_per_s"]
+    assert c["within_seeds"] == 1 and math.isnan(c["values"][1]) and c["min"] == c["max"] == 15918.0
+    md = "\n".join(seeds.other_markdown({"n_seeds": 2, "other_cells": list(cells.values()),
+                                          "other_by_metric": seeds.by_metric(list(cells.values()))}))
+    assert f"| {AI27} | calibration | replies/s | 15,918 | 15,918 – 15,918 | +0.0 % – +0.0 % | 1 of 2 |" in md
+
+
+def test_the_committed_report_headline_counts_the_committed_seeds():
+    from validation.records import ROOT
+    d = json.loads((ROOT / "docs/validation/seeds.json").read_text())
+    ob = d["other_by_metric"]
+    assert ob == seeds.by_metric(d["other_cells"])
+    every, none = sum(v["every_seed"] for v in ob.values()), sum(v["no_seed"] for v in ob.values())
+    k = sum(v["cells"] for v in ob.values())
+    assert k == len(d["other_cells"]) and 0 < every < k
+    head = (ROOT / "docs/validation/index.md").read_text()
+    assert f"within tolerance at all {d['n_seeds']} seeds (see *Across seeds*) | {every} of {k}; at none {none} |" in head
