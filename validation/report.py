@@ -1053,6 +1053,10 @@ def _seeds_summary(out: Path) -> dict[str, Any] | None:
                                              "within_10pct_seeds", "n_seeds", "at_top_rate")} for c in d["cells"]],
             # absent from a seeds.json written before the other cells were scored per seed
             "other_by_metric": d.get("other_by_metric"),
+            # (within, n) seeds per "row|metric", for the misses table
+            "in_band": {**{f"{c['row']}|{c['metric']}": [c["within_10pct_seeds"], c["n_seeds"]] for c in d["cells"]},
+                        **{f"{c['row']}|{c['metric']}": [c["within_seeds"], c["n_seeds"]]
+                           for c in d.get("other_cells") or []}},
             "loop_cells": [{k: c[k] for k in ("row", "role", "metric", "label", "kind", "measured", "min", "max",
                                               "error_min", "error_max", "within_seeds", "n_seeds")}
                            for c in d.get("other_cells") or [] if c["metric"] in LOOP_METRICS]}
@@ -1426,12 +1430,19 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
 
     L.append("## Cells that miss\n")
     miss = [c for c in cells if not c["ok"]]
+    in_band = (summary.get("seeds") or {}).get("in_band") or {}
     if miss:
-        L.append("| row | metric | thesis | simulated | error | tolerance | source | note |\n|---|---|---|---|---|---|---|---|")
+        if in_band:
+            L.append(f"*seeds*: in band at how many of the {summary['seeds']['n_seeds']} seeds of *Across seeds* (the "
+                     "row's own and the ones after it; this table's runs use the sweep's seed, another one); – where "
+                     "that analysis does not score the cell.\n")
+        L.append("| row | metric | thesis | simulated | error | tolerance | seeds | source | note |\n"
+                 "|---|---|---|---|---|---|---|---|---|")
         for c in miss:
             tol = f"±{c['tolerance']:g} pp" if c["kind"] == "pp" else f"±{100 * c['tolerance']:g} %"
+            ib = in_band.get(f"{c['row']}|{c['metric']}")
             L.append(f"| {c['row']} | {c['label']} | {_fmt(c['measured'])} | {_fmt(c['predicted'])} | "
-                     f"{_err_str(c)} | {tol} | {c['table']} | {c['note']} |")
+                     f"{_err_str(c)} | {tol} | {f'{ib[0]} of {ib[1]}' if ib else '–'} | {c['table']} | {c['note']} |")
     else:
         L.append("None.")
     L.append("")

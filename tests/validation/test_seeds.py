@@ -124,6 +124,7 @@ def test_the_report_summarises_it(tmp_path, monkeypatch):
     s = report._seeds_summary(tmp_path)
     c = s["cells"][0]
     assert (c["min"], c["max"], c["within_10pct_seeds"]) == (8000.0, 10000.0, 2)    # -9.99 %, +1.3 %, +12.5 %
+    assert s["in_band"][f"{SPEC_AL1}|replies_per_s"] == [2, 3] and s["in_band"][f"{SPEC_AL1}|c_avg"] == [0, 3]
     assert s["in_band_at_every_seed"] == 0 and s["in_band_at_no_seed"] == 0 and s["stale_costs"] == []
     md = "\n".join(report.seeds_markdown(s))
     assert "## Across seeds" in md and "Stale" not in md
@@ -218,3 +219,9 @@ def test_the_committed_report_headline_counts_the_committed_seeds():
     assert k == len(d["other_cells"]) and 0 < every < k
     head = (ROOT / "docs/validation/index.md").read_text()
     assert f"within tolerance at all {d['n_seeds']} seeds (see *Across seeds*) | {every} of {k}; at none {none} |" in head
+    # every missing cell the seeds analysis scores says at how many seeds it is in band
+    cells = {f"{c['row']}|{c['metric']}": c for c in d["other_cells"]}
+    c = cells["userver/one-packet/select/accept-10@27000|select_calls_per_s"]
+    miss = [ln for ln in head.split("## Cells that miss")[1].split("## Per-table")[0].splitlines()
+            if ln.startswith("| userver/one-packet/select/accept-10@27000 | select calls/s |")]
+    assert len(miss) == 1 and f"| {c['within_seeds']} of {c['n_seeds']} |" in miss[0]
