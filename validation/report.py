@@ -184,8 +184,14 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "one-packet run the seed sets only the phase between the two client hosts' fixed-period SYN streams "
         "(httperf --rate, simaccept/clients.py): at 24,000, where the sim drops nothing, the four seeds agree "
         "within 0.002 % (182.7 fds per select, a miss at every seed against the thesis's 107: the sim keeps up "
-        "there, 396 loops a second); under overload that phase alone moves the loop 2.6-5.8x, so the overloaded "
-        "loop has several lengths that sustain themselves, and a run settles in one",
+        "there, 396 loops a second); under overload that phase alone moves the 120 s average loop 2.6-5.8x.  "
+        "In time (scratch, 2026-11-28, 27,000 req/s, runs of 20-120 s at one seed differenced in 20 s steps) "
+        "the overloaded loop switches between regimes at the same throughput (~16,400 replies/s a step): seed "
+        "+1 loops 75-89 times a second taking 197-219 connections per loop from 20 s to 80 s, then 219 and 797 "
+        "a second (75 and 20 per loop) in the last two steps; seed +2 loops 73-88 times a second (189-225 per "
+        "loop) from 20 s to the end; both 120-121 a second in the first 20 s.  These average to seeds.md's 230 "
+        "and 87 loops a second.  A 120 s average is a mix whose weights the seed sets; the thesis's 262 loops a second "
+        "at 70.4 per loop may be such a mix too",
     ("userver-one-packet-select", "inf", "work_items_per_phase"): "as fds per select",
     ("userver-one-packet-select", "inf", "select_calls_per_s"): "as fds per select: fewer, longer loops",
     ("userver-one-packet-select", "inf", "share:drops_acceptq_full"):
