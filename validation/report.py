@@ -169,7 +169,11 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "3.7x as often as the thesis's (see select calls/s) and finds connections waiting in only ~40 % of its "
         "loops, taking ~4.5 (of 10) then; the thesis's took 9.5 per loop, its queue full at nearly every "
         "phase: the sim admits fewer connections into the accept queue per cycle.  Not seed noise: out of "
-        "band at each of seeds.md's four seeds (1.95-3.24 per loop, 4,298-6,312 select calls/s)",
+        "band at each of seeds.md's four seeds (1.95-3.24 per loop, 4,298-6,312 select calls/s), nor a phase "
+        "of the run: in 20 s steps (scratch, 2026-11-28, seeds +0 and +3, runs of 20-120 s differenced) no step "
+        "takes more than 4.5 per loop (0-20 s, from idle), every later one 1.5-3.2.  The sim's admission is "
+        "throttled before the accept queue: 84-88 % of its drops here are DropRequests (the SYN queue at the 3/4 "
+        "line), so the queue rarely holds 10 when the loop comes to it",
     ("userver-one-packet-select", "10", "select_calls_per_s"): "see C_avg: short cycles, few fds per select",
     ("userver-one-packet-select", "10", "fds_per_select"): "see C_avg: short cycles, few fds per select",
     ("userver-one-packet-select", "inf", "c_avg"):
