@@ -385,6 +385,11 @@ def _atomic_savefig(fig, path: Path) -> None:
     atomic_write(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:], dpi=110))
 
 
+def tolerance_str(kind: str, tol: float) -> str:
+    """A METRICS tolerance as the tables print it: "±10 pp" or "±25 %"."""
+    return f"±{tol:g} pp" if kind == "pp" else f"±{100 * tol:g} %"
+
+
 def _fmt(v: float, kind: str = "") -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
@@ -1404,8 +1409,7 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
     for k, v in summary["thesis_other_within_tolerance"].items():
         if v["cells"]:
             kind, tol, label = METRICS[k]
-            t = f"±{tol:g} pp" if kind == "pp" else f"±{100 * tol:g} %"
-            L.append(f"| {label} within {t} | {v['fraction']:.2f} ({v['cells']} cells) |")
+            L.append(f"| {label} within {tolerance_str(kind, tol)} | {v['fraction']:.2f} ({v['cells']} cells) |")
     ts = summary.get("thesis_time_split_within_10pp") or {}
     if ts.get("cells"):
         L.append(f"| μserver time split (gprof, tables 4.3, 4.9) within ±10 pp, see *Where the μserver's time "
@@ -1449,10 +1453,9 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
         L.append("| row | metric | thesis | simulated | error | tolerance | seeds | source | note |\n"
                  "|---|---|---|---|---|---|---|---|---|")
         for c in miss:
-            tol = f"±{c['tolerance']:g} pp" if c["kind"] == "pp" else f"±{100 * c['tolerance']:g} %"
             ib = in_band.get(f"{c['row']}|{c['metric']}")
             L.append(f"| {c['row']} | {c['label']} | {_fmt(c['measured'])} | {_fmt(c['predicted'])} | "
-                     f"{_err_str(c)} | {tol} | {f'{ib[0]} of {ib[1]}' if ib else '–'} | {c['table']} | {c['note']} |")
+                     f"{_err_str(c)} | {tolerance_str(c['kind'], c['tolerance'])} | {f'{ib[0]} of {ib[1]}' if ib else '–'} | {c['table']} | {c['note']} |")
     else:
         L.append("None.")
     L.append("")

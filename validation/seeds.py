@@ -36,7 +36,7 @@ from simaccept.sweep import atomic_write
 
 from .fitter import check_run_inputs, simulate_cached, stderr_progress
 from .records import ROOT, load_thesis, nan_to_null, peak_scenarios, record_seed, scenario_for
-from .report import METRICS, _fmt, compare, role_of
+from .report import METRICS, _fmt, compare, role_of, tolerance_str
 
 DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "seeds"
 TOL = 0.10                    # the issue's throughput tolerance
@@ -224,18 +224,15 @@ def by_metric_markdown(counts: dict[str, dict[str, int]], n: int) -> list[str]:
     L = [f"| metric | tolerance | cells | in band at all {n} seeds | at some | at none |", "|---|---|---|---|---|---|"]
     for metric, k in counts.items():
         kind, tol, label = METRICS[metric]
-        t = f"±{tol:g} pp" if kind == "pp" else f"±{100 * tol:g} %"
-        L.append(f"| {label} | {t} | {k['cells']} | {k['every_seed']} | {k['some_seeds']} | {k['no_seed']} |")
+        L.append(f"| {label} | {tolerance_str(kind, tol)} | {k['cells']} | {k['every_seed']} | {k['some_seeds']} | {k['no_seed']} |")
     return L + [""]
 
 
 def metric_spread_columns(c: dict[str, Any]) -> str:
     """thesis | min – max | error min – max | seeds in band for one of :func:`metric_cells`' cells;
     errors relative (%) or in percentage points, as the metric's tolerance."""
-    if c["kind"] == "pp":
-        err = f"{_fmt(c['error_min'], 'pp')} – {_fmt(c['error_max'], 'pp')}"
-    else:
-        err = f"{_fmt(c['error_min'], 'pct')} – {_fmt(c['error_max'], 'pct')}"
+    k = "pp" if c["kind"] == "pp" else "pct"
+    err = f"{_fmt(c['error_min'], k)} – {_fmt(c['error_max'], k)}"
     return (f"{_fmt(c['measured'])} | {_fmt(c['min'])} – {_fmt(c['max'])} | {err} | "
             f"{c['within_seeds']} of {c['n_seeds']}")
 
