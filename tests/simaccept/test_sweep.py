@@ -391,3 +391,27 @@ def test_a_sweep_removes_temp_files_a_sigkill_left(tmp_path):
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     run_sweep(sc, tmp_path / "o", jobs=1, plots=False)
     assert not old.exists() and fresh.exists()      # a fresh one may be another sweep's, mid-write
+
+
+_STOP_THEN_EXIT = """
+import time
+from simaccept.sweep import worker_pool, stop_workers
+ex = worker_pool(1)
+futs = [ex.submit(time.sleep, 30) for _ in range(8)]
+time.sleep(0.3)
+stop_workers(ex)
+raise SystemExit(130)
+"""
+
+
+def test_exit_after_stop_workers_prints_no_traceback():
+    # Python 3.11's pool could close its wake-up pipe while the exit hook wrote to it: a
+    # traceback after "interrupted" in 2 to 9 of 100 exits (CI failed on one).  96 exits, 8 at
+    # once, show it with probability 0.86 to 1 (0.95 at 3 in 100).
+    procs = []
+    for batch in range(12):
+        ps = [subprocess.Popen([sys.executable, "-c", _STOP_THEN_EXIT], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True) for _ in range(8)]
+        procs += [(p, p.communicate(timeout=60)[1]) for p in ps]
+    bad = [err for p, err in procs if p.returncode != 130 or "Traceback" in err or "Error" in err]
+    assert not bad, f"{len(bad)} of {len(procs)} exits: {bad[0][-1500:]}"
