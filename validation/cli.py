@@ -27,6 +27,9 @@
 * ``python -m validation seeds [--out DIR] [--seeds 4] [--jobs N]``: every held-out throughput
   cell, and every other cell on a row with a target rate, at several seeds, so that a miss can be
   told from seed noise (:mod:`validation.seeds`);
+* ``python -m validation trace [--out DIR] [--seeds 4] [--step 20] [--rows LABEL,...] [--until S]``: the
+  μserver's loop (loops/s, accepts per loop, drop shares) in steps within each row's run, from runs of
+  growing length at the same seed (:mod:`validation.trace`);
 * ``python -m validation drops [--out DIR] [--jobs N] [--cache DIR]``: tables 5.1 and 5.2's queue-drop
   totals against the simulator's, the TUX replies/s they imply, and a trace of each run's
   queues (:mod:`validation.drops`);
@@ -469,6 +472,17 @@ def _parser() -> argparse.ArgumentParser:
     sd.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     sd.add_argument("--profile", default="thesis-2004")
     sd.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/seeds)")
+    tr = sub.add_parser("trace", help="the server loop in steps within a one-packet row's run (runs of growing length at "
+                        "the same seed, differenced) -> docs/validation/trace.md")
+    tr.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
+    tr.add_argument("--seeds", type=int, default=4, help="seeds per row: the row's own and the ones after it")
+    tr.add_argument("--step", type=float, default=20.0, help="step length in seconds (default 20)")
+    tr.add_argument("--until", type=float, default=None, help="trace only the first S seconds of each row's window")
+    tr.add_argument("--rows", default=None, metavar="LABEL,LABEL,...",
+                    help="one-packet rows with a target rate (report labels; default the μserver's three at 27000)")
+    tr.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
+    tr.add_argument("--profile", default="thesis-2004")
+    tr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/trace)")
     dr = sub.add_parser("drops", help="tables 5.1/5.2's queue-drop totals against the simulator's, the TUX "
                         "replies/s they imply, and a trace of each run's queues -> docs/validation/drops.md")
     dr.add_argument("--out", default=None, help="output directory (default docs/validation in the repository)")
@@ -609,6 +623,20 @@ def _main(args) -> int:
               f"{res['in_band_at_every_seed']}/{k}, at none: {res['in_band_at_no_seed']}/{k}; every other cell: "
               f"{sum(c['within_seeds'] == c['n_seeds'] for c in o)}/{len(o)} and "
               f"{sum(c['within_seeds'] == 0 for c in o)}/{len(o)}; wrote {args.out}/seeds.md")
+        return 0
+    if args.cmd == "trace":
+        from .trace import DEFAULT_CACHE as TCACHE, DEFAULT_ROWS, TraceError, run as run_trace
+        rows = DEFAULT_ROWS if args.rows is None else [x.strip() for x in args.rows.split(",") if x.strip()]
+        res, code = _guarded(lambda: run_trace(out=args.out, n=args.seeds, step=args.step, rows=rows, jobs=args.jobs,
+                                               profile=args.profile, cache=args.cache or TCACHE, until=args.until),
+                             TraceError, failed=lambda msg: "simulation failed" in msg or "not the start" in msg)
+        if code is not None:
+            return code
+        parts = []
+        for t in res["traces"]:
+            later = [s["loops_per_s"] for s in t["steps"][1:]] or [t["steps"][0]["loops_per_s"]]
+            parts.append(f"{t['row']} seed {t['seed']}: {min(later):,.0f}-{max(later):,.0f} loops/s")
+        print(f"after the first step: {'; '.join(parts)}; wrote {args.out}/trace.md")
         return 0
     if args.cmd == "drops":
         from .drops import DEFAULT_CACHE as DCACHE, DropsError, run as run_drops

@@ -170,10 +170,10 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "loops, taking ~4.5 (of 10) then; the thesis's took 9.5 per loop, its queue full at nearly every "
         "phase: the sim admits fewer connections into the accept queue per cycle.  Not seed noise: out of "
         "band at each of seeds.md's four seeds (1.95-3.24 per loop, 4,298-6,312 select calls/s), nor a phase "
-        "of the run: in 20 s steps (scratch, 2026-11-28, seeds +0 and +3, runs of 20-120 s differenced) no step "
-        "takes more than 4.5 per loop (0-20 s, from idle), every later one 1.5-3.2.  The sim's admission is "
-        "throttled before the accept queue: 84-88 % of its drops here are DropRequests (the SYN queue at the 3/4 "
-        "line), so the queue rarely holds 10 when the loop comes to it",
+        "of the run: in 20 s steps at the same four seeds (trace.md) no step takes more than 4.5 per loop (0-20 s, "
+        "from idle), every later one 1.5-3.6.  The sim's admission is throttled before the accept queue: after "
+        "the first 20 s 85-91 % of its drops are DropRequests (the SYN queue at the 3/4 line), so the queue "
+        "rarely holds 10 when the loop comes to it",
     ("userver-one-packet-select", "10", "select_calls_per_s"): "see C_avg: short cycles, few fds per select",
     ("userver-one-packet-select", "10", "fds_per_select"): "see C_avg: short cycles, few fds per select",
     ("userver-one-packet-select", "inf", "c_avg"):
@@ -189,13 +189,13 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "(httperf --rate, simaccept/clients.py): at 24,000, where the sim drops nothing, the four seeds agree "
         "within 0.002 % (182.7 fds per select, a miss at every seed against the thesis's 107: the sim keeps up "
         "there, 396 loops a second); under overload that phase alone moves the 120 s average loop 2.6-5.8x.  "
-        "In time (scratch, 2026-11-28, 27,000 req/s, runs of 20-120 s at one seed differenced in 20 s steps) "
-        "the overloaded loop switches between regimes at the same throughput (~16,400 replies/s a step): seed "
-        "+1 loops 75-89 times a second taking 197-219 connections per loop from 20 s to 80 s, then 219 and 797 "
-        "a second (75 and 20 per loop) in the last two steps; seed +2 loops 73-88 times a second (189-225 per "
-        "loop) from 20 s to the end; both 120-121 a second in the first 20 s.  These average to seeds.md's 230 "
-        "and 87 loops a second.  A 120 s average is a mix whose weights the seed sets; the thesis's 262 loops a second "
-        "at 70.4 per loop may be such a mix too",
+        "In time (trace.md: seeds.md's four runs at 27,000 in 20 s steps) the overloaded loop has two regimes at "
+        "the same throughput (15,655-16,760 replies/s a step after 40 s): at every seed it loops 120-123 times a "
+        "second in the first 20 s and 73-89 times (197-225 connections per loop) from 20 s to 80 s; three seeds "
+        "then shorten it in their last one or two steps (154; 219 then 798; 304 loops a second: 20-106 per loop), "
+        "one keeps it to the end.  Over those 20 steps the loop was short exactly where DropRequest took more than "
+        "40 % of the step's drops (40.6-47.7 %; long-loop steps 32.0-39.7 %).  A 120 s average is a mix whose "
+        "weights the seed sets; the thesis's 262 loops a second at 70.4 per loop may be such a mix too",
     ("userver-one-packet-select", "inf", "work_items_per_phase"): "as fds per select",
     ("userver-one-packet-select", "inf", "select_calls_per_s"): "as fds per select: fewer, longer loops",
     ("userver-one-packet-select", "inf", "share:drops_acceptq_full"):
@@ -1104,6 +1104,8 @@ def seeds_markdown(sd: dict[str, Any] | None) -> list[str]:
                   "|---|---|---|---|---|---|---|"]
             L += [f"| {c['row']} | {c['role']} | {c['label']} | {metric_spread_columns(c)} |" for c in sd["loop_cells"]]
             L.append("")
+            L.append("How the μserver's loop moves within these runs at 27,000 req/s, in 20 s steps: "
+                     "[trace.md](trace.md) (`python -m validation trace`).\n")
     return L
 
 

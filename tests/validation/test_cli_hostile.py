@@ -182,7 +182,7 @@ def test_ctrl_c_in_python_m_validation_is_130_without_traceback(sim_csv, tmp_pat
     assert p.returncode == 130 and "Traceback" not in err and "interrupted" in err, err[-2000:]
 
 
-@pytest.mark.parametrize("cmd", ["report", "sensitivity", "window", "seeds", "specweb-idle"])
+@pytest.mark.parametrize("cmd", ["report", "sensitivity", "window", "seeds", "specweb-idle", "trace"])
 @pytest.mark.parametrize("where", ["file", "under-file"])
 def test_long_commands_refuse_an_unusable_out_before_running(cmd, where, tmp_path, monkeypatch, capsys):
     # `report --out /dev/null` swept for hours and failed only when writing its first file
