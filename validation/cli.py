@@ -28,7 +28,7 @@
   cell, and every other cell on a row with a target rate, at several seeds, so that a miss can be
   told from seed noise (:mod:`validation.seeds`);
 * ``python -m validation trace [--out DIR] [--seeds 4] [--step 20] [--rows LABEL,...] [--until S]``: the
-  μserver's loop (loops/s, accepts per loop, drop shares) in steps within each row's run, from runs of
+  server loop (loops/s, accepts per loop, open connections, drop shares) in steps within each row's run, from runs of
   growing length at the same seed (:mod:`validation.trace`);
 * ``python -m validation drops [--out DIR] [--jobs N] [--cache DIR]``: tables 5.1 and 5.2's queue-drop
   totals against the simulator's, the TUX replies/s they imply, and a trace of each run's
@@ -479,7 +479,8 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--step", type=float, default=20.0, help="step length in seconds (default 20)")
     tr.add_argument("--until", type=float, default=None, help="trace only the first S seconds of each row's window")
     tr.add_argument("--rows", default=None, metavar="LABEL,LABEL,...",
-                    help="one-packet rows with a target rate (report labels; default the μserver's three at 27000)")
+                    help="one-packet rows with a target rate and deterministic arrivals (report labels; default the "
+                         "μserver's three at 27000 and Knot's Accept-50 at 15000)")
     tr.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     tr.add_argument("--profile", default="thesis-2004")
     tr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/trace)")

@@ -16,22 +16,25 @@ from validation.records import load_thesis, record_seed
 INF27 = "userver/one-packet/select/accept-inf@27000"
 
 
-def _run(T, seed=7, rate=27000, limit="inf"):
-    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml", overrides=[
+def _run(T, seed=7, rate=27000, limit="inf", server="userver"):
+    sc = simaccept.load_scenario(f"scenarios/thesis/{server}-onepacket.toml", overrides=[
         f"workload.rate={rate}", f"server.accept_limit={limit}", "scenario.warmup=0", f"scenario.duration={T}",
         f"scenario.seed={seed}", "costs.profile=thesis-2004"])
     return simulate(sc, return_host=True)
 
 
-@pytest.mark.parametrize("limit", ["1", "inf"])
-def test_a_shorter_one_packet_run_is_the_start_of_a_longer_one(limit):
+@pytest.mark.parametrize("server, rate, limit", [("userver", 27000, "1"), ("userver", 27000, "inf"),
+                                                  ("knot", 15000, "50"), ("knot", 30000, "50")])
+def test_a_shorter_one_packet_run_is_the_start_of_a_longer_one(server, rate, limit):
     # What differencing relies on: every connection that finished in the 1.5 s run has the same
-    # times and outcome in the 3 s run (overloaded: drops, retransmissions, the 3/4 rule all happen).
-    (short, hs), (_, hl) = _run(1.5, limit=limit), _run(3.0, limit=limit)
-    assert short.drops_drop_request + short.drops_acceptq_full + short.drops_listen_overflow > 0
+    # times and outcome in the 3 s run (the μserver overloaded: drops, retransmissions, the 3/4 rule
+    # all happen; Knot with its threads and scheduler, at and past its Accept-50 peak).
+    (short, hs), (_, hl) = _run(1.5, rate=rate, limit=limit, server=server), _run(3.0, rate=rate, limit=limit, server=server)
+    if server == "userver":
+        assert short.drops_drop_request + short.drops_acceptq_full + short.drops_listen_overflow > 0
     td = np.asarray(hs.t_done)
     done = (td >= 0) & (td < 1.5)
-    assert done.sum() > 20_000
+    assert done.sum() > 10_000
     for col in ("t0", "t_est", "t_done", "outcome"):
         a, b = np.asarray(getattr(hs, col)), np.asarray(getattr(hl, col))[:len(hs.t0)]
         assert np.array_equal(a[done], b[done]), col
@@ -46,7 +49,8 @@ def test_run_ends_are_steps_then_the_window():
 def _rec(dur, replies, accepts, loops, fds, dr=0.0, lo=0.0, aq=0.0):
     return {"duration_s": dur, "replies_per_s": replies / dur, "accept_rate": accepts / dur,
             "select_calls_per_s": loops / dur, "fds_per_select": fds / loops if loops else math.nan,
-            "drops_drop_request": dr, "drops_listen_overflow": lo, "drops_acceptq_full": aq, "drops_synq_full": 0.0}
+            "drops_drop_request": dr, "drops_listen_overflow": lo, "drops_acceptq_full": aq, "drops_synq_full": 0.0,
+            "open_conns_mean": 0.0}
 
 
 def test_steps_difference_the_totals():
@@ -85,6 +89,9 @@ def test_run_writes_steps_that_add_up_to_the_whole_window_and_caches(tmp_path):
     assert saved["traces"][0]["steps"][0]["t1"] == 1 and saved["thesis"][INF27]["select_calls_per_s"] == 262
     md = (tmp_path / "trace.md").read_text()
     assert f"## {INF27} (calibration)" in md and "262 loops/s, 70.43 per loop" in md and "| **0–3** |" in md
+    t = res["traces"][0]
+    assert sum(s["open_conns_mean"] * s["span_s"] for s in t["steps"]) == pytest.approx(
+        sum(s["span_s"] for s in t["steps"]) * t["whole"]["open_conns_mean"])
     assert len(list((tmp_path / "cache").iterdir())) == 6
     again = trace.run(out=tmp_path, n=2, step=1, rows=[INF27], until=3, cache=tmp_path / "cache")
     assert again["traces"] == res["traces"] and len(list((tmp_path / "cache").iterdir())) == 6
@@ -94,6 +101,7 @@ def test_run_writes_steps_that_add_up_to_the_whole_window_and_caches(tmp_path):
     (["--rows", "userver/one-packet/select/accept-7@27000"], "no thesis row 'userver/one-packet/select/accept-7@27000'"),
     (["--rows", "userver/one-packet/select/accept-1@peak"], "has no target rate"),
     (["--rows", "userver/specweb99/select/accept-1@26000"], "is a specweb99 row; only one-packet"),
+    (["--rows", "tux/one-packet/-/accept-inf@23000"], "scenario has poisson arrivals; only deterministic"),
     (["--step", "0"], "--step: must be a positive number of seconds, got 0.0"),
     (["--step", "nan"], "--step: must be a positive number"),
     (["--step", "200"], "--step: 200 s is not shorter than"),
@@ -129,5 +137,6 @@ def test_the_committed_trace_ends_in_the_committed_seeds_runs():
     calls = {c["row"]: dict(zip(c["seeds"], c["values"])) for c in sd["other_cells"] if c["metric"] == "select_calls_per_s"}
     assert {t["row"] for t in tr["traces"]} == set(trace.DEFAULT_ROWS)
     for t in tr["traces"]:
-        assert t["whole"]["select_calls_per_s"] == pytest.approx(calls[t["row"]][t["seed"]], rel=1e-12)
+        if t["row"] in calls:
+            assert t["whole"]["select_calls_per_s"] == pytest.approx(calls[t["row"]][t["seed"]], rel=1e-12)
         assert len(t["steps"]) == 6 and t["steps"][-1]["t1"] == 120
