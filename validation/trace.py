@@ -31,7 +31,7 @@ from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .fitter import check_run_inputs, simulate_cached, stderr_progress
-from .records import ROOT, load_thesis, nan_to_null, record_seed, scenario_for
+from .records import ROOT, NotSimulable, load_thesis, nan_to_null, record_seed, scenario_for
 from .report import role_of
 
 DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "trace"
@@ -102,6 +102,8 @@ def steps(ends: list[float], recs: list[dict[str, Any]], label: str = "") -> lis
 
 
 def _rows(labels) -> list:
+    if not labels:
+        raise TraceError("--rows: no row given")
     by = {m.label: m for m in load_thesis()}
     out = []
     for lab in labels:
@@ -115,7 +117,10 @@ def _rows(labels) -> list:
         if r.workload != "one-packet":
             raise TraceError(f"--rows: {lab} is a {r.workload} row; only one-packet runs are known to be the "
                              "start of a longer run at the same seed")
-        arrivals = scenario_for(m)["workload"]["arrivals"]
+        try:
+            arrivals = scenario_for(m)["workload"]["arrivals"]
+        except NotSimulable as e:
+            raise TraceError(f"--rows: {lab} cannot be simulated: {e}") from None
         if arrivals != "deterministic":
             # Poisson arrivals are drawn for the whole run at once: a shorter run's differ from its start
             raise TraceError(f"--rows: {lab}'s scenario has {arrivals} arrivals; only deterministic ones (httperf "

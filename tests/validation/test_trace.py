@@ -102,6 +102,8 @@ def test_run_writes_steps_that_add_up_to_the_whole_window_and_caches(tmp_path):
     (["--rows", "userver/one-packet/select/accept-1@peak"], "has no target rate"),
     (["--rows", "userver/specweb99/select/accept-1@26000"], "is a specweb99 row; only one-packet"),
     (["--rows", "tux/one-packet/-/accept-inf@23000"], "scenario has poisson arrivals; only deterministic"),
+    (["--rows", "demand/one-packet/-/accept--@20000"], "cannot be simulated: no server (client-side demand row)"),
+    (["--rows", " , "], "--rows: no row given"),
     (["--step", "0"], "--step: must be a positive number of seconds, got 0.0"),
     (["--step", "nan"], "--step: must be a positive number"),
     (["--step", "200"], "--step: 200 s is not shorter than"),
