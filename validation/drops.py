@@ -45,7 +45,7 @@ from simaccept.costs import load_costs
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write, stop_workers, worker_pool
 
-from .fitter import _worker_died, check_run_inputs, scenario_from_json, scenario_json
+from .fitter import _worker_died, check_run_inputs, raise_if_failed, scenario_from_json, scenario_json
 from .records import ROOT, load_thesis, nan_to_null, scenario_for
 
 DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "drops"
@@ -232,11 +232,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     prof = [f"costs.profile={json.dumps(profile)}"]
     jsons = {m.label: scenario_json(scenario_for(m, overrides=prof)) for m in rows}
     traced = _traced(list(jsons.values()), cache, jobs)
-    bad = {lab: traced[js]["record"].get("error") or "no error text" for lab, js in jsons.items()
-           if traced[js]["record"].get("status") != "ok"}
-    if bad:
-        lab = sorted(bad)[0]
-        raise DropsError(f"simulation failed for {sorted(bad)}: {lab}: {bad[lab].splitlines()[0]}")
+    raise_if_failed(((lab, traced[js]["record"]) for lab, js in jsons.items()), DropsError)
     same = {}
     if check_plain:
         from .fitter import simulate_cached, stderr_progress

@@ -167,6 +167,16 @@ def check_run_inputs(profile: str, cache: str | Path, error: type[Exception]) ->
     return cache
 
 
+def raise_if_failed(runs: Iterable[tuple[str, dict]], error: type[Exception]) -> None:
+    """Raise ``error`` naming every label whose run (a record dict, as :func:`simulate_cached`
+    returns) did not finish ``ok``, with the first one's error line: an analysis writes no table
+    with holes in it."""
+    bad = {lab: d.get("error") or "no error text" for lab, d in runs if d.get("status") != "ok"}
+    if bad:
+        lab = sorted(bad)[0]
+        raise error(f"simulation failed for {sorted(bad)}: {lab}: {bad[lab].splitlines()[0]}")
+
+
 def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: str = "<cached>",
                     on_done=None, progress: Callable[[str], None] | None = None,
                     every: float = 60.0) -> dict[str, dict]:

@@ -34,7 +34,7 @@ from simaccept.record import RunRecord
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .fitter import check_run_inputs, simulate_cached, stderr_progress
+from .fitter import check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
 from .records import ROOT, load_thesis, nan_to_null, peak_scenarios, record_seed, scenario_for
 from .report import METRICS, _fmt, compare, role_of, tolerance_str
 
@@ -143,11 +143,7 @@ def run(out: str | Path = "docs/validation", n: int = 4, jobs: int = 1, profile:
     todo = {**plan(others, n, profile), **plan(rows, n, profile)}
     done = simulate_cached([j for per_seed in todo.values() for js in per_seed for j in js], cache, jobs,
                            source="<seeds>", progress=stderr_progress)
-    bad = {lab: done[j].get("error") or "no error text" for lab, per_seed in todo.items()
-           for js in per_seed for j in js if done[j].get("status") != "ok"}
-    if bad:
-        lab = sorted(bad)[0]
-        raise SeedsError(f"simulation failed for {sorted(bad)}: {lab}: {bad[lab].splitlines()[0]}")
+    raise_if_failed(((lab, done[j]) for lab, per_seed in todo.items() for js in per_seed for j in js), SeedsError)
     cells = []
     for m, metric in rows:
         per_seed = todo[m.label]

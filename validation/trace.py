@@ -30,7 +30,7 @@ from typing import Any
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .fitter import check_run_inputs, simulate_cached, stderr_progress
+from .fitter import check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
 from .records import ROOT, NotSimulable, load_thesis, nan_to_null, record_seed, scenario_for
 from .report import role_of
 
@@ -52,9 +52,7 @@ class TraceError(ValueError):
 
 def run_ends(window_s: float, step: float) -> list[float]:
     """The run lengths: every multiple of ``step`` below ``window_s``, then ``window_s``."""
-    k = int(math.floor(window_s / step + 1e-9))
-    ends = [round(step * i, 9) for i in range(1, k + 1) if step * i < window_s - 1e-9]
-    return ends + [float(window_s)]
+    return [round(step * i, 9) for i in range(1, math.ceil(window_s / step - 1e-9))] + [float(window_s)]
 
 
 def cumulative(rec: dict[str, Any]) -> dict[str, float]:
@@ -153,11 +151,7 @@ def run(out: str | Path = "docs/validation", n: int = 4, step: float = 20.0, row
                                       for t in ends]))
     done = simulate_cached([js for *_, jss in plan for js in jss], cache, jobs, source="<trace>",
                            progress=stderr_progress)
-    bad = {f"{m.label} seed {s}": done[js].get("error") or "no error text"
-           for m, s, _, jss in plan for js in jss if done[js].get("status") != "ok"}
-    if bad:
-        first = sorted(bad)[0]
-        raise TraceError(f"simulation failed for {sorted(bad)}: {first}: {bad[first].splitlines()[0]}")
+    raise_if_failed(((f"{m.label} seed {s}", done[js]) for m, s, _, jss in plan for js in jss), TraceError)
     traces = []
     for m, s, ends, jss in plan:
         recs = [done[js] for js in jss]

@@ -33,7 +33,7 @@ from simaccept.record import RunRecord
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .fitter import check_run_inputs, simulate_cached, stderr_progress
+from .fitter import check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
 from .records import ROOT, load_thesis, nan_to_null, scenario_for, thesis_scenario_file
 from .report import role_of, userver_c_avg
 
@@ -105,11 +105,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     js = {lab: (a.to_json(), b.to_json()) for lab, (a, b) in scen.items()}
     done = simulate_cached([j for pair in js.values() for j in pair], cache, jobs, source="<window>",
                            progress=stderr_progress)
-    bad = {lab: done[j].get("error") or "no error text" for lab, pair in js.items() for j in pair
-           if done[j].get("status") != "ok"}
-    if bad:
-        lab = sorted(bad)[0]
-        raise WindowError(f"simulation failed for {sorted(bad)}: {lab}: {bad[lab].splitlines()[0]}")
+    raise_if_failed(((lab, done[j]) for lab, pair in js.items() for j in pair), WindowError)
     cells = compare(rows, {lab: done[a] for lab, (a, _) in js.items()}, {lab: done[b] for lab, (_, b) in js.items()})
     thr = [c for c in cells if c["metric"] == "replies_per_s"]
     result = {
