@@ -195,7 +195,10 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "then shorten it in their last one or two steps (154; 219 then 798; 304 loops a second: 20-106 per loop), "
         "one keeps it to the end.  Over those 20 steps the loop was short exactly where DropRequest took more than "
         "40 % of the step's drops (40.6-47.7 %; long-loop steps 32.0-39.7 %).  A 120 s average is a mix whose "
-        "weights the seed sets; the thesis's 262 loops a second at 70.4 per loop may be such a mix too",
+        "weights the seed sets; the thesis's 262 loops a second at 70.4 per loop may be such a mix too.  The late "
+        "short loop is the model's exact SYN-ACK timers: with Linux 2.4's 200 ms SYN-ACK scan ticks prototyped "
+        "(docs/background/synack-timer.md, measured, not adopted) every seed's 120 s average is the long loop "
+        "(C_avg 200-218, +185 to +210 %; fds per select +214 to +242 %; in band at no seed) at the same throughput",
     ("userver-one-packet-select", "inf", "work_items_per_phase"): "as fds per select",
     ("userver-one-packet-select", "inf", "select_calls_per_s"): "as fds per select: fewer, longer loops",
     ("userver-one-packet-select", "inf", "share:drops_acceptq_full"):
