@@ -8,7 +8,7 @@ from scipy import stats as sps
 
 from simaccept import load_scenario, simulate
 from simaccept.costs import COST_NAMES
-from simaccept.host import O_ABANDONED, O_COMPLETED, O_INFLIGHT, O_TIMEDOUT
+from simaccept.host import O_ABANDONED, O_COMPLETED, O_INFLIGHT, O_TIMEDOUT, Host
 
 VOLATILE = {"wall_s", "started_at"}
 
@@ -260,7 +260,6 @@ def test_synack_timer_resends_exactly_on_time_and_only_after_a_listen_overflow(m
     kernel resends on a 200 ms scan of its SYN-queue hash instead (docs/background/
     synack-timer.md: measured, not adopted); adopting it changes this test.
     """
-    from simaccept.host import Host
     fired = {}
     orig = Host._synack_timer
 
