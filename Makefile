@@ -7,10 +7,10 @@ JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: run test figures venv deps cbuild docs bench clean
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,plot,progress,dask,parquet]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,plot,progress,dask,parquet]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -38,11 +38,11 @@ test: $(STAMP) deps cbuild
 	$(PY) -m pytest -q tests
 
 docs: $(STAMP)
-	$(PY) -m pip install -q -r docs/requirements.txt
+	$(PY) -m pip install -q -c constraints.txt -r docs/requirements.txt
 	$(VENV)/bin/sphinx-build -q -b html docs docs/_build/html
 
 bench: $(STAMP)
-	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[bench]'
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
 
 clean:
