@@ -3,8 +3,8 @@
 setup.cfg lists its packages instead of finding them, so that realsys/c and
 validation/data (package data, no __init__.py) are packages without setuptools' "would be
 ignored" warning at every install; a new subpackage must then be added by hand, which
-this checks.  `make` installs with ``-c constraints.txt`` so that a fresh clone simulates with the NumPy,
-SciPy and SimPy the committed validation report was made with.  A dependency added to
+this checks.  `make` installs with ``-c constraints.txt`` so that a fresh clone simulates
+with the NumPy, SciPy and SimPy the committed validation report was made with.  A dependency added to
 setup.cfg without a pin would be installed at whatever version the index has that day.
 """
 from __future__ import annotations
@@ -40,11 +40,16 @@ def _setup_cfg() -> configparser.ConfigParser:
     return cfg
 
 
+def _lines(value: str) -> list[str]:
+    """A setup.cfg list value (one item per line) as its items."""
+    return [ln.strip() for ln in value.split("\n") if ln.strip()]
+
+
 def _declared() -> list[tuple[str, Requirement]]:
     cfg = _setup_cfg()
-    out = [("install_requires", Requirement(r)) for r in cfg["options"]["install_requires"].split("\n") if r.strip()]
+    out = [("install_requires", Requirement(r)) for r in _lines(cfg["options"]["install_requires"])]
     for extra, reqs in cfg["options.extras_require"].items():
-        out += [(f"extra {extra}", Requirement(r)) for r in reqs.split("\n") if r.strip()]
+        out += [(f"extra {extra}", Requirement(r)) for r in _lines(reqs)]
     docs = (ROOT / "docs" / "requirements.txt").read_text().splitlines()
     out += [("docs/requirements.txt", Requirement(r)) for r in docs if r.strip() and not r.startswith("#")]
     return out
@@ -82,7 +87,7 @@ def test_make_installs_with_the_constraints():
 
 def test_every_package_directory_is_listed_and_every_listed_one_exists():
     cfg = _setup_cfg()
-    listed = {p.strip() for p in cfg["options"]["packages"].split("\n") if p.strip()}
+    listed = set(_lines(cfg["options"]["packages"]))
     on_disk = {d.relative_to(ROOT).as_posix().replace("/", ".")
                for top in ("simaccept", "realsys", "validation")
                for d in [ROOT / top, *(ROOT / top).rglob("*")]
@@ -94,7 +99,7 @@ def test_every_package_directory_is_listed_and_every_listed_one_exists():
 
 def test_every_package_data_pattern_names_a_listed_package_and_matches_files():
     cfg = _setup_cfg()
-    listed = {p.strip() for p in cfg["options"]["packages"].split("\n") if p.strip()}
+    listed = set(_lines(cfg["options"]["packages"]))
     for pkg, patterns in cfg["options.package_data"].items():
         assert pkg in listed, f"package_data for {pkg}, which setup.cfg does not list"
         for pat in (x.strip() for x in patterns.split(",")):
