@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import tomllib
 from pathlib import Path
 
 from .scenario import ScenarioError, load_scenario
@@ -145,8 +146,8 @@ def _load(path: str, overrides):
     sc = load_scenario(path, overrides)
     # defaults are a scenario of their own, but an empty file is more often a mistake
     # (a regular file only: a pipe read again here would look empty)
-    if Path(path).is_file() and not Path(path).read_text(encoding="utf-8-sig").strip():
-        print(f"warning: {path} is empty: every key not given with --set takes its default "
+    if Path(path).is_file() and not tomllib.loads(Path(path).read_text(encoding="utf-8-sig")):
+        print(f"warning: {path} sets no key: every key not given with --set takes its default "
               "(`simaccept/scenario.py`, SCHEMA)", file=sys.stderr)
     return sc
 
@@ -172,12 +173,12 @@ def _main(args) -> int:
             from .sim import simulate
             rec = simulate(sc)
             if args.json:
-                print(rec.to_json())
-            else:
+                print(rec.to_json())     # a failed record too: it carries the error and the config
+            elif rec.status == "ok":
                 print(f"{rec.scenario}: {rec.replies_per_s:.0f} replies/s (target {rec.target_rate:.0f}), "
                       f"drops/s {rec.qdrops_per_s:.0f}, mean response {rec.resp_ms_mean:.1f} ms")
             if rec.status != "ok":
-                print(rec.error, file=sys.stderr)
+                print(f"error: the run failed: {rec.error}", file=sys.stderr)
                 return 1
             if not rec.conn_attempts_per_s > 0:
                 # not an error (the record is what was asked for), but no measurement either

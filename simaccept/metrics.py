@@ -21,6 +21,11 @@ from .host import O_ABANDONED, O_TIMEDOUT
 from .kernel import Drop
 
 
+class MeasurementError(RuntimeError):
+    """The run finished but its measured window holds no measurement of the server: the
+    record is failed with this message alone (no traceback: not a bug in the simulator)."""
+
+
 def snapshot(t, host, server) -> dict:
     ls = host.lsock
     return {
@@ -59,8 +64,8 @@ def per_connection_rows(host) -> dict[str, np.ndarray]:
 
 def compute(sc, host, server, w: dict, e: dict) -> dict:
     dur = e["t"] - w["t"]
-    if dur <= 0:
-        raise RuntimeError("measured window is empty (duration too short?)")
+    if dur <= 0:    # simulate() refuses a warm snapshot taken at or after the stop first
+        raise MeasurementError(f"measured window is empty (from {w['t']:g} s to {e['t']:g} s)")
     tw, te = w["t"], e["t"]
     out: dict = {"duration_s": dur}
     ds = {k: e["stats"][k] - w["stats"][k] for k in e["stats"]}

@@ -17,6 +17,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -69,6 +70,10 @@ def _fmt(v: Any) -> str:
 def _check(key: str, spec: Key, v: Any) -> Any:
     """Return the normalised value or raise ScenarioError."""
     k = spec.kind
+    if isinstance(v, np.generic) and not isinstance(v, np.str_):
+        # NumPy scalars (np.arange, a DataFrame cell): np.float32 and np.int64 are not float or
+        # int subclasses, and the resolved config must stay JSON (the record embeds it)
+        v = v.item()
     if k == "bool":
         if not isinstance(v, bool):
             raise ScenarioError(key, f"must be true or false, got {_fmt(v)}")
@@ -236,6 +241,8 @@ class Scenario:
         return self.values[section]
 
     def get(self, dotted: str) -> Any:
+        if not isinstance(dotted, str) or "." not in dotted:
+            raise ScenarioError(str(dotted), "must be section.key (e.g. workload.rate)")
         s, k = dotted.split(".", 1)
         return self.values[s][k]
 
@@ -301,6 +308,11 @@ class Scenario:
             key += model_fingerprint()
         return hashlib.sha256(key.encode()).hexdigest()[:20]
 
+    def check(self) -> None:
+        """Validate the values again, as loading did (they are mutable: ``sc["workload"]["rate"]
+        = -5`` after loading).  Raises :class:`ScenarioError`; changes nothing."""
+        _resolve(self.values, self.source)
+
     def with_overrides(self, overrides: Iterable[str]) -> "Scenario":
         vals = copy.deepcopy(self.values)
         _apply_overrides(vals, overrides)
@@ -308,8 +320,14 @@ class Scenario:
 
 
 def _apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> None:
+    if overrides is None:
+        return
     if isinstance(overrides, (str, bytes)):     # iterated, it was one "override" per character
         raise TypeError(f"overrides must be a list of 'section.key=value' strings, got one string {overrides!r}")
+    try:
+        overrides = iter(overrides)
+    except TypeError:
+        raise TypeError(f"overrides must be a list of 'section.key=value' strings, got {overrides!r}") from None
     for item in overrides:
         if not isinstance(item, str) or "=" not in item:
             raise ScenarioError(str(item), "override must look like section.key=value")
@@ -443,6 +461,10 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
     if text is None:
         if path is None:
             raise ScenarioError("<path>", "no scenario file given")
+        if not isinstance(path, (str, os.PathLike)):
+            raise ScenarioError("<path>", f"must be a file's path (str or os.PathLike), got {path!r}")
+        if not str(path):
+            raise ScenarioError("<path>", "the path is empty")      # Path("") is ".", a directory
         p = Path(path)
         try:
             data = p.read_bytes()
@@ -450,6 +472,8 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
             raise ScenarioError("<file>", f"cannot read {str(p)!r}: {e.strerror or e}") from None
         source = str(p)
     else:
+        if not isinstance(text, (str, bytes)):
+            raise ScenarioError("<document>", f"text must be TOML as a str or bytes, got {type(text).__name__}")
         data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
         source = "<text>"
     try:

@@ -75,8 +75,26 @@ def _identity(sc: Scenario) -> dict:
 COLLECT_AFTER_CONNECTIONS = 50_000
 
 
+def _no_call_in_window(host, t_warm: float, t_stop: float, t_call_end: float) -> metrics.MeasurementError:
+    """The server's counters are read when a call ends (Meter.tick); one call that ran from
+    before the end of warm-up to after the stop leaves nothing to difference.  Under receive
+    livelock kernel packet work preempts the server for the whole window, so a longer
+    duration does not help there; a window shorter than one call is the other cause."""
+    kernel = sum(host.cpu.kernel_time.values()) / t_call_end if t_call_end > 0 else float("nan")
+    return metrics.MeasurementError(
+        f"no server call ended between the end of warm-up ({t_warm:g} s) and the stop ({t_stop:g} s): "
+        f"the one in progress ended at {t_call_end:.6g} s, so the server's counters cannot be measured "
+        f"in this window.  Kernel packet work took {kernel:.0%} of the CPU over the run: near 100 % the "
+        f"server is livelocked at this rate (receive livelock: lower workload.rate); "
+        f"otherwise scenario.duration is shorter than one of the server's calls")
+
+
 def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = False):
     """Run one point.  Returns a RunRecord (and the Host if ``return_host``)."""
+    if not isinstance(sc, Scenario):
+        raise TypeError(f"simulate() takes a Scenario (simaccept.load_scenario or scenario_from_dict), "
+                        f"got {type(sc).__name__}")
+    sc.check()      # sc["workload"]["rate"] = -5 after loading ran "ok", with 0 replies/s
     if sc.axes:
         raise ScenarioError(sc.axes[0][0], "is a sweep axis; use `simaccept sweep` / simaccept.run_sweep()")
     if sc["server"]["kind"] not in SIMULATED_SERVERS:
@@ -98,6 +116,8 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
         env.run(until=server.proc)
         if meter.warm is None:
             meter.tick(warm)
+        if meter.warm["t"] >= t_stop:
+            raise _no_call_in_window(host, warm, t_stop, meter.warm["t"])
         end = metrics.snapshot(max(env.now, t_stop), host, server)
         for k, v in metrics.compute(sc, host, server, meter.warm, end).items():
             setattr(rec, k, v)
@@ -105,7 +125,9 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
         if raise_errors or isinstance(e, (ScenarioError, NotImplementedError)):
             raise
         rec.status = "failed"
-        rec.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"
+        rec.error = f"{type(e).__name__}: {e}"
+        if not isinstance(e, metrics.MeasurementError):     # a bug: keep where it happened
+            rec.error += "\n" + traceback.format_exc(limit=5)
     rec.wall_s = time.perf_counter() - wall0
     if return_host:
         return rec, host

@@ -31,6 +31,7 @@ import inspect
 import io
 import json
 import math
+import numbers
 import os
 import signal
 import sys
@@ -267,6 +268,12 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
               on_point: Callable[[RunRecord], None] | None = None, parquet: bool = False) -> list[RunRecord]:
     """Run every point; return records in grid order.  ``parquet`` (needs ``out``) also
     writes ``OUT/results.parquet``; pyarrow is checked before any point runs."""
+    # as the CLI's --jobs: 0 or -5 ran serially and 2.5 or "2" failed later as a bare TypeError
+    if not isinstance(jobs, numbers.Integral) or isinstance(jobs, bool) or jobs < 1:
+        raise ScenarioError("--jobs", f"must be an integer >= 1, got {jobs!r}")
+    if out is not None and not str(out).strip():
+        # Path("") is "." and the results went into the working directory
+        raise ScenarioError("--out", "must name a directory, got an empty string")
     if parquet:
         if out is None:
             raise ValueError("parquet=True needs an out directory")

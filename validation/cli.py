@@ -9,7 +9,8 @@
   with the profile, prediction against measurement (:func:`predict_main`);
 * ``python -m validation report [--out DIR] [--profile thesis-2004] [--quick]
   [--real RESULTS.csv ...] [--real-profile realsys-linux6]`` (``--real-profile`` alone takes the
-  held-out realsys results listed in :data:`validation.machine.HELDOUT`);
+  held-out realsys results listed in :data:`validation.machine.HELDOUT`; ``--real`` needs it: a
+  machine profile belongs to the host that measured the runs, so there is no default);
 * ``python -m validation machine-fit [--jobs N] [--max-nfev N] [--results DIR --profile NAME]``: the
   cost profile for this machine (:mod:`validation.machine`), from the committed runs or from the
   runs ``RESULTS=DIR validation/measure_realsys.sh`` made on yours;
@@ -53,7 +54,7 @@ from simaccept.cli import _out_dir, add_predict_args
 from simaccept.scenario import ScenarioError
 from simaccept.sweep import SweepError
 
-from .records import select_records
+from .records import select_records, why_none_selected
 
 
 def _err(msg: str) -> None:
@@ -72,21 +73,45 @@ def _out_problem(out: Path) -> str | None:
 
 
 def _out_file_problem(out: Path) -> str | None:
-    import os
-    import tempfile
     if out.is_dir():
         return "is a directory; give a file name"
     if not out.parent.is_dir():
         if out.parent.exists():
             return f"{str(out.parent)!r} is not a directory"
         return f"directory {str(out.parent)!r} does not exist"
-    try:                            # the one test that holds for root and read-only file systems
-        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".probe")
+    return _write_problem(out.parent, out.name)
+
+
+def _write_problem(d: Path, name: str) -> str | None:
+    """Why no file can be made in the directory ``d``, or None: a file named after ``name`` is
+    made and removed, the one test that holds for root (os.access says yes) and for read-only
+    file systems."""
+    import os
+    import tempfile
+    try:
+        fd, probe = tempfile.mkstemp(dir=d, prefix=f".{name}.", suffix=".probe")
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        return f"cannot write in {str(out.parent)!r}: {e.strerror or e}"
+        return f"cannot write in {str(d)!r}: {e.strerror or e}"
     return None
+
+
+def _dir_problem(path) -> str | None:
+    """Why ``path`` cannot be an output or cache directory (checked before anything runs), or
+    None.  Creates nothing: a missing directory is probed through its nearest existing ancestor.
+    `report --out /proc/x` (root) passed simaccept's os.access check and failed with a
+    traceback after the sweeps; a --cache under a file was blamed on --out."""
+    try:
+        _out_dir(str(path))         # "" too: Path("") is "." and the working directory was used
+        d = Path(path)
+        while not d.exists() and d != d.parent:
+            d = d.parent
+        return _write_problem(d, "simaccept")
+    except ScenarioError as e:
+        return e.reason
+    except (OSError, ValueError) as e:      # a name too long, a NUL byte
+        return f"cannot use it: {getattr(e, 'strerror', None) or e}"
 
 
 def _guarded(call, error, failed):
@@ -100,6 +125,24 @@ def _guarded(call, error, failed):
     except error as e:
         _err(str(e))
         return None, 1 if failed(str(e)) else 2
+
+
+def _absent_metrics(path, metrics) -> str | None:
+    """Which of ``metrics`` the records file has no column for (with the names closest to each),
+    or None; ``drop_shares`` needs the three drop columns."""
+    import difflib
+
+    from .fitter import DROP_CATEGORIES
+    from .records import record_columns
+    cols = record_columns(path)
+    parts = []
+    for m in metrics:
+        for c in (DROP_CATEGORIES if m == "drop_shares" else (m,)):
+            if c not in cols:
+                close = difflib.get_close_matches(c, cols, n=3)
+                parts.append(f"{path} has no column {c!r}" + (f" ({m} needs it)" if c != m else "")
+                             + (f" (close: {', '.join(close)})" if close else ""))
+    return "; ".join(parts) or None
 
 
 _PROFILE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -132,6 +175,10 @@ def machine_fit_target(args) -> dict:
         raise ValueError(f"--results: {e}") from None
     if args.fit_json and Path(args.fit_json).suffix != ".json":
         raise ValueError(f"--fit-json: {args.fit_json!r} must end in .json")
+    if args.fit_json:       # written after the fit (hours): machine.fit makes its directory
+        why = "is a directory" if Path(args.fit_json).is_dir() else _dir_problem(Path(args.fit_json).parent)
+        if why:
+            raise ValueError(f"--fit-json {args.fit_json!r}: {why}")
     if args.start_from:
         from simaccept.costs import load_costs
         try:
@@ -155,10 +202,9 @@ def machine_check_main(args) -> int:
     if not Path(args.results).is_dir():
         _err(f"--results: {args.results}: no such directory")
         return 2
-    try:
-        _out_dir(args.out)
-    except ValueError as e:
-        _err(str(e))
+    why = _dir_problem(args.out)
+    if why:
+        _err(f"--out {str(args.out)!r}: {why}")
         return 2
     if args.fit_json:       # read before the simulations, not after them
         import json
@@ -181,8 +227,11 @@ def fit_main(args) -> int:
     from .fitter import DEFAULT_METRICS, CostFitter, FitError, NoRecordsError
     from .records import RecordError, load_records
     params = [p.strip() for p in str(args.params).split(",") if p.strip()]
-    metrics = getattr(args, "metrics", None)
-    metrics = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else list(DEFAULT_METRICS)
+    given = getattr(args, "metrics", None)
+    metrics = [m.strip() for m in str(given).split(",") if m.strip()] if given is not None else list(DEFAULT_METRICS)
+    if not metrics:                     # '' was taken for the default metrics
+        _err(f"--metrics {given!r}: give at least one metric (default: {','.join(DEFAULT_METRICS)})")
+        return 2
     if not str(args.out).strip():       # Path("") is "." and was reported so
         _err("--out '': give a file name (a .toml cost profile)")
         return 2
@@ -228,16 +277,24 @@ def fit_main(args) -> int:
         _err(f"--out {str(out)!r}: {why}")
         return 2
     cache = getattr(args, "cache", None)
-    if cache is not None and (not str(cache).strip() or (Path(cache).exists() and not Path(cache).is_dir())):
-        _err(f"--cache {str(cache)!r}: not a directory")
+    why = _dir_problem(cache) if cache is not None else None
+    if why:
+        _err(f"--cache {str(cache)!r}: {why}")
         return 2
     try:
-        records = select_records(load_records(args.records), getattr(args, "select", None))
+        loaded = load_records(args.records)
+        records = select_records(loaded, getattr(args, "select", None))
     except ValueError as e:             # RecordError too: a bad records file or --select
         _err(str(e))
         return 2
+    if given is not None:               # the defaults may be columns a kind of records file lacks
+        why = _absent_metrics(args.records, metrics)
+        if why:
+            _err(f"--metrics: {why}")
+            return 2
     if not records:
-        _err(f"{args.records}: no records" + (" (after --select)" if args.select else ""))
+        _err(f"{args.records}: no records" + (f": {why_none_selected(loaded, args.select)}" if loaded and args.select
+                                             else ""))
         return 2
     try:
         fitter.fit(records)
@@ -271,10 +328,14 @@ def predict_main(args) -> int:
     from simaccept.sweep import atomic_write
     from .fitter import simulate_records
     from .records import NotSimulable, RecordError, load_records, scenario_for, simulator_supports
-    metrics = [m.strip() for m in (getattr(args, "metrics", None) or "replies_per_s").split(",") if m.strip()]
+    given = getattr(args, "metrics", None)
+    metrics = [m.strip() for m in str("replies_per_s" if given is None else given).split(",") if m.strip()]
+    if not metrics:                     # '' was taken for replies_per_s
+        _err(f"--metrics {given!r}: give at least one record column (default: replies_per_s)")
+        return 2
     bad = [m for m in metrics if m not in COLUMNS or m in _TEXT]
-    if not metrics or bad:
-        _err(f"--metrics: not numeric record columns: {', '.join(bad) or '(none given)'}")
+    if bad:
+        _err(f"--metrics: not numeric record columns: {', '.join(bad)}")
         return 2
     jobs = getattr(args, "jobs", 1)
     if jobs is None or int(jobs) < 1:
@@ -291,9 +352,19 @@ def predict_main(args) -> int:
         _err(f"--out {str(out)!r}: {why}")
         return 2
     try:
-        records = select_records(load_records(args.records), getattr(args, "select", None))
+        loaded = load_records(args.records)
+        records = select_records(loaded, getattr(args, "select", None))
     except ValueError as e:             # RecordError too
         _err(str(e))
+        return 2
+    # a misspelt header was predicted as "not measured in these records", exit 0
+    why = _absent_metrics(args.records, metrics)
+    if why:
+        _err(f"--metrics: {why}")
+        return 2
+    if not records:
+        _err(f"{args.records}: no record to predict" + (f": {why_none_selected(loaded, args.select)}"
+                                                        if loaded and args.select else " (no records)"))
         return 2
     sim_overrides = list(getattr(args, "set", None) or ())
     todo, skipped = [], []
@@ -567,18 +638,23 @@ def _main(args) -> int:
         _err(f"--jobs: must be >= 1, got {args.jobs}")
         return 2
     from .report import DEFAULT_OUT, default_out
-    if args.out:
-        out_dir = Path(args.out)
+    if args.out is not None:        # an empty one was taken for the default
+        out_dir = args.out
     elif args.cmd == "report":      # a partial report does not go over the committed full one
         out_dir = default_out(profile=args.profile, quick=args.quick, sim_overrides=args.set,
                               real_profile=args.real_profile, only=args.group)[0]
     else:
         out_dir = DEFAULT_OUT
-    try:
-        _out_dir(str(out_dir))
-    except ScenarioError as e:
-        _err(f"--out {str(out_dir)!r}: {e.reason}")
-        return 2
+    dirs = [("--out", out_dir)]
+    if "cache" in args:             # each command's module names its default
+        import importlib
+        dirs.append(("--cache", args.cache if args.cache is not None
+                     else importlib.import_module(f"{__package__}.{args.cmd}").DEFAULT_CACHE))
+    for option, d in dirs:
+        why = _dir_problem(d)
+        if why:
+            _err(f"{option} {str(d)!r}: {why}")
+            return 2
     if args.cmd != "report":
         # the repository's docs/validation, not one under the working directory (as report's)
         args.out = str(out_dir)

@@ -169,6 +169,9 @@ def _check_row(m: Measured, path: str, line: int, raw: Mapping[str, Any] | None 
         if not (math.isfinite(d) and d > 0):
             raise bad("duration_s", f"must be a positive, finite number of seconds when a rate is given "
                                     f"({rates[0]}); got {_shown(raw, 'duration_s', d)}")
+    if not math.isnan(r.seed) and not (r.seed >= 0 and float(r.seed).is_integer()):
+        # numpy's SeedSequence takes no negative seed, and record_seed truncated a fraction
+        raise bad("seed", f"must be an integer >= 0 (a random seed); got {_shown(raw, 'seed', r.seed)}")
     for c in COLUMNS:
         v = getattr(r, c)
         if c not in _TEXT and isinstance(v, float) and math.isinf(v):
@@ -242,6 +245,17 @@ def load_records(path: str | Path) -> list[Measured]:
             raise RecordError(f"fewer cells than header columns ({n} of {len(reader.fieldnames)})",
                               path=str(p), line=i + 2)
     return parse_rows(rows, reader.fieldnames, path=str(p))
+
+
+def record_columns(path: str | Path) -> list[str]:
+    """The header of a records file that :func:`load_records` has read: a metric it lacks is not
+    "not measured" in every row but misspelt or another kind of file."""
+    p = Path(path)
+    if p.suffix.lower() == ".parquet":
+        from simaccept.sweep import _pyarrow
+        return list(_pyarrow()[1].read_schema(p).names)
+    with p.open(encoding="utf-8-sig", newline="") as f:
+        return next(csv.reader(f), [])
 
 
 def _load_parquet(p: Path) -> list[Measured]:
@@ -534,38 +548,75 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
     """Keep records that satisfy every selector: ``column=value``, or for a numeric column
     ``column>=value`` (also ``<=``, ``>``, ``<``, ``!=``), e.g. ``target_rate>=4000`` for
     the runs past saturation.  A NaN (not measured) satisfies none but ``!=``; ``column=nan``
-    keeps the rows where the column was not measured and ``column!=nan`` the others."""
+    keeps the rows where the column was not measured and ``column!=nan`` the others.
+    ``accept_limit`` compares as a limit (``01`` is 1, ``Inf`` is inf).  A value that cannot be
+    one of its column's (``target_rate==1600``, ``target_rate=1600=2``) is a ValueError: it
+    used to match nothing, and the error said only that no record was left."""
     out = list(records)
     for s in selectors or ():
         op = next((o for o in _SELECT_OPS if o in s), None)
         if op is None:
             raise ValueError(f"--select {s!r}: must look like column=value (or >=, <=, >, <, !=)")
         col, val = s.split(op, 1)
+        bad_op = (col[-1] + op if col[-1:] in ("=", "<", ">", "!") else
+                  op + val[0] if val[:1] in ("=", "<", ">") else None)
+        if bad_op:
+            raise ValueError(f"--select {s!r}: {bad_op!r} is not an operator (=, !=, >=, <=, >, <)")
         if col not in COLUMNS:
             raise ValueError(f"--select: unknown record column {col!r}")
         if op not in ("=", "!=") and col in _TEXT:
             raise ValueError(f"--select {s!r}: {col} is text; only = and != compare it")
-        if op not in ("=", "!="):
+        if col not in _TEXT:
             try:
                 x = float(val)
             except ValueError:
                 raise ValueError(f"--select {s!r}: {val!r} is not a number") from None
-            if math.isnan(x):       # every comparison with NaN is false: it would keep nothing
+            if math.isnan(x) and op not in ("=", "!="):   # every comparison with NaN is false: it would keep nothing
                 raise ValueError(f"--select {s!r}: nan is not an order; {col}!=nan keeps the rows that "
                                  f"measured it, {col}=nan the others")
-        if col == "accept_limit" and val.strip().lower() in ("inf", "infinity"):
-            val = "inf"             # as records spell it; scenarios and plot legends say Inf too
+        if col == "accept_limit" and val.strip():
+            if _limit_key(val) is None:
+                raise ValueError(f"--select {s!r}: {val!r} is not an accept limit (an integer >= 1, or inf)")
+            val = _limit_key(val)
 
         def match(m, col=col, val=val, f=_SELECT_OPS[op], op=op):
             v = getattr(m.record, col)
             if isinstance(v, float):
-                try:
-                    x = float(val)
-                except ValueError:
-                    return op == "!="
+                x = float(val)
                 if math.isnan(x):   # = / != nan: not measured / measured (op is one of them here)
                     return math.isnan(v) == (op == "=")
                 return (op == "!=") if math.isnan(v) else f(v, x)
+            if col == "accept_limit" and v.strip():
+                v = _limit_key(v) or v
             return f(v, val)
         out = [m for m in out if match(m)]
     return out
+
+
+def _limit_key(text: str) -> str | None:
+    """An accept limit as one spelling ("1" for 1, 01 or 1.0; "inf" for Inf), or None if it is none."""
+    t = text.strip().lower()
+    if t in ("inf", "infinity"):
+        return "inf"        # as records spell it; scenarios and plot legends say Inf too
+    try:
+        x = float(t)
+    except ValueError:
+        return None
+    return str(int(x)) if x.is_integer() and x >= 1 else None
+
+
+def why_none_selected(records: Sequence[Measured], selectors: Iterable[str] | None) -> str:
+    """Which of ``selectors`` left :func:`select_records` nothing of ``records``: the ones that
+    alone match no record, else the first of them after which none was left, with those before it."""
+    sels = list(selectors or ())
+    n = f"{len(records)} record{'' if len(records) == 1 else 's'}"
+    alone = [s for s in sels if not select_records(records, [s])]
+    if alone:
+        return (" and ".join(f"--select {s!r}" for s in alone)
+                + f" {'matches' if len(alone) == 1 else 'each match'} none of its {n}")
+    kept = list(records)
+    for i, s in enumerate(sels):
+        kept = select_records(kept, [s])
+        if not kept:
+            return " with ".join(f"--select {x!r}" for x in sels[:i + 1]) + f" together match none of its {n}"
+    return ""

@@ -817,11 +817,36 @@ def realsys_heldout(paths: Iterable[str], real_profile: str | None, jobs: int, s
     return _rh(paths, real_profile, jobs, fit_over + list(sim_overrides or ()), cache=cache)
 
 
+def check_real(real: Iterable[str], real_profile: str | None) -> None:
+    """ReportError for ``--real`` / ``--real-profile`` that cannot be used, found before any
+    simulation: they were read only after the sweeps (minutes), and a wrong profile was named
+    as the scenario key costs.profile."""
+    real = list(real or ())
+    if real and not real_profile:
+        # no default: a machine profile belongs to the host that measured the runs
+        raise ReportError("--real: needs --real-profile, the cost profile fitted to the machine that measured "
+                          "these runs (realsys-linux6 for the committed realsys/results); without it they "
+                          "were ignored")
+    if not real_profile:
+        return
+    try:
+        read_profile(real_profile)
+    except (KeyError, ValueError) as e:
+        raise ReportError(f"--real-profile: {e.args[0]}") from None
+    from .records import load_records
+    for path in real:
+        try:
+            load_records(path)
+        except ValueError as e:             # RecordError: the file, line and column
+            raise ReportError(f"--real: {e}") from None
+
+
 # --------------------------------------------------------------------------- report
 def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: int = 2, cache: Path | None = None,
           sim_overrides: Iterable[str] = (), real: Iterable[str] = (), real_profile: str | None = None,
           log=print, only: Iterable[str] = ()) -> dict[str, Any]:
     base, cost_over, label = resolve_profile(profile)
+    check_real(real, real_profile)
     only = set(only or ())
     sim_overrides = list(sim_overrides)
     thesis = load_thesis()
@@ -990,16 +1015,46 @@ SAME_CODE: dict[str, tuple[str, str, str]] = {
 }
 
 
+#: Fingerprints of model code changed since where the change was shown to move no result:
+#: {recorded: (the commit it is of, the fingerprint after the change, the commit that has it,
+#: {module: the top-level definitions whose code differs})}.  Unlike :data:`SAME_CODE`'s twins
+#: the code differs, only in paths that raised before or that check a scenario's input; the
+#: evidence is a re-simulation, the whole report simulated again from an empty cache at the new
+#: fingerprint with every cell identical (docs/guarantees.md, *Determinism*).  Checked from git
+#: history (tests/validation/test_report.py, test_a_fingerprint_of_the_same_results_changed_only_there):
+#: both fingerprints are their commits', and the definitions named are all that differ.
+SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
+    "aa6e5de9ef576f09": ("ead183b4bbeaa48006cfdfa43032e6fd853ad6aa", "3104ad4b972a8a1d",
+                         "@SAME_RESULTS_COMMIT@",
+                         {"costs/__init__.py": ("_parse_profile",),
+                          "metrics.py": ("MeasurementError", "compute"),
+                          "scenario.py": ("Scenario", "_apply_overrides", "_check", "load_scenario", "os"),
+                          "sim.py": ("_no_call_in_window", "simulate")}),
+}
+
+
+def same_model(fingerprint: str) -> set[str]:
+    """``fingerprint`` and every later one :data:`SAME_CODE` or :data:`SAME_RESULTS` leads to from it."""
+    out = {fingerprint}
+    while True:
+        nxt = SAME_CODE.get(fingerprint) or SAME_RESULTS.get(fingerprint)
+        if nxt is None or nxt[1] in out:
+            return out
+        fingerprint = nxt[1]
+        out.add(fingerprint)
+
+
 def model_changes_since(generated_at: str, fingerprint: str | None = None) -> list[str]:
     """The :data:`MODEL_CHANGES` made after ``generated_at`` (an ISO-8601 UTC time), and, for an
     analysis that recorded the simulator's :func:`~simaccept.scenario.model_fingerprint`, any change
     to the simulator's code since (no list to keep up to date; files written before 2026-11-25 have
-    no fingerprint and rely on the list; a fingerprint in :data:`SAME_CODE` stands for its twin)."""
+    no fingerprint and rely on the list; a fingerprint in :data:`SAME_CODE` or :data:`SAME_RESULTS`
+    stands for the ones it leads to)."""
     out = [what for when, what in MODEL_CHANGES if generated_at < when]
     if fingerprint is not None:
         from simaccept.scenario import model_fingerprint
         now = model_fingerprint()
-        if now not in (fingerprint, SAME_CODE.get(fingerprint, ("", "", ""))[1]):
+        if now not in same_model(fingerprint):
             out.append(f"a change to the simulator's code (model fingerprint `{fingerprint}` then, `{now}` now)")
     return out
 

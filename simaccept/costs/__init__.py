@@ -185,6 +185,12 @@ def _parse_profile(path: str, name: str, _stamp: tuple[int, ...]) -> tuple[tuple
     table = doc["costs"]
     if not isinstance(table, dict):
         raise ValueError(f"cost profile {name!r}: [costs] must be a table")
+    others = sorted(k for k in doc if k != "costs")
+    if others:
+        # a second table ([cost] after [costs]) or a cost written above [costs] would be
+        # read by no one, and its values silently left at the defaults
+        raise ValueError(f"cost profile {name!r}: {', '.join(map(repr, others))} outside the [costs] table "
+                         "(a profile is one [costs] table; comments start with #)")
     unknown = set(table) - set(COST_NAMES)
     if unknown:
         raise ValueError(f"cost profile {name!r}: unknown cost(s) {sorted(unknown)}")

@@ -1,7 +1,9 @@
 """Scenario files: every key checked before anything runs."""
+import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simaccept.scenario import SCHEMA, ScenarioError, load_scenario
@@ -94,6 +96,58 @@ def test_one_string_of_overrides_is_a_type_error_not_one_override_per_character(
     with pytest.raises(TypeError, match="list of 'section.key=value' strings"):
         load_scenario(text="", overrides="workload.rate=5000")
     assert load_scenario(text="", overrides=iter(["workload.rate=5000"]))["workload"]["rate"] == 5000
+
+
+@pytest.mark.parametrize("call,key,reason", [
+    # each raised a bare TypeError, AttributeError or ValueError from inside the loader
+    (lambda: load_scenario(3), "<path>", "must be a file's path (str or os.PathLike), got 3"),
+    (lambda: load_scenario(""), "<path>", "the path is empty"),          # it said: cannot read '.'
+    (lambda: load_scenario(text=5), "<document>", "text must be TOML as a str or bytes, got int"),
+    (lambda: load_scenario(text="").get("workload"), "workload", "must be section.key"),
+])
+def test_a_misused_loader_raises_a_scenario_error(call, key, reason):
+    with pytest.raises(ScenarioError) as e:
+        call()
+    assert e.value.key == key and reason in e.value.reason
+
+
+def test_overrides_none_is_no_override_and_a_non_list_is_a_type_error():
+    assert load_scenario(text="[workload]\nrate = 700\n", overrides=None)["workload"]["rate"] == 700
+    with pytest.raises(TypeError, match="list of 'section.key=value' strings, got 5"):
+        load_scenario(text="", overrides=5)
+
+
+@pytest.mark.parametrize("key,value,want", [
+    # np.arange / DataFrame cells: np.float32 and np.int64 were refused ("must be a number, got
+    # np.float32(1000.0)") while np.float64, a float subclass, was accepted
+    ("workload.rate", np.float32(1000), 1000.0),
+    ("workload.rate", np.int64(1000), 1000.0),
+    ("kernel.backlog", np.int64(5), 5),
+    ("kernel.backlog", np.uint16(7), 7),
+    ("server.accept_limit", np.int32(10), 10),
+    ("kernel.syncookies", np.bool_(True), True),
+])
+def test_numpy_scalars_are_taken_as_the_numbers_they_are(key, value, want):
+    from simaccept.scenario import scenario_from_dict
+    s, k = key.split(".")
+    sc = scenario_from_dict({s: {k: value}})
+    got = sc.get(key)
+    assert got == want and type(got) is type(want)
+    assert json.loads(sc.to_json())[s][k] == want
+
+
+@pytest.mark.parametrize("key,value,reason", [
+    ("kernel.backlog", np.float32(5.5), "must be an integer"),
+    ("kernel.backlog", np.bool_(True), "must be an integer"),
+    ("workload.rate", np.float32(-3), "must be > 0"),
+    ("workload.rate", np.datetime64("2026-01-01"), "must be a number"),
+])
+def test_numpy_scalars_are_checked_like_any_value(key, value, reason):
+    from simaccept.scenario import scenario_from_dict
+    s, k = key.split(".")
+    with pytest.raises(ScenarioError) as e:
+        scenario_from_dict({s: {k: value}})
+    assert e.value.key == key and reason in e.value.reason
 
 
 def test_the_default_sentinel_and_a_byte_order_mark_are_accepted():
@@ -236,6 +290,9 @@ BAD_PROFILE_FILES = [
     ("costs = 3\n", "[costs] must be a table"),
     ("x = 1\n", "no [costs] table"),           # every cost would silently be the default
     ("[cost]\nk_syn = 1.0\n", "no [costs] table"),
+    # a misspelt second table, or a cost above [costs], kept its default silently
+    ("[costs]\naccept = 3.0\n[cost]\nread = 100.0\n", "'cost' outside the [costs] table"),
+    ("k_syn = 1.0\n[costs]\naccept = 3.0\n", "'k_syn' outside the [costs] table"),
     ("[costs]\nk_syn = 1" + "0" * 400 + "\n", "got an integer of about 401 digits"),
     ("[costs]\nk_syn = 1" + "0" * 5000 + "\n", "not a usable number"),
 ]

@@ -6,6 +6,7 @@ import pytest
 import simaccept.sim as sim_mod
 from simaccept import load_scenario, simulate
 from simaccept.host import Host
+from simaccept.scenario import ScenarioError
 
 
 def _live_hosts():
@@ -77,3 +78,21 @@ def test_a_sparse_run_measures_its_whole_window(server, rate):
     assert rec.duration_s == pytest.approx(2.0, abs=1e-9)
     arrived = sum(1 for t in host.t0 if 0.5 <= t < 2.5)
     assert rec.replies_per_s * rec.duration_s <= arrived
+
+
+def test_simulate_refuses_what_is_not_a_scenario():
+    # a dict or a path raised AttributeError: 'dict' object has no attribute 'axes'
+    for bad in ({"workload": {"rate": 1000}}, "scenarios/thesis/userver-onepacket.toml", None):
+        with pytest.raises(TypeError, match=r"simulate\(\) takes a Scenario"):
+            simulate(bad)
+
+
+def test_a_scenario_changed_after_loading_is_checked_again():
+    # a negative rate set after loading ran with status "ok" and 0 replies/s
+    sc = load_scenario(text="[scenario]\nduration = 0.2\nwarmup = 0.1\n[workload]\nrate = 1000\n")
+    sc["workload"]["rate"] = -5
+    with pytest.raises(ScenarioError) as e:
+        simulate(sc)
+    assert e.value.key == "workload.rate"
+    sc["workload"]["rate"] = 1000.0
+    assert simulate(sc).status == "ok"

@@ -1,6 +1,8 @@
 """The ``simaccept`` command line: an unusable output or scheduler is refused with
 exit status 2, naming the option, before any point is simulated."""
 import importlib
+import json
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +11,7 @@ from simaccept.scenario import ScenarioError
 
 # simaccept.sweep is also the name of a function the package exports: take the module.
 sweep = importlib.import_module("simaccept.sweep")
+REPO = Path(__file__).resolve().parents[2]
 
 SMALL = """
 [scenario]
@@ -154,13 +157,31 @@ def test_error_names_a_flag_a_file_or_a_scenario_key(tmp_path, spec, capsys, arg
     assert rc == 2 and err.startswith(shown), err
 
 
-def test_an_empty_scenario_file_runs_on_defaults_with_a_warning(tmp_path, capsys):
+@pytest.mark.parametrize("text", ["\n", "# only a comment\n\n  # another\n", "\ufeff"])
+def test_a_scenario_file_that_sets_no_key_runs_on_defaults_with_a_warning(tmp_path, capsys, text):
+    # a file of comments ran on every default without the warning an empty file got
     from simaccept.cli import main
     empty = tmp_path / "empty.toml"
-    empty.write_text("\n")
+    empty.write_text(text)
     assert main(["run", str(empty), "--set", "scenario.duration=0.2", "--set", "scenario.warmup=0.1",
                  "--set", "workload.rate=1000"]) == 0
-    assert "is empty: every key not given with --set takes its default" in capsys.readouterr().err
+    assert "sets no key: every key not given with --set takes its default" in capsys.readouterr().err
+
+
+def test_a_livelocked_run_fails_with_the_reason_and_no_traceback(capsys):
+    # at 150,000 req/s kernel packet work kept the server in one call from before the end of
+    # warm-up to after the stop: a RuntimeError traceback said "duration too short?"
+    argv = ["run", str(REPO / "scenarios/thesis/userver-onepacket.toml"), "--set", "server.accept_limit=inf",
+            "--set", "scenario.warmup=2", "--set", "scenario.duration=2", "--set", "workload.rate=150000"]
+    assert cli.main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err, err
+    assert err.startswith("error: the run failed: MeasurementError: no server call ended between the end of "
+                          "warm-up (2 s) and the stop (4 s)"), err
+    assert "Kernel packet work took 100% of the CPU" in err and "receive livelock" in err, err
+    assert cli.main(argv + ["--json"]) == 1
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["status"] == "failed" and rec["error"].startswith("MeasurementError: no server call ended")
 
 
 def test_a_run_with_no_load_in_its_window_warns(tmp_path, capsys):

@@ -415,3 +415,25 @@ def test_exit_after_stop_workers_prints_no_traceback():
         procs += [(p, p.communicate(timeout=60)[1]) for p in ps]
     bad = [err for p, err in procs if p.returncode != 130 or "Traceback" in err or "Error" in err]
     assert not bad, f"{len(bad)} of {len(procs)} exits: {bad[0][-1500:]}"
+
+
+TINY = SMALL.replace("duration = 1.0", "duration = 0.1").replace("warmup = 0.5", "warmup = 0.1").replace(
+    "rate = [2000, 6000, 12000]", "rate = 2000").replace('accept_limit = [1, "inf"]', "accept_limit = 1")
+
+
+@pytest.mark.parametrize("jobs", [0, -5, 2.5, "2", None, True])
+def test_jobs_that_is_no_worker_count_is_refused_naming_jobs(jobs):
+    # 0, -5 and 2.5 ran (serially), "2" and None failed as a bare TypeError
+    from simaccept import ScenarioError
+    with pytest.raises(ScenarioError, match=r"^--jobs: must be an integer >= 1, got ") as e:
+        run_sweep(load_scenario(text=TINY), jobs=jobs, plots=False)
+    assert e.value.key == "--jobs"
+
+
+def test_an_empty_out_is_refused_and_writes_nothing(tmp_path, monkeypatch):
+    # Path("") is ".": results.csv and points/ went into the working directory
+    from simaccept import ScenarioError
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ScenarioError, match="--out: must name a directory, got an empty string"):
+        run_sweep(load_scenario(text=TINY), out="", plots=False)
+    assert list(tmp_path.iterdir()) == []

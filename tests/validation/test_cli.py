@@ -1,4 +1,5 @@
 """`simaccept fit` exit codes: 0 fitted, 1 the fit failed, 2 bad input (column / parameter named)."""
+import csv
 import math
 import tomllib
 from pathlib import Path
@@ -106,7 +107,6 @@ def test_predict_reproduces_a_sweeps_own_records(tmp_path, capsys):
     # a sweep point's random stream is keyed by its coordinates, which the record keeps only as
     # its `point` label; predicted from the seed alone, the profile that wrote these rows missed
     # them by seed noise (16,121 vs 16,126 replies/s in one case)
-    import csv
     from simaccept.sweep import run_sweep
     sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
                                  ["workload.rate=[20000, 30000]", 'server.accept_limit=[1, "inf"]',
@@ -125,17 +125,22 @@ def test_predict_reproduces_a_sweeps_own_records(tmp_path, capsys):
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 8 and all(float(r["difference"]) == 0.0 for r in rows), rows
 
-def test_a_measured_zero_is_shown_with_its_difference_not_as_not_measured(sim_csv, tmp_path, capsys):
-    # a record measuring 0 was reported "not measured in these records", hiding any miss on it
-    import csv
-    rows = list(csv.DictReader(sim_csv.open()))
+
+def _with_column(src, dst, col, value):
+    """A copy of the records file ``src`` at ``dst`` with ``col`` set to ``value`` in every row."""
+    rows = list(csv.DictReader(src.open()))
     for r in rows:
-        r["accept_rate"] = "0.0"
-    zero = tmp_path / "zero.csv"
-    with zero.open("w", newline="") as f:
+        r[col] = value
+    with dst.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    return dst
+
+
+def test_a_measured_zero_is_shown_with_its_difference_not_as_not_measured(sim_csv, tmp_path, capsys):
+    # a record measuring 0 was reported "not measured in these records", hiding any miss on it
+    zero = _with_column(sim_csv, tmp_path / "zero.csv", "accept_rate", "0.0")
     out = tmp_path / "rows.csv"
     rc = main(["predict", "--records", str(zero), "--profile", "thesis-2004", "--metrics", "replies_per_s,accept_rate",
                "--out", str(out)])
@@ -158,7 +163,9 @@ def test_a_measured_zero_is_shown_with_its_difference_not_as_not_measured(sim_cs
     # the message names the one argument at fault (it said "--params/--metrics" for both)
     (["--metrics", "replies_per_s,bogus"], "--metrics: unknown metric(s): bogus"),
     (["--params", "select_base,select_base"], "--params: duplicate names"),
-    (["--select", "server=nosuch"], "no records"),
+    (["--select", "server=nosuch"], "no records: --select 'server=nosuch' matches none of its 2 records"),
+    (["--select", "target_rate==24000"], "--select 'target_rate==24000': '==' is not an operator"),
+    (["--metrics", ""], "--metrics '': give at least one metric"),      # it fitted the default metrics
     (["--base-profile", "nosuch"], "--base-profile: no cost profile named 'nosuch'"),
     (["--base-profile", "no/such.toml"], "--base-profile: no cost profile file 'no/such.toml'"),
 ])
@@ -201,7 +208,6 @@ def test_thesis_fit_bad_set_is_exit_2_and_touches_nothing(bad, named, check, cap
 def test_predict_own_records_with_their_profile_is_exact_and_another_profile_is_not(sim_csv, tmp_path, capsys):
     # Each record is simulated with its own configuration and seed, so the profile that
     # produced the records predicts them with no error at all; another one does not.
-    import csv
     out = tmp_path / "rows.csv"
     rc = main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004",
                "--metrics", "replies_per_s,accept_rate", "--out", str(out)])
@@ -226,7 +232,12 @@ def test_predict_own_records_with_their_profile_is_exact_and_another_profile_is_
     (["--jobs", "0"], "--jobs: must be >= 1"),
     (["--select", "target_rate>=fast"], "'fast' is not a number"),
     (["--select", "server>=a"], "server is text"),
-    (["--select", "target_rate>=99999"], "no record to predict"),
+    (["--select", "target_rate>=99999"], "no record to predict: --select 'target_rate>=99999' matches none"),
+    (["--select", "accept_limit=1", "--select", "accept_limit=10"],
+     "--select 'accept_limit=1' with --select 'accept_limit=10' together match none of its 2 records"),
+    (["--select", "target_rate==24000"], "--select 'target_rate==24000': '==' is not an operator"),
+    (["--select", "target_rate=24000=2"], "--select 'target_rate=24000=2': '24000=2' is not a number"),
+    (["--metrics", ""], "--metrics '': give at least one record column"),     # it predicted replies_per_s
     (["--out", "/no/such/dir/rows.csv"], "does not exist"),
 ])
 def test_bad_predict_flags_are_exit_2(sim_csv, capsys, flags, named):
@@ -236,7 +247,42 @@ def test_bad_predict_flags_are_exit_2(sim_csv, capsys, flags, named):
             j = args.index(flags[i])
             del args[j:j + 2]
     rc = main(args + flags)
-    assert rc == 2 and named in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 2 and named in err, err
+
+
+@pytest.mark.parametrize("cmd,metrics", [("predict", None), ("predict", "replies_per_s"), ("fit", "replies_per_s"),
+                                         ("fit", "accept_rate,drop_shares")])
+def test_a_metric_the_records_file_has_no_column_for_is_exit_2_before_simulating(sim_csv, tmp_path, capsys,
+                                                                                  monkeypatch, cmd, metrics):
+    # a header with replies_per_sec printed "replies_per_s  nan" and "not measured in these records", exit 0
+    import validation.fitter as fitter
+
+    def boom(*a, **k):
+        raise AssertionError("simulated before the missing column was refused")
+    monkeypatch.setattr(fitter, "simulate_records", boom)
+    monkeypatch.setattr(fitter.CostFitter, "fit", boom)
+    col, typo = (("drops_drop_request", "drops_drop_reqest") if metrics and "drop_shares" in metrics
+                 else ("replies_per_s", "replies_per_sec"))
+    lines = sim_csv.read_text().splitlines(True)
+    bad = tmp_path / "renamed.csv"
+    bad.write_text(lines[0].replace(f",{col},", f",{typo},", 1) + "".join(lines[1:]))
+    args = ([cmd, "--records", str(bad), "--profile", "thesis-2004"] if cmd == "predict" else
+            [cmd, "--records", str(bad), "--params", "select_base", "--out", str(tmp_path / "p.toml")])
+    rc = main(args + (["--metrics", metrics] if metrics else []))
+    err = capsys.readouterr().err
+    assert rc == 2 and f"--metrics: {bad} has no column {col!r}" in err and f"close: {typo}" in err, err
+    assert "Traceback" not in err
+
+
+def test_a_metric_column_empty_in_every_row_is_still_not_measured(sim_csv, tmp_path, capsys):
+    # kept deliberately: a column the file has but these rows did not measure (realsys runs
+    # have no c_avg) is reported as such, exit 0
+    f = _with_column(sim_csv, tmp_path / "no-c_avg.csv", "c_avg", "")
+    rc = main(["predict", "--records", str(f), "--profile", "thesis-2004", "--metrics", "replies_per_s,c_avg",
+               "--select", "accept_limit=1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "c_avg: not measured in these records" in out, out
 
 
 @pytest.mark.parametrize("sel,kept", [
@@ -254,7 +300,6 @@ def test_select_compares_numbers_and_text(sim_csv, sel, kept):
 @pytest.mark.parametrize("spelling", ["inf", "Inf", "INF", "infinity"])
 def test_select_accept_limit_inf_in_any_spelling(sim_csv, tmp_path, spelling):
     # scenarios take "Inf" and the plots say Accept-Inf; --select accept_limit=Inf kept nothing
-    import csv
     from validation.records import load_records, select_records
     rows = list(csv.DictReader(sim_csv.open()))
     rows[0]["accept_limit"] = "inf"
@@ -287,7 +332,6 @@ def test_select_equal_nan_is_not_measured_and_not_equal_nan_is_measured(sim_csv)
 
 
 def test_predict_skips_failed_runs_naming_why(sim_csv, tmp_path, capsys):
-    import csv
     rows = list(csv.DictReader(sim_csv.open()))
     rows[0]["status"], rows[0]["error"] = "failed", "server crashed"
     bad = tmp_path / "one-failed.csv"

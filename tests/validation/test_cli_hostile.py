@@ -355,3 +355,83 @@ def test_a_partial_report_does_not_replace_the_committed_one(monkeypatch, capsys
         assert seen["out"] == report.PARTIAL_OUT and "partial report" in err and str(report.DEFAULT_OUT) in err, err
     else:
         assert seen["out"] == report.DEFAULT_OUT and "partial" not in err
+
+
+_LONG_RUNS = [("validation.report", "build"), ("validation.window", "run"), ("validation.seeds", "run"),
+              ("validation.sensitivity", "run"), ("validation.specweb_idle", "run"), ("validation.trace", "run"),
+              ("validation.drops", "run"), ("validation.realsys_report", "check")]
+
+
+def _nothing_runs(monkeypatch):
+    import importlib
+
+    def boom(*a, **k):
+        raise AssertionError("ran before the bad directory was refused")
+    for mod, fn in _LONG_RUNS:
+        monkeypatch.setattr(importlib.import_module(mod), fn, boom)
+
+
+_CACHED = ["report", "sensitivity", "window", "seeds", "trace", "drops"]
+
+
+@pytest.mark.parametrize("cmd,option", [(c, "--out") for c in _CACHED + ["specweb-idle", "machine-check"]]
+                         + [(c, "--cache") for c in _CACHED])
+@pytest.mark.parametrize("where", ["read-only-fs", "empty", "file"])
+def test_an_unusable_out_or_cache_dir_is_refused_up_front_naming_its_option(cmd, option, where, tmp_path,
+                                                                            monkeypatch, capsys):
+    # os.access says yes to root on /proc: `report --out /proc/nope` failed after the sweeps with
+    # a traceback; --out '' was the default; `--cache afile` was blamed on --out
+    from validation.cli import main as vmain
+    _nothing_runs(monkeypatch)
+    f = tmp_path / "afile"
+    f.write_text("keep")
+    bad = {"read-only-fs": "/proc/simaccept-test", "empty": "", "file": str(f)}[where]
+    argv = [cmd] + (["--results", "realsys/results", "--profile", "realsys-linux6"] if cmd == "machine-check" else [])
+    argv += [option, bad] + (["--out", str(tmp_path / "o")] if option == "--cache" else [])
+    monkeypatch.chdir(ROOT)
+    assert vmain(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option} {bad!r}: ") and "Traceback" not in err, err
+    assert f.read_text() == "keep" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--real", "/nonexistent.csv", "--real-profile", "realsys-linux6"],
+     "--real: /nonexistent.csv: cannot read: No such file or directory"),
+    (["--real-profile", "nope"], "--real-profile: no cost profile named 'nope'"),
+    (["--real", "realsys/results/onepacket-select/results.csv"], "--real: needs --real-profile"),
+])
+def test_report_real_options_are_refused_before_any_sweep(flags, named, tmp_path, monkeypatch, capsys):
+    # read only after the sweeps (a minute for one --quick group); --real-profile nope was named
+    # "scenario key 'costs.profile'", and --real without --real-profile was ignored, exit 0
+    import validation.report as report
+    from validation.cli import main as vmain
+
+    def boom(*a, **k):
+        raise AssertionError("swept before --real/--real-profile were checked")
+    monkeypatch.setattr(report, "run_sweep", boom)
+    monkeypatch.setattr(report, "realsys_heldout", boom)
+    monkeypatch.chdir(ROOT)
+    assert vmain(["report", "--quick", "--group", "tux-one-packet", "--out", str(tmp_path / "o"),
+                  "--cache", str(tmp_path / "c")] + flags) == 2
+    err = capsys.readouterr().err
+    assert named in err and "costs.profile" not in err and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("where", ["read-only-fs", "directory"])
+def test_machine_fit_refuses_an_unwritable_fit_json_before_fitting(where, tmp_path, monkeypatch, capsys):
+    # it was written only after the fit
+    import validation.machine as machine
+    from validation.cli import main as vmain
+
+    def boom(*a, **k):
+        raise AssertionError("fitted before --fit-json was checked")
+    monkeypatch.setattr(machine, "fit", boom)
+    bad = "/proc/simaccept-test/fit.json" if where == "read-only-fs" else str(tmp_path / "d.json")
+    if where == "directory":
+        (tmp_path / "d.json").mkdir()
+    monkeypatch.chdir(ROOT)
+    assert vmain(["machine-fit", "--fit-json", bad]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --fit-json {bad!r}: ") and "Traceback" not in err, err

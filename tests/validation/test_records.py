@@ -7,7 +7,7 @@ import pytest
 
 from simaccept.record import COLUMNS
 from validation.records import (REQUIRED, NotSimulable, RecordError, load_records, load_thesis, record_window,
-                                record_seed, scenario_for, simulator_supports)
+                                record_seed, scenario_for, select_records, simulator_supports)
 
 
 def _write(tmp_path, rows, fields=None, name="r.csv"):
@@ -111,6 +111,9 @@ def test_duration_not_needed_without_rates(tmp_path):
     ("source", "guess", "source"),
     ("replies_per_s", "lots", "not a number"),
     ("target_rate", "-1", "positive"),
+    # a seed is no measured rate, count, time or share, as the message said
+    ("seed", "-1", r"must be an integer >= 0 \(a random seed\); got '-1'"),
+    ("seed", "2.5", r"must be an integer >= 0 \(a random seed\)"),
 ])
 def test_bad_values_refused(tmp_path, col, val, msg):
     p = _write(tmp_path, [{**GOOD, col: val}])
@@ -157,3 +160,38 @@ def test_results_csv_roundtrip(tmp_path):
     assert again["scenario"]["duration"] == 0.3 and again["workload"]["rate"] == 5000.0
     assert again["server"]["accept_limit"] == 10
     assert simaccept.simulate(again).replies_per_s == rec.replies_per_s
+
+
+@pytest.mark.parametrize("sel,why", [
+    ("target_rate==27000", "'==' is not an operator"),
+    ("target_rate=>27000", "'=>' is not an operator"),
+    ("server==userver", "'==' is not an operator"),
+    ("target_rate=27000=2", "'27000=2' is not a number"),
+    ("replies_per_s!=lots", "'lots' is not a number"),
+    ("accept_limit=one", "'one' is not an accept limit"),
+    ("accept_limit=0", "'0' is not an accept limit"),
+])
+def test_a_select_that_cannot_be_read_is_refused_naming_it(tmp_path, sel, why):
+    # each of these matched nothing, and the error said only "no record to predict"
+    recs = load_records(_write(tmp_path, [GOOD]))
+    with pytest.raises(ValueError, match=why) as e:
+        select_records(recs, [sel])
+    assert f"--select {sel!r}" in str(e.value)
+
+
+@pytest.mark.parametrize("sel,kept", [("accept_limit=01", ["1"]), ("accept_limit=1.0", ["1"]),
+                                      ("accept_limit!=01", ["inf"]), ("accept_limit=INF", ["inf"]),
+                                      ("accept_limit=10", [])])
+def test_select_compares_accept_limits_as_limits(tmp_path, sel, kept):
+    # accept_limit=01 kept nothing: the column is text, compared as written
+    recs = load_records(_write(tmp_path, [GOOD, {**GOOD, "accept_limit": "inf"}]))
+    assert [m.record.accept_limit for m in select_records(recs, [sel])] == kept
+
+
+def test_why_none_selected_names_the_selectors_that_emptied_it(tmp_path):
+    from validation.records import why_none_selected
+    recs = load_records(_write(tmp_path, [GOOD, {**GOOD, "accept_limit": "10", "target_rate": "20000"}]))
+    assert why_none_selected(recs, ["accept_limit=1", "target_rate>=99999"]) == (
+        "--select 'target_rate>=99999' matches none of its 2 records")
+    assert why_none_selected(recs, ["accept_limit=10", "target_rate>20000", "server=userver"]) == (
+        "--select 'accept_limit=10' with --select 'target_rate>20000' together match none of its 2 records")

@@ -221,9 +221,9 @@ def test_an_analysis_that_recorded_another_model_is_flagged_stale_without_a_date
 
 def test_a_fingerprint_of_the_same_code_is_not_stale(monkeypatch):
     import simaccept.scenario as scenario_mod
-    from validation.report import SAME_CODE, model_changes_since
+    from validation.report import SAME_CODE, SAME_RESULTS, model_changes_since
     later = "2099-01-01T00:00:00+00:00"
-    for recorded, (_, twin, _) in SAME_CODE.items():
+    for recorded, (_, twin, *_) in {**SAME_CODE, **SAME_RESULTS}.items():
         monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None, twin=twin: twin)
         assert model_changes_since(later, recorded) == []
         monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None: "an-edited-model")
@@ -234,37 +234,79 @@ def _git(*args: str) -> bytes:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, check=True).stdout
 
 
+def _less_docstrings(path) -> ast.Module:
+    mod = ast.parse(path.read_bytes())
+    for node in ast.walk(mod):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:]
+    return mod
+
+
+def _top_names(n) -> set[str]:
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {n.name}
+    if isinstance(n, ast.Assign):
+        return {t.id for t in n.targets if isinstance(t, ast.Name)}
+    if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+        return {n.target.id}
+    if isinstance(n, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in n.names}
+    return set()
+
+
+def _model_modules(tree):
+    from simaccept.fingerprint import NOT_MODEL
+    for p in sorted(tree.rglob("*.py")):
+        rel = p.relative_to(tree).as_posix()
+        if rel not in NOT_MODEL and "__pycache__" not in rel:
+            yield rel, _less_docstrings(p)
+
+
 def _model_code(tree) -> dict[str, str]:
     """{module: its AST less docstrings} for the model modules under ``tree`` (a simaccept/ copy);
     in scenario.py, less what the fingerprint's move took out of it or put in."""
-    from simaccept.fingerprint import NOT_MODEL
     moved = {"NOT_MODEL", "model_fingerprint", "_hash_sources", "model_source", "functools"}
     out = {}
-    for p in sorted(tree.rglob("*.py")):
-        rel = p.relative_to(tree).as_posix()
-        if rel in NOT_MODEL or "__pycache__" in rel:
-            continue
-        mod = ast.parse(p.read_bytes())
-        for node in ast.walk(mod):
-            body = getattr(node, "body", None)
-            if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
-                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
-                node.body = body[1:]
+    for rel, mod in _model_modules(tree):
         if rel == "scenario.py":
             def names(n):
-                if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
-                    return {n.name}
-                if isinstance(n, ast.Assign):
-                    return {t.id for t in n.targets if isinstance(t, ast.Name)}
-                if isinstance(n, ast.Import):
-                    return {a.name for a in n.names}
                 if isinstance(n, ast.ImportFrom) and n.module == "fingerprint":
                     return set(moved)
-                return set()
+                return _top_names(n) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign, ast.Import)) else set()
             mod.body = [n for n in mod.body if not names(n) or not names(n) <= moved]
         out[rel] = ast.dump(mod)
     return out
+
+
+def _definitions(tree) -> dict[str, dict[str, str]]:
+    """{module: {top-level name: its code less docstrings}} for the model modules under ``tree``;
+    statements that define no name are one entry, "<other>"."""
+    out = {}
+    for rel, mod in _model_modules(tree):
+        defs: dict[str, str] = {}
+        for n in mod.body:
+            for name in _top_names(n) or {"<other>"}:
+                defs[name] = defs.get(name, "") + ast.dump(n)
+        out[rel] = defs
+    return out
+
+
+def _commit_tree(tmp_path, commit):
+    d = tmp_path / commit
+    if not d.exists():
+        tarfile.open(fileobj=io.BytesIO(_git("archive", commit, "simaccept"))).extractall(d)
+    return d / "simaccept"
+
+
+def _have_commits(commits) -> None:
+    try:
+        for c in commits:
+            _git("cat-file", "-e", c + "^{commit}")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git history with these commits here (an sdist or a shallow clone)")
 
 
 def test_a_renamed_fingerprint_is_the_same_code(tmp_path):
@@ -273,19 +315,9 @@ def test_a_renamed_fingerprint_is_the_same_code(tmp_path):
     # the two commits' model code (less docstrings) is the same but for the fingerprint's move.
     from simaccept.fingerprint import NOT_MODEL, model_fingerprint
     from validation.report import SAME_CODE
-    try:
-        for c in {x for old, new in ((v[0], v[2]) for v in SAME_CODE.values()) for x in (old, new)}:
-            _git("cat-file", "-e", c + "^{commit}")
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("no git history with SAME_CODE's commits here (an sdist or a shallow clone)")
-
-    def tree(commit):
-        d = tmp_path / commit
-        tarfile.open(fileobj=io.BytesIO(_git("archive", commit, "simaccept"))).extractall(d)
-        return d / "simaccept"
-
+    _have_commits({c for v in SAME_CODE.values() for c in (v[0], v[2])})
     for recorded, (old_commit, twin, new_commit) in SAME_CODE.items():
-        old, new = tree(old_commit), tree(new_commit)
+        old, new = _commit_tree(tmp_path, old_commit), _commit_tree(tmp_path, new_commit)
         h = hashlib.sha256()                       # the fingerprint as it was: the bytes
         for p in sorted(old.rglob("*.py")):
             rel = p.relative_to(old).as_posix()
@@ -296,3 +328,28 @@ def test_a_renamed_fingerprint_is_the_same_code(tmp_path):
         a, b = _model_code(old), _model_code(new)
         assert a.keys() == b.keys()
         assert [m for m in a if a[m] != b[m]] == []
+
+
+def test_a_fingerprint_of_the_same_results_changed_only_there(tmp_path):
+    # SAME_RESULTS's claim, from git history: both fingerprints are their commits', and the
+    # model code differs in the named top-level definitions and nowhere else (the evidence that
+    # those changes move no result is the re-simulated report, docs/guarantees.md)
+    from simaccept.fingerprint import model_fingerprint
+    from validation.report import SAME_RESULTS
+    _have_commits({c for v in SAME_RESULTS.values() for c in (v[0], v[2])})
+    for recorded, (old_commit, twin, new_commit, changed) in SAME_RESULTS.items():
+        old, new = _commit_tree(tmp_path, old_commit), _commit_tree(tmp_path, new_commit)
+        assert model_fingerprint(str(old)) == recorded
+        assert model_fingerprint(str(new)) == twin
+        a, b = _definitions(old), _definitions(new)
+        assert a.keys() == b.keys()
+        differ = {m: tuple(sorted(n for n in a[m].keys() | b[m].keys() if a[m].get(n) != b[m].get(n))) for m in a}
+        assert {m: d for m, d in differ.items() if d} == {m: tuple(sorted(v)) for m, v in changed.items()}
+
+
+def test_the_same_model_follows_both_kinds_of_link(monkeypatch):
+    import validation.report as report
+    monkeypatch.setattr(report, "SAME_CODE", {"a": ("", "b", "")})
+    monkeypatch.setattr(report, "SAME_RESULTS", {"b": ("", "c", "", {}), "c": ("", "b", "", {})})
+    assert report.same_model("a") == {"a", "b", "c"}        # and a cycle ends
+    assert report.same_model("c") == {"b", "c"} and report.same_model("z") == {"z"}
