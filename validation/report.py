@@ -1025,7 +1025,7 @@ SAME_CODE: dict[str, tuple[str, str, str]] = {
 #: both fingerprints are their commits', and the definitions named are all that differ.
 SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
     "aa6e5de9ef576f09": ("ead183b4bbeaa48006cfdfa43032e6fd853ad6aa", "3104ad4b972a8a1d",
-                         "@SAME_RESULTS_COMMIT@",
+                         "681e70ea2346ff784aac987973045ae030dcd927",
                          {"costs/__init__.py": ("_parse_profile",),
                           "metrics.py": ("MeasurementError", "compute"),
                           "scenario.py": ("Scenario", "_apply_overrides", "_check", "load_scenario", "os"),
