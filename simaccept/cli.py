@@ -81,12 +81,12 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="simaccept", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="simulate one scenario point")
-    r.add_argument("scenario", help="scenario TOML file")
+    r.add_argument("scenario", help="scenario TOML file, or a bundled scenario's name (`simaccept scenarios`)")
     r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a scenario key; repeatable")
     r.add_argument("--json", action="store_true", help="print the record as one JSON object")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
-    s.add_argument("scenario", help="scenario TOML file; its list values are the sweep's axes")
+    s.add_argument("scenario", help="scenario TOML file or bundled name; its list values are the sweep's axes")
     s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a scenario key (a list makes it an axis); repeatable")
     s.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); results are the same "
@@ -122,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and "
                                     "show the error (validation package)"))
+    sub.add_parser("scenarios", help="list the scenarios that come with simaccept (run or sweep them by name)")
     return p
 
 
@@ -178,8 +179,27 @@ def main(argv=None) -> int:
                 signal.signal(sig, h)
 
 
+def _list_scenarios() -> int:
+    """Each bundled scenario's name and the first line of its leading comment."""
+    from . import bundled
+    d = bundled.scenario_dir()
+    every = bundled.names()
+    if not every:
+        print(f"error: {bundled.suggest('')}", file=sys.stderr)
+        return 1
+    width = max(map(len, every))
+    for name in every:
+        first = next((ln.lstrip("#").strip() for ln in (d / f"{name}.toml").read_text().splitlines()
+                      if ln.startswith("#") and ln.lstrip("#").strip()), "")
+        print(f"{name:<{width}}  {first}")
+    print(f"({len(every)} files under {d})", file=sys.stderr)
+    return 0
+
+
 def _main(args) -> int:
     try:
+        if args.cmd == "scenarios":
+            return _list_scenarios()
         if args.cmd == "run":
             sc = _load(args.scenario, args.set)
             if sc.axes:

@@ -19,10 +19,11 @@ import math
 import time
 from pathlib import Path
 
+from . import bundled
 from .plots import policy_label, save_figure
 from .sweep import atomic_write, run_sweep
 
-SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "thesis"
+SCENARIO_DIR = bundled.scenario_dir() / "thesis"     # the checkout's, or the installed package's
 SWEEPS = ("userver-onepacket", "userver-specweb", "tux-onepacket", "tux-specweb",
           "knot-onepacket", "knot-specweb")
 

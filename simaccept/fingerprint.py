@@ -17,7 +17,8 @@ from pathlib import Path
 
 #: Modules of the package that only orchestrate or draw: their code cannot change a
 #: simulated record, so editing them (a plot tweak) does not invalidate cached points.
-NOT_MODEL = frozenset({"__main__.py", "cli.py", "figures.py", "fingerprint.py", "plots.py", "sweep.py"})
+NOT_MODEL = frozenset({"__main__.py", "bundled.py", "cli.py", "figures.py", "fingerprint.py", "plots.py",
+                       "sweep.py"})
 
 
 def model_fingerprint(root: str | None = None) -> str:

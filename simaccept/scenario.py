@@ -456,6 +456,9 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
                   text: str | None = None) -> Scenario:
     """Read a scenario TOML file (or ``text``), apply ``section.key=value`` overrides, validate.
 
+    ``path`` is a file, or, when no file is there, the name of a scenario that comes with
+    simaccept (``thesis/userver-onepacket``; :mod:`simaccept.bundled`).
+
     Raises :class:`ScenarioError` (a ValueError) naming the offending key.
     """
     if text is None:
@@ -467,6 +470,15 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
             raise ScenarioError("<path>", "the path is empty")      # Path("") is ".", a directory
         p = Path(path)
         try:
+            data = p.read_bytes()
+        except FileNotFoundError as e:
+            # Not a file here: a scenario that comes with simaccept, named (simaccept.bundled).
+            from . import bundled
+            found = bundled.find(p)
+            if found is None:
+                raise ScenarioError("<file>", f"cannot read {str(p)!r}: {e.strerror or e}; "
+                                    f"{bundled.suggest(p)}") from None
+            p = found
             data = p.read_bytes()
         except OSError as e:
             raise ScenarioError("<file>", f"cannot read {str(p)!r}: {e.strerror or e}") from None

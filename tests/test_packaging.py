@@ -10,6 +10,7 @@ setup.cfg without a pin would be installed at whatever version the index has tha
 from __future__ import annotations
 
 import configparser
+import os
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -85,6 +86,19 @@ def test_make_installs_with_the_constraints():
     assert "constraints.txt" in next(ln for ln in make.splitlines() if ln.startswith("$(STAMP):"))
 
 
+def _package_dir(pkg: str) -> Path:
+    """Where setup.cfg takes package ``pkg`` from: its ``package_dir`` mapping, else the dotted path."""
+    cfg = _setup_cfg()
+    mapping = dict(ln.split("=", 1) for ln in _lines(cfg["options"].get("package_dir", "")))
+    mapping = {k.strip(): v.strip() for k, v in mapping.items()}
+    parts = pkg.split(".")
+    for n in range(len(parts), 0, -1):
+        head = ".".join(parts[:n])
+        if head in mapping:
+            return ROOT / mapping[head] / "/".join(parts[n:])
+    return ROOT / "/".join(parts)
+
+
 def test_every_package_directory_is_listed_and_every_listed_one_exists():
     cfg = _setup_cfg()
     listed = set(_lines(cfg["options"]["packages"]))
@@ -94,7 +108,11 @@ def test_every_package_directory_is_listed_and_every_listed_one_exists():
                if d.is_dir() and (d / "__init__.py").is_file()}
     assert on_disk - listed == set(), f"subpackages missing from setup.cfg's packages: {sorted(on_disk - listed)}"
     for pkg in listed:
-        assert (ROOT / pkg.replace(".", "/")).is_dir(), f"setup.cfg lists {pkg}, which is not a directory"
+        assert _package_dir(pkg).is_dir(), f"setup.cfg lists {pkg}, which is not a directory"
+    # every folder of bundled scenarios ships (simaccept.bundled finds them by name)
+    folders = {d.name for d in (ROOT / "scenarios").iterdir() if d.is_dir() and list(d.glob("*.toml"))}
+    assert folders and {f"simaccept.scenarios.{f}" for f in folders} <= listed, \
+        f"scenarios/ folders missing from setup.cfg's packages: {sorted(folders)}"
 
 
 def test_every_package_data_pattern_names_a_listed_package_and_matches_files():
@@ -104,4 +122,65 @@ def test_every_package_data_pattern_names_a_listed_package_and_matches_files():
         assert pkg in listed, f"package_data for {pkg}, which setup.cfg does not list"
         for pat in (x.strip() for x in patterns.split(",")):
             assert "/" not in pat, f"{pkg}: {pat!r} reaches into a subdirectory; list that directory as a package"
-            assert list((ROOT / pkg.replace(".", "/")).glob(pat)), f"{pkg}: {pat!r} matches no file"
+            assert list(_package_dir(pkg).glob(pat)), f"{pkg}: {pat!r} matches no file"
+
+
+_INSTALLED_CHECK = r"""
+import json, sys
+from pathlib import Path
+import simaccept
+from simaccept import bundled
+from validation.records import thesis_scenario_file
+site = Path(sys.argv[1]).resolve()
+out = {"simaccept": simaccept.__file__, "dir": str(bundled.scenario_dir()), "names": bundled.names(),
+       "thesis_file": str(thesis_scenario_file("tux", "one-packet")[0])}
+sc = simaccept.load_scenario("thesis/userver-onepacket", overrides=[
+    "server.accept_limit=1", "workload.rate=5000", "scenario.warmup=0.2", "scenario.duration=0.3"])
+rec = simaccept.simulate(sc)
+out["status"], out["replies"] = rec.status, rec.replies_per_s
+try:
+    simaccept.load_scenario("thesis/userver-onepackt")
+except simaccept.ScenarioError as e:
+    out["refused"] = str(e)
+print(json.dumps(out))
+"""
+
+
+def test_an_installed_wheel_loads_its_bundled_scenarios_by_name(tmp_path):
+    """Built and installed as a user gets it (a wheel, no checkout): the thesis scenarios are in
+    the package, by name, and the validation package finds them (`simaccept figures`, `predict`)."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    src = tmp_path / "src"        # build a copy: an in-tree build leaves build/lib behind
+    src.mkdir()
+    for f in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / f, src / f)
+    junk = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.o", "*.egg-info")
+    for d in ("simaccept", "scenarios", "realsys", "validation"):
+        shutil.copytree(ROOT / d, src / d, ignore=junk)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    "-w", str(tmp_path / "dist"), str(src)], check=True, capture_output=True, text=True)
+    wheel = next((tmp_path / "dist").glob("simaccept-*.whl"))
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, text=True)
+    run = tmp_path / "elsewhere"      # not the checkout: only the installed copy can be found
+    run.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(site)}
+    p = subprocess.run([sys.executable, "-c", _INSTALLED_CHECK, str(site)], cwd=run, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert Path(got["simaccept"]).is_relative_to(site), got["simaccept"]
+    assert Path(got["dir"]) == site / "simaccept" / "scenarios"
+    shipped = sorted(q.relative_to(ROOT / "scenarios").with_suffix("").as_posix()
+                     for q in (ROOT / "scenarios").rglob("*.toml"))
+    assert got["names"] == shipped
+    assert Path(got["thesis_file"]) == site / "simaccept" / "scenarios" / "thesis" / "tux-onepacket.toml"
+    assert got["status"] == "ok" and got["replies"] > 0
+    assert "thesis/userver-onepacket" in got["refused"]           # the close name is offered
+    lines = subprocess.run([sys.executable, "-m", "simaccept", "scenarios"], cwd=run, env=env,
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    assert [ln.split()[0] for ln in lines] == shipped

@@ -42,12 +42,13 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from simaccept import bundled
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario, scenario_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 THESIS_CSV = Path(__file__).resolve().parent / "data" / "thesis.csv"
-SCENARIO_DIR = ROOT / "scenarios"
+SCENARIO_DIR = bundled.scenario_dir()       # the checkout's scenarios/, or the installed package's
 
 #: Columns every records file must have (the identity of a run).
 REQUIRED = ("source", "scenario", "server", "mux", "accept_limit", "workload", "target_rate", "duration_s")

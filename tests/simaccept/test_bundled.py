@@ -1,0 +1,90 @@
+"""Scenarios that come with simaccept, loaded by name (simaccept.bundled).
+
+The installed-wheel case (no checkout at all) is tests/test_packaging.py's; these run on the
+checkout, where the bundled folder is the top-level scenarios/.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simaccept import ScenarioError, bundled, cli, load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = sorted(p.relative_to(REPO / "scenarios").with_suffix("").as_posix()
+                 for p in (REPO / "scenarios").rglob("*.toml"))
+
+
+def test_the_bundled_folder_of_a_checkout_is_its_scenarios():
+    assert bundled.scenario_dir() == REPO / "scenarios"
+    assert bundled.names() == SHIPPED and "thesis/userver-onepacket" in SHIPPED
+
+
+@pytest.mark.parametrize("name,file", [
+    ("thesis/userver-onepacket", "thesis/userver-onepacket.toml"),
+    ("thesis/userver-onepacket.toml", "thesis/userver-onepacket.toml"),
+    ("userver-onepacket", "thesis/userver-onepacket.toml"),           # unique file name
+    ("smoke.toml", "realsys/smoke.toml"),
+    ("scenarios/thesis/tux-specweb.toml", "thesis/tux-specweb.toml"),  # a README path, from elsewhere
+    ("./scenarios/realsys/smoke.toml", "realsys/smoke.toml"),
+    (Path("thesis/knot-specweb"), "thesis/knot-specweb.toml"),
+])
+def test_a_name_finds_its_file(name, file):
+    assert bundled.find(name) == REPO / "scenarios" / file
+
+
+@pytest.mark.parametrize("name", [
+    "", "thesis", "thesis/", "nosuch", "thesis/nosuch", "../scenarios/thesis/userver-onepacket",
+    "thesis/../thesis/userver-onepacket", "/thesis/userver-onepacket", "*", "u*-onepacket", "[a-z]*",
+    "realsys/userver-onepacket",        # the file name exists, but in another folder
+])
+def test_what_names_no_bundled_file_finds_none(name):
+    assert bundled.find(name) is None
+
+
+def test_load_scenario_takes_a_name_when_no_file_is_there(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    by_name = load_scenario("thesis/userver-onepacket", overrides=["workload.rate=5000"])
+    by_path = load_scenario(REPO / "scenarios/thesis/userver-onepacket.toml", overrides=["workload.rate=5000"])
+    assert by_name.to_json() == by_path.to_json()
+    assert by_name.content_hash() == by_path.content_hash()
+
+
+def test_a_file_of_the_users_wins_over_a_bundled_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis/userver-onepacket.toml").write_text('[scenario]\nname = "mine"\n')
+    assert load_scenario("thesis/userver-onepacket.toml").name == "mine"
+    # the exact path only: no .toml is added to a path of the user's
+    assert load_scenario("thesis/userver-onepacket").name == "thesis/userver-onepacket"
+
+
+def test_a_name_that_is_nothing_is_refused_with_the_close_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ScenarioError) as e:
+        load_scenario("thesis/userver-onepackt")
+    msg = str(e.value)
+    assert msg.startswith("scenario file: cannot read 'thesis/userver-onepackt': No such file")
+    assert "close name" in msg and "thesis/userver-onepacket" in msg and e.value.key == "<file>"
+    with pytest.raises(ScenarioError, match=r"one of the \d+ bundled scenarios \(`simaccept scenarios`"):
+        load_scenario("zzzzzzzz/qqqqqq.toml")
+
+
+def test_a_directory_is_not_taken_for_a_name(tmp_path):
+    with pytest.raises(ScenarioError, match="cannot read"):
+        load_scenario(tmp_path)
+
+
+def test_cli_lists_the_scenarios_and_runs_one_by_name(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["scenarios"]) == 0
+    out, err = capsys.readouterr()
+    rows = out.splitlines()
+    assert [r.split()[0] for r in rows] == SHIPPED
+    assert "Thesis figures 4.17-4.19, table 4.10: tux, one-packet workload." in \
+        next(r for r in rows if r.startswith("thesis/tux-onepacket "))
+    assert f"({len(SHIPPED)} files under {REPO / 'scenarios'})" in err
+    assert cli.main(["run", "tux-onepacket", "--set", "server.accept_limit=1", "--set", "workload.rate=5000",
+                     "--set", "scenario.warmup=0.2", "--set", "scenario.duration=0.3"]) == 0
+    assert capsys.readouterr().out.startswith("thesis/tux-onepacket: ")
