@@ -1,4 +1,4 @@
-"""Command line: simaccept run | sweep | figures | fit | predict.
+"""Command line: simaccept run | sweep | figures | fit | predict | scenarios.
 
 Exit status: 0 success, 1 the run failed, 2 bad input (unknown scenario key,
 wrong type, out-of-range value, unreadable file) -- refused before anything

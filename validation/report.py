@@ -1030,6 +1030,9 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
                           "metrics.py": ("MeasurementError", "compute"),
                           "scenario.py": ("Scenario", "_apply_overrides", "_check", "load_scenario", "os"),
                           "sim.py": ("_no_call_in_window", "simulate")}),
+    "3104ad4b972a8a1d": ("823b9c024c9a652fc9c71b0e1e2515d4b0613480", "f58030ce2a522a28",
+                         "88f5b0befab7c8fba0d018da2db0fdd689c7cee5",
+                         {"scenario.py": ("load_scenario",)}),
 }
 
 
