@@ -21,7 +21,8 @@ from .sweep import SweepError
 
 def add_predict_args(pr) -> None:
     """The options of ``predict`` (here and in ``python -m validation``)."""
-    pr.add_argument("--records", required=True, help="RunRecords as CSV or Parquet (measured runs to predict)")
+    pr.add_argument("--records", required=True, help="RunRecords as CSV or Parquet (measured runs to predict), "
+                    "or 'thesis': the thesis's measured numbers that come with the package")
     pr.add_argument("--profile", required=True, help="cost profile: a packaged name or a .toml path "
                     "(what `simaccept fit --out` wrote)")
     pr.add_argument("--metrics", default="replies_per_s", help="comma-separated record columns to compare "
@@ -103,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
                    "points are cached there, so a rerun only redraws)")
     g.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     f = sub.add_parser("fit", help="fit cost parameters to records (validation package)")
-    f.add_argument("--records", required=True, help="RunRecords as CSV (e.g. validation/data/thesis.csv) or Parquet (a sweep's results.parquet)")
+    f.add_argument("--records", required=True, help="RunRecords as CSV (e.g. your results.csv) or Parquet (a sweep's "
+                   "results.parquet), or 'thesis': the thesis's measured numbers that come with the package")
     f.add_argument("--params", required=True, help="comma-separated cost names to fit")
     f.add_argument("--out", required=True, help="profile TOML to write")
     f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"

@@ -130,10 +130,10 @@ import json, sys
 from pathlib import Path
 import simaccept
 from simaccept import bundled
-from validation.records import thesis_scenario_file
+from validation.records import load_records, thesis_scenario_file
 site = Path(sys.argv[1]).resolve()
 out = {"simaccept": simaccept.__file__, "dir": str(bundled.scenario_dir()), "names": bundled.names(),
-       "thesis_file": str(thesis_scenario_file("tux", "one-packet")[0])}
+       "thesis_file": str(thesis_scenario_file("tux", "one-packet")[0]), "thesis_rows": len(load_records("thesis"))}
 sc = simaccept.load_scenario("thesis/userver-onepacket", overrides=[
     "server.accept_limit=1", "workload.rate=5000", "scenario.warmup=0.2", "scenario.duration=0.3"])
 rec = simaccept.simulate(sc)
@@ -180,6 +180,8 @@ def test_an_installed_wheel_loads_its_bundled_scenarios_by_name(tmp_path):
     assert got["names"] == shipped
     assert Path(got["thesis_file"]) == site / "simaccept" / "scenarios" / "thesis" / "tux-onepacket.toml"
     assert got["status"] == "ok" and got["replies"] > 0
+    from validation.records import load_records
+    assert got["thesis_rows"] == len(load_records(ROOT / "validation/data/thesis.csv"))
     assert "thesis/userver-onepacket" in got["refused"]           # the close name is offered
     lines = subprocess.run([sys.executable, "-m", "simaccept", "scenarios"], cwd=run, env=env,
                            capture_output=True, text=True, check=True).stdout.splitlines()

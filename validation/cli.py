@@ -438,7 +438,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit", help="fit cost parameters to a records CSV")
-    f.add_argument("--records", required=True, help="records CSV (thesis.csv or a results.csv) or a sweep's results.parquet")
+    f.add_argument("--records", required=True, help="records CSV (thesis.csv or a results.csv), a sweep's results.parquet, "
+                   "or 'thesis' (validation/data/thesis.csv, which comes with the package)")
     f.add_argument("--params", required=True, help="comma-separated cost names")
     f.add_argument("--out", required=True, help="profile TOML to write")
     f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"

@@ -222,10 +222,24 @@ def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, 
     return out
 
 
+#: The records a name stands for where no file has that path: the thesis's measured numbers come
+#: with the package, so an installed simaccept can fit and predict them without a checkout.
+RECORDS_BY_NAME = {"thesis": THESIS_CSV}
+
+
+def records_path(path: str | Path) -> Path:
+    """``path``, or the packaged file it names (:data:`RECORDS_BY_NAME`) when no file is there."""
+    p = Path(path)
+    if not p.exists() and str(path) in RECORDS_BY_NAME:
+        return RECORDS_BY_NAME[str(path)]
+    return p
+
+
 def load_records(path: str | Path) -> list[Measured]:
     """Read a records CSV (thesis.csv or any results.csv) or Parquet file (a sweep's
-    results.parquet; rows are numbered from 1); raise RecordError on bad input."""
-    p = Path(path)
+    results.parquet; rows are numbered from 1), or ``"thesis"`` (:func:`records_path`); raise
+    RecordError on bad input."""
+    p = records_path(path)
     if p.suffix.lower() == ".parquet":
         return _load_parquet(p)
     try:
@@ -251,7 +265,7 @@ def load_records(path: str | Path) -> list[Measured]:
 def record_columns(path: str | Path) -> list[str]:
     """The header of a records file that :func:`load_records` has read: a metric it lacks is not
     "not measured" in every row but misspelt or another kind of file."""
-    p = Path(path)
+    p = records_path(path)
     if p.suffix.lower() == ".parquet":
         from simaccept.sweep import _pyarrow
         return list(_pyarrow()[1].read_schema(p).names)

@@ -195,3 +195,17 @@ def test_why_none_selected_names_the_selectors_that_emptied_it(tmp_path):
         "--select 'target_rate>=99999' matches none of its 2 records")
     assert why_none_selected(recs, ["accept_limit=10", "target_rate>20000", "server=userver"]) == (
         "--select 'accept_limit=10' with --select 'target_rate>20000' together match none of its 2 records")
+
+
+def test_thesis_names_the_packaged_records_where_no_file_is_there(tmp_path, monkeypatch):
+    from validation.records import THESIS_CSV, record_columns
+    monkeypatch.chdir(tmp_path)
+    by_name, by_path = load_records("thesis"), load_records(THESIS_CSV)
+    assert len(by_name) == len(by_path) > 20
+    assert [m.record.to_dict() for m in by_name] == [m.record.to_dict() for m in by_path]
+    assert record_columns("thesis") == record_columns(THESIS_CSV)
+    _write(tmp_path, [GOOD], name="thesis")          # a file of the user's named so wins
+    assert len(load_records("thesis")) == 1
+    for other in ("Thesis", "thesis.csv", "./thesiss"):
+        with pytest.raises(RecordError, match="cannot read"):
+            load_records(other)
