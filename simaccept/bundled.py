@@ -47,7 +47,8 @@ def _stem(name: str | Path) -> str:
 
 
 def find(name: str | Path) -> Path | None:
-    """The bundled file ``name`` stands for, or None if it names none (or more than one).
+    """The bundled file ``name`` stands for, or None if it names none (or more than one);
+    raises :class:`~simaccept.scenario.ScenarioError` if it names one that cannot be read.
 
     ``name``: ``thesis/userver-onepacket``, ``userver-onepacket`` (if unique), either with
     ``.toml``, or ``scenarios/thesis/userver-onepacket.toml``."""
@@ -56,12 +57,28 @@ def find(name: str | Path) -> Path | None:
     if not s or s.startswith("/") or ".." in s.split("/") or any(c in s for c in "*?["):
         return None
     p = d / f"{s}.toml"
-    if p.is_file():
-        return p
-    if "/" in s:
-        return None
-    hits = [q for q in d.rglob(f"{s}.toml") if q.is_file()]
-    return hits[0] if len(hits) == 1 else None
+    if not p.is_file():
+        if "/" in s:
+            return None
+        hits = [q for q in d.rglob(f"{s}.toml") if q.is_file()]
+        if len(hits) != 1:
+            return None
+        p = hits[0]
+    _check_readable(p)
+    return p
+
+
+def _check_readable(p: Path) -> None:
+    """Refuse, as load_scenario refuses a user's file, a bundled file that cannot be opened
+    (an install whose permissions went wrong): its caller would otherwise read it and raise a
+    bare OSError.  Checked here, not in load_scenario, which is model code (its fingerprint
+    would move for a path no simulation takes)."""
+    try:
+        with p.open("rb"):
+            pass
+    except OSError as e:
+        from .scenario import ScenarioError
+        raise ScenarioError("<file>", f"cannot read the bundled scenario {str(p)!r}: {e.strerror or e}") from None
 
 
 def suggest(name: str | Path) -> str:

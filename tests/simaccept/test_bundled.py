@@ -76,6 +76,45 @@ def test_a_directory_is_not_taken_for_a_name(tmp_path):
         load_scenario(tmp_path)
 
 
+def _without_dac_override():
+    """For a child process: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the capability
+    bounding set (prctl PR_CAPBSET_DROP), so that root, after exec, is refused a mode-000
+    file as any user is.  Only a permission refusal makes a bundled file unreadable."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):                      # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def test_a_bundled_file_that_cannot_be_read_is_refused_by_name(tmp_path):
+    # An install whose permissions went wrong: load_scenario used to read the bundled file it
+    # found with no guard and raise a bare PermissionError.  Real files and a real refusal.
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "thesis").mkdir()
+    locked = tmp_path / "thesis" / "locked.toml"
+    locked.write_text('[scenario]\nname = "locked"\n')
+    locked.chmod(0)
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from simaccept import ScenarioError, bundled, load_scenario\n"
+        f"bundled.scenario_dir = lambda: Path({str(tmp_path)!r})\n"
+        "try:\n"
+        "    load_scenario('thesis/locked')\n"
+        "except ScenarioError as e:\n"
+        "    print(e.key, '|', e)\n"
+        "    sys.exit(3)\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120,
+                       preexec_fn=_without_dac_override if os.geteuid() == 0 else None)
+    assert p.returncode == 3, p.stderr
+    assert p.stdout.startswith("<file> | scenario file: cannot read the bundled scenario "), p.stdout
+    assert str(locked) in p.stdout and "Permission denied" in p.stdout
+
+
 def test_cli_lists_the_scenarios_and_runs_one_by_name(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["scenarios"]) == 0
