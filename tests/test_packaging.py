@@ -142,6 +142,13 @@ try:
     simaccept.load_scenario("thesis/userver-onepackt")
 except simaccept.ScenarioError as e:
     out["refused"] = str(e)
+import importlib
+from validation import records, report
+out["checkout"], out["work"] = records.CHECKOUT, str(records.WORK)
+mods = {m: importlib.import_module(f"validation.{m}") for m in ("drops", "seeds", "sensitivity", "trace", "window")}
+out["defaults"] = [str(report.DEFAULT_OUT), str(report.PARTIAL_OUT), str(report.DEFAULT_CACHE),
+                   str(mods["sensitivity"].DEFAULT_OUT), str(importlib.import_module("validation.thesis_fit").FIT_CACHE)] + [
+    str(m.DEFAULT_CACHE) for m in mods.values()]
 print(json.dumps(out))
 """
 
@@ -186,3 +193,13 @@ def test_an_installed_wheel_loads_its_bundled_scenarios_by_name(tmp_path):
     lines = subprocess.run([sys.executable, "-m", "simaccept", "scenarios"], cwd=run, env=env,
                            capture_output=True, text=True, check=True).stdout.splitlines()
     assert [ln.split()[0] for ln in lines] == shipped
+    # The analyses' default outputs and caches: under the working directory, never in
+    # site-packages (`python -m validation report --quick` used to write to site/out/).
+    assert got["checkout"] is False and Path(got["work"]) == run
+    assert got["defaults"][0] == str(run / "out" / "validation")
+    assert all(Path(d).is_relative_to(run / "out") for d in got["defaults"]), got["defaults"]
+    # thesis-fit would rewrite the installed thesis-2004 profile: refused, pointing to `simaccept fit`
+    p = subprocess.run([sys.executable, "-m", "validation", "thesis-fit"], cwd=run, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "source checkout" in p.stderr and "simaccept fit --records thesis" in p.stderr, p.stderr
+    assert not any(site.rglob("validation-cache")) and not (site / "out").exists()

@@ -46,9 +46,9 @@ from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write, stop_workers, worker_pool
 
 from .fitter import _worker_died, check_run_inputs, raise_if_failed, scenario_from_json, scenario_json
-from .records import ROOT, load_thesis, nan_to_null, scenario_for
+from .records import WORK, load_thesis, nan_to_null, scenario_for
 
-DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "drops"
+DEFAULT_CACHE = WORK / "out" / "validation-cache" / "drops"
 SYN_CATEGORIES = ("drops_synq_full", "drops_acceptq_full", "drops_drop_request")
 CATEGORIES = SYN_CATEGORIES + ("drops_listen_overflow",)
 SAMPLE_DT = 0.05              # s between samples of the queues

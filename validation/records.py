@@ -47,6 +47,15 @@ from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario, scenario_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
+#: True when this package runs from a source checkout (setup.cfg and docs/ beside it); False
+#: when it is installed (a wheel: ROOT is then site-packages).
+CHECKOUT = (ROOT / "setup.cfg").is_file() and (ROOT / "docs").is_dir()
+#: Where the analyses' default outputs and caches go: the checkout's root, or, installed, the
+#: working directory at import (never site-packages, where `report --quick` used to write).
+WORK = ROOT if CHECKOUT else Path.cwd()
+#: The analyses' default output folder: the checkout's committed docs/validation, or, installed,
+#: ./out/validation (there is no docs/ to put it in).
+DOCS_OUT = ROOT / "docs" / "validation" if CHECKOUT else WORK / "out" / "validation"
 THESIS_CSV = Path(__file__).resolve().parent / "data" / "thesis.csv"
 SCENARIO_DIR = bundled.scenario_dir()       # the checkout's scenarios/, or the installed package's
 

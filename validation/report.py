@@ -64,11 +64,11 @@ from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, drop_shares
 from .sensitivity import format_factor
-from .records import (ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
+from .records import (DOCS_OUT, WORK, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
                       repo_path, simulator_supports, thesis_scenario_file)
 
-DEFAULT_OUT = ROOT / "docs" / "validation"
-DEFAULT_CACHE = ROOT / "out" / "validation-cache"
+DEFAULT_OUT = DOCS_OUT
+DEFAULT_CACHE = WORK / "out" / "validation-cache"
 
 #: metric -> (kind, tolerance, name in the tables).  kind: "rel" relative error, "pp" percentage points.
 METRICS = {
@@ -1633,7 +1633,7 @@ def write_outputs(out: Path, summary, cells, real_info, real_pngs=(), fit_info=N
 
 
 #: Where a partial report goes when no ``--out`` is given (see :func:`default_out`).
-PARTIAL_OUT = ROOT / "out" / "validation-partial"
+PARTIAL_OUT = WORK / "out" / "validation-partial"
 
 
 def partial_because(profile: str = "thesis-2004", quick: bool = False, sim_overrides=(), real_profile=None,

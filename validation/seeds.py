@@ -35,10 +35,10 @@ from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .fitter import check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
-from .records import ROOT, load_thesis, nan_to_null, peak_scenarios, record_seed, scenario_for
+from .records import WORK, load_thesis, nan_to_null, peak_scenarios, record_seed, scenario_for
 from .report import METRICS, _fmt, compare, role_of, tolerance_str
 
-DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "seeds"
+DEFAULT_CACHE = WORK / "out" / "validation-cache" / "seeds"
 TOL = 0.10                    # the throughput tolerance
 #: Scored by the report but not here: it needs the row's peak, i.e. its whole line of rates.
 NOT_PER_POINT = ("pct_of_peak",)

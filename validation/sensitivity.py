@@ -61,7 +61,7 @@ from simaccept.costs import COST_NAMES, load_costs
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .records import (ROOT, Measured, is_peak_row, load_thesis, nan_to_null, peak_rates, peak_scenarios,
+from .records import (DOCS_OUT, WORK, Measured, is_peak_row, load_thesis, nan_to_null, peak_rates, peak_scenarios,
                       scenario_for, simulable)
 
 STEP = 1.25
@@ -74,8 +74,8 @@ TOLERANCE = 0.10
 #: share of the offered rate and a higher point follows: the simulated peak lies between the two, so
 #: the grid, not the costs, sets the maximum, and its elasticities would all read ~0.
 KEPT_UP = 0.99
-DEFAULT_OUT = ROOT / "docs" / "validation"
-DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "sensitivity"
+DEFAULT_OUT = DOCS_OUT
+DEFAULT_CACHE = WORK / "out" / "validation-cache" / "sensitivity"
 
 #: Kernel packet work every server pays.
 KERNEL = ("k_syn", "k_syn_drop", "k_ack_establish", "k_data_rx", "k_fin_rx", "k_tx_per_segment", "k_ack_rx")

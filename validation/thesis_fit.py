@@ -55,14 +55,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .records import ROOT, THESIS_CSV, load_records
+from .records import ROOT, THESIS_CSV, WORK, load_records
 
 PROFILE = "thesis-2004"
 BASE = "thesis-2004-hand"
 PROFILE_PATH = ROOT / "simaccept" / "costs" / f"{PROFILE}.toml"
 FIT_JSON = ROOT / "docs" / "validation" / "thesis-fit.json"
 #: Finished simulations of the fit: a stopped fit run again replays its path from here.
-FIT_CACHE = ROOT / "out" / "validation-cache" / "thesis-fit"
+FIT_CACHE = WORK / "out" / "validation-cache" / "thesis-fit"
 FIT_PARAMS = ("select_base", "select_per_fd", "user_per_request", "k_syn", "k_syn_drop")
 FIT_METRICS = ("peak_replies_per_s", "replies_per_s", "drop_shares")
 #: TUX's hand-set per-request cost, set again on its own row (role *hand-set*: TUX Accept-1's

@@ -31,10 +31,10 @@ from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .fitter import check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
-from .records import ROOT, NotSimulable, load_thesis, nan_to_null, record_seed, scenario_for
+from .records import WORK, NotSimulable, load_thesis, nan_to_null, record_seed, scenario_for
 from .report import role_of
 
-DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "trace"
+DEFAULT_CACHE = WORK / "out" / "validation-cache" / "trace"
 #: Tables 4.7/4.8 and 5.1: the μserver one-packet rows whose loop the thesis counted, past its peak;
 #: and Knot's open connections just past its Accept-50 peak (sec 4.2.3), a held-out miss.
 DEFAULT_ROWS = ("userver/one-packet/select/accept-1@27000", "userver/one-packet/select/accept-10@27000",

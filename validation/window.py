@@ -34,10 +34,10 @@ from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
 from .fitter import check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
-from .records import ROOT, load_thesis, nan_to_null, scenario_for, thesis_scenario_file
+from .records import WORK, load_thesis, nan_to_null, scenario_for, thesis_scenario_file
 from .report import role_of, userver_c_avg
 
-DEFAULT_CACHE = ROOT / "out" / "validation-cache" / "window"
+DEFAULT_CACHE = WORK / "out" / "validation-cache" / "window"
 THESIS_WINDOW = ("scenario.warmup=0", "scenario.duration=120")
 METRICS = ("replies_per_s", "accept_rate", "c_avg", "select_calls_per_s", "fds_per_select")
 TOL = {"replies_per_s": 0.10}      # the tolerances: throughput ±10 %, the others ±25 %
