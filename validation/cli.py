@@ -136,6 +136,13 @@ def machine_fit_target(args) -> dict:
     results = Path(args.results) if args.results else None
     default_results = results is None or results.resolve() == machine.RESULTS.resolve()
     profile = args.profile or (machine.PROFILE if default_results else None)
+    from .records import CHECKOUT
+    if default_results and profile == machine.PROFILE and not CHECKOUT:
+        # the package carries the committed runs (records_path), but not the fit's record, and
+        # refitting would rewrite the installed profile every later report and predict uses
+        raise ValueError(f"machine-fit: refits the {machine.PROFILE} profile shipped with simaccept to the "
+                         "committed runs, so it runs only in a source checkout; for your own runs: "
+                         "--results DIR --profile NAME (e.g. realsys-mybox)")
     if profile is None:
         raise ValueError("--profile: required with --results (the default, realsys-linux6, is fitted to the "
                          "committed runs; name this machine's profile, e.g. --profile realsys-mybox)")

@@ -236,11 +236,26 @@ def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, 
 RECORDS_BY_NAME = {"thesis": THESIS_CSV}
 
 
+#: The measured realsys runs that come with the package: ``realsys/results/*/results.csv`` (and
+#: one folder deeper) of a checkout, which an installed package carries at the same place.
+REALSYS_RESULTS = ROOT / "realsys" / "results"
+
+
 def records_path(path: str | Path) -> Path:
-    """``path``, or the packaged file it names (:data:`RECORDS_BY_NAME`) when no file is there."""
+    """``path``; or, when no file is there, the packaged file it names: ``thesis``
+    (:data:`RECORDS_BY_NAME`), or a committed realsys results file by its path in a checkout
+    (``realsys/results/onepacket-select/results.csv``: the README's examples, run from anywhere)."""
     p = Path(path)
-    if not p.exists() and str(path) in RECORDS_BY_NAME:
+    if p.exists():
+        return p
+    if str(path) in RECORDS_BY_NAME:
         return RECORDS_BY_NAME[str(path)]
+    s = p.as_posix()
+    s = s[2:] if s.startswith("./") else s
+    if s.startswith("realsys/results/") and ".." not in s.split("/"):
+        q = ROOT / s
+        if q.is_file():
+            return q
     return p
 
 

@@ -2,6 +2,7 @@
 import csv
 import io
 import math
+from pathlib import Path
 
 import pytest
 
@@ -209,3 +210,29 @@ def test_thesis_names_the_packaged_records_where_no_file_is_there(tmp_path, monk
     for other in ("Thesis", "thesis.csv", "./thesiss"):
         with pytest.raises(RecordError, match="cannot read"):
             load_records(other)
+
+
+def test_a_committed_realsys_results_path_is_found_from_anywhere(tmp_path, monkeypatch):
+    # The README's `fit --records realsys/results/onepacket-select/results.csv` from another
+    # directory (or an installed package, which carries the files: tests/test_packaging.py).
+    from validation.records import REALSYS_RESULTS, record_columns, records_path
+    monkeypatch.chdir(tmp_path)
+    real = REALSYS_RESULTS / "onepacket-select" / "results.csv"
+    for name in ("realsys/results/onepacket-select/results.csv", "./realsys/results/onepacket-select/results.csv",
+                 Path("realsys/results/onepacket-select/results.csv")):
+        assert records_path(name) == real
+    assert records_path("realsys/results/xeon-2026-11-26/onepacket-select/results.csv") == \
+        REALSYS_RESULTS / "xeon-2026-11-26" / "onepacket-select" / "results.csv"
+    assert [m.record.to_dict() for m in load_records("realsys/results/onepacket-select/results.csv")] == \
+        [m.record.to_dict() for m in load_records(real)]
+    assert record_columns("realsys/results/onepacket-select/results.csv") == record_columns(real)
+    # only committed results, only by that path; anything else is the user's path, refused as before
+    for other in ("realsys/results/nosuch/results.csv", "realsys/results/onepacket-select/../onepacket-poll/results.csv",
+                  "results/onepacket-select/results.csv", "realsys/results/onepacket-select", "onepacket-select"):
+        assert records_path(other) == Path(other)
+        with pytest.raises(RecordError, match="cannot read"):
+            load_records(other)
+    # a file of the user's at that path wins
+    (tmp_path / "realsys/results/onepacket-select").mkdir(parents=True)
+    _write(tmp_path / "realsys/results/onepacket-select", [GOOD], name="results.csv")
+    assert len(load_records("realsys/results/onepacket-select/results.csv")) == 1
