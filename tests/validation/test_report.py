@@ -353,3 +353,84 @@ def test_the_same_model_follows_both_kinds_of_link(monkeypatch):
     monkeypatch.setattr(report, "SAME_RESULTS", {"b": ("", "c", "", {}), "c": ("", "b", "", {})})
     assert report.same_model("a") == {"a", "b", "c"}        # and a cycle ends
     assert report.same_model("c") == {"b", "c"} and report.same_model("z") == {"z"}
+
+
+# --------------------------------------------------------------------------- ch. 4's policy gains (policy_statements)
+def _policy_lines(over=None):
+    """Lines on which every POLICY_STATEMENTS value is met exactly; ``over`` replaces
+    (group, policy) lines given as {rate: replies/s}; None drops one."""
+    us1 = {20000.0: 18000, 21000.0: 10000, 22000.0: 9500, 30000.0: 8000}
+    usinf = {20000.0: 19376, 21000.0: 16500, 22000.0: 16000, 30000.0: 13680}      # peak 18000 / 19376 = 0.929
+    base = {
+        ("userver-specweb99-select", "1"): {23000.0: 10000, 30000.0: 9000},
+        ("userver-specweb99-select", "inf"): {23000.0: 13200, 30000.0: 12510},
+        ("tux-specweb99", "1"): {20000.0: 12000, 24000.0: 13200, 30000.0: 12320},     # peak 13200 / 12000 = 1.10
+        ("tux-specweb99", "inf"): {20000.0: 12000, 24000.0: 11800, 30000.0: 11000},   # largest 12320 / 11000 = 1.12
+        ("userver-one-packet-select", "1"): us1,
+        ("userver-one-packet-select", "inf"): usinf,
+        ("tux-one-packet", "1"): {25000.0: 25020},
+        ("tux-one-packet", "inf"): {25000.0: 18000},
+        ("knot-one-packet", "1"): {14000.0: 10000, 30000.0: 10000},
+        ("knot-one-packet", "50"): {14000.0: 13200, 30000.0: 12400},
+    }
+    base.update(over or {})
+    out: dict[str, dict[str, list[RunRecord]]] = {}
+    for (g, p), v in base.items():
+        if v is not None:
+            out.setdefault(g, {})[p] = [RunRecord(source="sim", target_rate=r, replies_per_s=y, status="ok")
+                                        for r, y in v.items()]
+    return out
+
+
+def test_every_policy_statement_holds_on_lines_built_to_satisfy_it():
+    from validation.report import POLICY_STATEMENTS, policy_statements, policy_statements_markdown
+    rows = policy_statements(_policy_lines())
+    assert [r["id"] for r in rows] == [s[0] for s in POLICY_STATEMENTS]
+    assert all(r["holds"] is True for r in rows), [(r["id"], r["ratio"], r["why"]) for r in rows]
+    by = _by_id(rows)
+    assert math.isclose(by["specweb-tux-1-vs-inf-peak"]["ratio"], 13200 / 12000)
+    assert (by["specweb-tux-1-vs-inf-peak"]["a_rate"], by["specweb-tux-1-vs-inf-peak"]["b_rate"]) == (24000.0, 20000.0)
+    assert by["specweb-tux-1-vs-inf-max"]["a_rate"] == 30000.0
+    assert by["onepacket-userver-1-vs-inf-peak"]["role"] == "calibration"
+    assert by["specweb-userver-inf-vs-1@23000"]["role"] == "held-out"
+    md = "\n".join(policy_statements_markdown(rows))
+    assert "10 of 10 hold; of the held-out ones 4 of 4" in md and "kept in all" in md
+
+
+def test_a_policy_gain_more_than_ten_percent_off_fails_and_says_by_how_much():
+    from validation.report import policy_statements, policy_statements_markdown
+    # TUX one-packet at 25k: Accept-1 1.8x Accept-Inf where the thesis says 1.39x
+    rows = _by_id(policy_statements(_policy_lines({("tux-one-packet", "inf"): {25000.0: 13900}})))
+    r = rows["onepacket-tux-1-vs-inf@25000"]
+    assert r["holds"] is False and math.isclose(r["error"], (25020 / 13900) / 1.39 - 1)
+    # a gain with the wrong sign is said so
+    rows = _by_id(policy_statements(_policy_lines({("knot-one-packet", "50"): {14000.0: 9000, 30000.0: 12400}})))
+    md = "\n".join(policy_statements_markdown(list(rows.values())))
+    assert rows["onepacket-knot-50-vs-1@14000"]["holds"] is False and "not kept in all" in md
+
+
+def test_a_policy_statement_without_its_line_or_rate_is_not_a_verdict():
+    from validation.report import policy_statements
+    rows = _by_id(policy_statements(_policy_lines({("knot-one-packet", "50"): None,
+                                                   ("tux-one-packet", "1"): {24000.0: 24000}})))
+    assert rows["onepacket-knot-50-vs-1@30000"]["holds"] is None
+    assert rows["onepacket-knot-50-vs-1@30000"]["why"] == "not simulated: knot-one-packet accept-50"
+    assert rows["onepacket-tux-1-vs-inf@25000"]["why"] == "not simulated at 25,000 req/s"
+
+
+def test_the_sweeps_include_the_rates_the_policy_statements_need():
+    from collections import defaultdict
+
+    from validation.records import load_thesis
+    from validation.report import POLICY_STATEMENTS, _group_key, _group_name, group_sweep
+    groups = defaultdict(list)
+    for m in load_thesis():
+        if m.record.server:         # table 4.6's client-side rows have none (build() skips them too)
+            groups[_group_key(m)].append(m)
+    swept = {}
+    for g, rows in groups.items():
+        sc = group_sweep(g, rows, "thesis-2004", {}, quick=True, sim_overrides=())
+        swept[_group_name(g)] = {float(p["workload"]["rate"]) for p in sc.points()}
+    for sid, _, _, kind, g, _, _, rate, _ in POLICY_STATEMENTS:
+        if rate is not None:
+            assert rate in swept[g], (sid, sorted(swept[g]))
