@@ -289,17 +289,29 @@ def test_an_httperf_point_offers_what_its_clients_launched(cbuild, tmp_path):
     count of connect()s in the window."""
     over = ["realsys.httperf=true", "realsys.procs=2", "realsys.spin_us=1000", "workload.rate=1200", "scenario.duration=4",
             "scenario.warmup=0.5", "client.timeout=1"]
-    recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
     # httperf busy-polls the clients' CPU, which the runner shares: on a loaded machine the
     # point may fail runner.window_error, either end marked late (0.24 s of 0.20 allowed, once in
     # CI) or the server's statistics short of the window (3.71 s of 4, once in a fresh-clone
-    # run).  The launch rate does not depend on that: it is counted between the runner's own
-    # two reads, whenever they came, and is checked below either way.
+    # run).  The launch rate is counted between the runner's own two reads, so a window that
+    # starts seconds late is a slice of the schedule in which httperf's own lag shows, and one
+    # that ends late runs past its last launch (a fresh-clone run, 2026-11-29: start 3.05 s late,
+    # end 0.23 s, 1,205 launches in 1.18 s = 1,026/s).  So the rate is checked on a point whose
+    # window was measured as asked; a starved one is run again, at most twice, after a pause
+    # (starvation comes in episodes: three runs in a row 2.0-5.0 s late, the next ones 0.06 s).
     window = ("the measured window's", "the server's statistics cover")
-    assert len(recs) == 1 and (recs[0].status == "ok" or any(w in recs[0].error for w in window)), \
-        (recs[0].status, recs[0].error)
+    for attempt in range(3):
+        if attempt:
+            time.sleep(15)
+        out = tmp_path / f"attempt-{attempt}"
+        recs = run_scenario(SMOKE, over, str(out), log=lambda m: None, use_bpf=False)
+        assert len(recs) == 1 and (recs[0].status == "ok" or any(w in recs[0].error for w in window)), \
+            (recs[0].status, recs[0].error)
+        if recs[0].status == "ok":
+            break
+    else:
+        pytest.fail(f"the runner was starved of the clients' CPU in 3 runs: {recs[0].error}")
     assert abs(recs[0].conn_attempts_per_s - 1200) <= 0.05 * 1200, recs[0].conn_attempts_per_s
-    point = json.loads(next((tmp_path / "points").glob("*.json")).read_text())
+    point = json.loads(next((out / "points").glob("*.json")).read_text())
     g = point["generator"]
     assert g["launches_in_window_kernel"] > 0
     # what httperf itself said, for the record: well short of what it launched
