@@ -441,6 +441,9 @@ def _seed_text(seed: float):
     return int(seed) if isinstance(seed, float) and seed.is_integer() else seed
 
 
+_OUT_HELP = "output directory (default docs/validation in a source checkout, else ./out/validation)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -500,14 +503,14 @@ def _parser() -> argparse.ArgumentParser:
                          "its simulations are cached under out/validation-cache)")
     si = sub.add_parser("specweb-idle", help="open connections implied by the thesis's SPECweb99-like select "
                         "statistics, and throughput by client delay -> docs/validation/specweb-idle.md")
-    si.add_argument("--out", default=None, help="output directory (default docs/validation in a source checkout, else ./out/validation)")
+    si.add_argument("--out", default=None, help=_OUT_HELP)
     si.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     si.add_argument("--think-ms", default=None, metavar="MS,MS,...",
                     help="client delays to sweep (default 0,25,50,75,100,125,150,200)")
     si.add_argument("--profile", default="thesis-2004")
     se = sub.add_parser("sensitivity", help="elasticity of every thesis throughput cell to each cost, and which "
                         "costs the calibration rows identify -> docs/validation/sensitivity.md")
-    se.add_argument("--out", default=None, help="output directory (default docs/validation in a source checkout, else ./out/validation)")
+    se.add_argument("--out", default=None, help=_OUT_HELP)
     se.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     se.add_argument("--step", type=float, default=1.25, help="factor each cost is raised by (default 1.25)")
     se.add_argument("--profile", default="thesis-2004")
@@ -518,21 +521,21 @@ def _parser() -> argparse.ArgumentParser:
                          "-> sensitivity-rows.md")
     wi = sub.add_parser("window", help="each thesis cell simulated in the report's window and in the thesis's "
                         "(120 s from idle queues) -> docs/validation/window.md")
-    wi.add_argument("--out", default=None, help="output directory (default docs/validation in a source checkout, else ./out/validation)")
+    wi.add_argument("--out", default=None, help=_OUT_HELP)
     wi.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     wi.add_argument("--profile", default="thesis-2004")
     wi.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/window)")
     sd = sub.add_parser("seeds", help="every held-out throughput cell (and every other cell at a target rate) at several seeds: "
                         "is a miss seed noise? "
                         "-> docs/validation/seeds.md")
-    sd.add_argument("--out", default=None, help="output directory (default docs/validation in a source checkout, else ./out/validation)")
+    sd.add_argument("--out", default=None, help=_OUT_HELP)
     sd.add_argument("--seeds", type=int, default=4, help="seeds per cell: the row's own and the ones after it")
     sd.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     sd.add_argument("--profile", default="thesis-2004")
     sd.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/seeds)")
     tr = sub.add_parser("trace", help="the server loop in steps within a one-packet row's run (runs of growing length at "
                         "the same seed, differenced) -> docs/validation/trace.md")
-    tr.add_argument("--out", default=None, help="output directory (default docs/validation in a source checkout, else ./out/validation)")
+    tr.add_argument("--out", default=None, help=_OUT_HELP)
     tr.add_argument("--seeds", type=int, default=4, help="seeds per row: the row's own and the ones after it")
     tr.add_argument("--step", type=float, default=20.0, help="step length in seconds (default 20)")
     tr.add_argument("--until", type=float, default=None, help="trace only the first S seconds of each row's window")
@@ -544,7 +547,7 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/trace)")
     dr = sub.add_parser("drops", help="tables 5.1/5.2's queue-drop totals against the simulator's, the TUX "
                         "replies/s they imply, and a trace of each run's queues -> docs/validation/drops.md")
-    dr.add_argument("--out", default=None, help="output directory (default docs/validation in a source checkout, else ./out/validation)")
+    dr.add_argument("--out", default=None, help=_OUT_HELP)
     dr.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     dr.add_argument("--profile", default="thesis-2004")
     dr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/drops)")

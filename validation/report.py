@@ -67,7 +67,7 @@ from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, drop_shares
 from .sensitivity import format_factor
-from .records import (DOCS_OUT, WORK, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
+from .records import (DOCS_OUT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
                       repo_path, simulator_supports, thesis_scenario_file)
 
 DEFAULT_OUT = DOCS_OUT
@@ -759,7 +759,7 @@ def cross_server_markdown(rows: list[dict[str, Any]]) -> list[str]:
 #               two points is read low);
 #   max-ratio:  the largest a / b over the rates both lines have ("by as much as").
 # A value is met within ±10 % of the ratio, as throughput is.  The rates are added to the sweeps
-# (POLICY_STATEMENT_RATES); each point's seed comes from its own coordinates, so no other point moves.
+# (policy_statement_rates); each point's seed comes from its own coordinates, so no other point moves.
 POLICY_STATEMENTS = [
     ("specweb-userver-inf-vs-1@23000", "sec 4.1.1", "At a target load of 23,000 requests/sec the Accept-Inf "
      "policy outperforms the Accept-1 policy by 32%", "ratio", "userver-specweb99-select", "inf", "1", 23000.0, 1.32),
@@ -792,11 +792,14 @@ def policy_statement_rates(group: str) -> set[float]:
 
 
 def _statement_role(group: str) -> str:
-    """What was fitted or set by hand on the statement's configuration (its rows' roles)."""
-    if group == "userver-one-packet-select":
-        return "calibration"            # thesis-2004 is fitted to this configuration's rows
-    if group in ("tux-one-packet", "knot-one-packet"):
-        return "hand-set peak"          # HAND_SET: a constant of the model chosen on a peak of it
+    """What was fitted or set by hand on the statement's configuration, from the roles of its
+    rows (:data:`CALIBRATION`, :data:`HAND_SET`, whose labels start ``server/workload/``)."""
+    server, rest = group.split("-", 1)
+    workload = next(w for w in WORKLOADS if rest.startswith(w))
+    if (server, workload) == CALIBRATION:
+        return "calibration"
+    if any(label.startswith(f"{server}/{workload}/") for label in HAND_SET):
+        return "hand-set peak"
     return "held-out"
 
 
