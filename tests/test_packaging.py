@@ -151,13 +151,14 @@ except simaccept.ScenarioError as e:
 from validation.records import records_path
 out["realsys_path"] = str(records_path("realsys/results/onepacket-select/results.csv"))
 out["realsys_rows"] = len(load_records("./realsys/results/onepacket-select/results.csv"))
-import importlib
+import importlib, os
 from validation import records, report
 out["checkout"], out["work"] = records.CHECKOUT, str(records.WORK)
 mods = {m: importlib.import_module(f"validation.{m}") for m in ("drops", "seeds", "sensitivity", "trace", "window")}
-out["defaults"] = [str(report.DEFAULT_OUT), str(report.PARTIAL_OUT), str(report.DEFAULT_CACHE),
-                   str(mods["sensitivity"].DEFAULT_OUT), str(importlib.import_module("validation.thesis_fit").FIT_CACHE)] + [
-    str(m.DEFAULT_CACHE) for m in mods.values()]
+os.chdir(sys.argv[2])       # after the import: the defaults follow the working directory of their use
+out["defaults"] = [str(Path(d).resolve()) for d in [
+    report.DEFAULT_OUT, report.PARTIAL_OUT, report.DEFAULT_CACHE, mods["sensitivity"].DEFAULT_OUT,
+    importlib.import_module("validation.thesis_fit").FIT_CACHE] + [m.DEFAULT_CACHE for m in mods.values()]]
 print(json.dumps(out))
 """
 
@@ -183,9 +184,10 @@ def test_an_installed_wheel_loads_its_bundled_scenarios_by_name(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
                    check=True, capture_output=True, text=True)
     run = tmp_path / "elsewhere"      # not the checkout: only the installed copy can be found
-    run.mkdir()
+    later = run / "later"
+    later.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(site)}
-    p = subprocess.run([sys.executable, "-c", _INSTALLED_CHECK, str(site)], cwd=run, env=env,
+    p = subprocess.run([sys.executable, "-c", _INSTALLED_CHECK, str(site), str(later)], cwd=run, env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout)
@@ -215,9 +217,9 @@ def test_an_installed_wheel_loads_its_bundled_scenarios_by_name(tmp_path):
     assert p.returncode == 0 and "userver/one-packet/select/accept-10@4000" in p.stdout, p.stderr
     # The analyses' default outputs and caches: under the working directory, never in
     # site-packages (`python -m validation report --quick` used to write to site/out/).
-    assert got["checkout"] is False and Path(got["work"]) == run
-    assert got["defaults"][0] == str(run / "out" / "validation")
-    assert all(Path(d).is_relative_to(run / "out") for d in got["defaults"]), got["defaults"]
+    assert got["checkout"] is False and got["work"] == "."
+    assert got["defaults"][0] == str(later / "out" / "validation")
+    assert all(Path(d).is_relative_to(later / "out") for d in got["defaults"]), got["defaults"]
     # thesis-fit would rewrite the installed thesis-2004 profile: refused, pointing to `simaccept fit`
     p = subprocess.run([sys.executable, "-m", "validation", "thesis-fit"], cwd=run, env=env,
                        capture_output=True, text=True, timeout=120)
@@ -225,4 +227,23 @@ def test_an_installed_wheel_loads_its_bundled_scenarios_by_name(tmp_path):
     p = subprocess.run([sys.executable, "-m", "validation", "machine-fit"], cwd=run, env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "source checkout" in p.stderr and "--results DIR --profile NAME" in p.stderr, p.stderr
+    # another machine's profile goes beside its runs (DIR/NAME.toml), not into site-packages, and
+    # machine-check finds it there by name; a shipped profile's name would shadow it, so it is refused
+    mybox = run / "mybox"
+    mybox.mkdir()
+    p = subprocess.run([sys.executable, "-m", "validation", "machine-fit", "--results", "mybox", "--profile",
+                        "realsys-linux6-xeon"], cwd=run, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "shipped with simaccept" in p.stderr, p.stderr
+    p = subprocess.run([sys.executable, "-m", "validation", "machine-fit", "--results", "mybox", "--profile",
+                        "../x"], cwd=run, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "it becomes mybox/NAME.toml" in p.stderr, p.stderr
+    check = [sys.executable, "-m", "validation", "machine-check", "--results", "mybox", "--profile", "mine",
+             "--out", "o"]
+    p = subprocess.run(check, cwd=run, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "mybox/mine.toml" in p.stderr, p.stderr          # named where it looked
+    shutil.copy(site / "simaccept/costs/realsys-linux6.toml", mybox / "mine.toml")
+    p = subprocess.run(check, cwd=run, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "none of the held-out results folders" in p.stderr, p.stderr   # past the profile
     assert not any(site.rglob("validation-cache")) and not (site / "out").exists()
+    assert sorted(q.name for q in (site / "simaccept/costs").glob("*.toml")) == sorted(
+        q.name for q in (ROOT / "simaccept/costs").glob("*.toml"))

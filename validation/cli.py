@@ -148,11 +148,17 @@ def machine_fit_target(args) -> dict:
                          "committed runs; name this machine's profile, e.g. --profile realsys-mybox)")
     if not re.fullmatch(_PROFILE_NAME, profile):
         raise ValueError(f"--profile: {profile!r} is not a profile name (letters, digits, '.', '_', '-'; "
-                         "it becomes simaccept/costs/NAME.toml)")
+                         f"it becomes {machine.profile_file(results, 'NAME')})")
     # the profiles the validation report is computed with (a profile of your own may be refitted)
     if profile in ("thesis-2004", machine.REFERENCE) or (profile == machine.PROFILE and not default_results):
         raise ValueError(f"--profile: {profile!r} is a shipped profile the validation report uses; fitting it to "
                          "other runs would overwrite it")
+    from simaccept.costs import available_profiles
+    if not CHECKOUT and profile in available_profiles():
+        # installed, the fit goes beside the runs (machine.profile_file), where the shipped profile
+        # of the same name would shadow it in every later machine-check and --real-profile
+        raise ValueError(f"--profile: {profile!r} is the name of a profile shipped with simaccept, which would be "
+                         "used in place of yours; give another name")
     if results is not None and not results.is_dir():
         raise ValueError(f"--results: {results}: no such directory")
     try:
@@ -182,11 +188,15 @@ def machine_check_main(args) -> int:
     if args.jobs < 1:
         _err(f"--jobs: must be >= 1, got {args.jobs}")
         return 2
-    if args.profile not in available_profiles():
-        _err(f"--profile: no cost profile {args.profile!r} (have: {', '.join(sorted(available_profiles()))})")
-        return 2
+    from .machine import resolve_profile
     if not Path(args.results).is_dir():
         _err(f"--results: {args.results}: no such directory")
+        return 2
+    profile = resolve_profile(args.results, args.profile)
+    if profile is None:
+        _err(f"--profile: no cost profile {args.profile!r}: not shipped with simaccept (have: "
+             f"{', '.join(sorted(available_profiles()))}), not {Path(args.results) / (args.profile + '.toml')} "
+             "(where an installed simaccept's machine-fit writes it), not a .toml file")
         return 2
     why = _dir_problem(args.out)
     if why:
@@ -200,7 +210,7 @@ def machine_check_main(args) -> int:
             _err(f"--fit-json: {args.fit_json}: {getattr(e, 'strerror', None) or e}")
             return 2
     try:
-        check(args.results, args.profile, args.out, args.jobs, args.fit_json)
+        check(args.results, profile, args.out, args.jobs, args.fit_json)
     except (FileNotFoundError, ValueError) as e:
         _err(str(e))
         return 2
@@ -476,7 +486,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="folder holding the runs validation/measure_realsys.sh makes (RESULTS=DIR); default "
                          "the committed realsys/results")
     mf.add_argument("--profile", default=None, metavar="NAME",
-                    help="profile to write, simaccept/costs/NAME.toml (default realsys-linux6; required with --results)")
+                    help="profile to write: simaccept/costs/NAME.toml in a source checkout, DIR/NAME.toml when "
+                         "simaccept is installed (default realsys-linux6; required with --results)")
     mf.add_argument("--start-from", default=None, metavar="PROFILE",
                     help="start from this profile's fitted costs (name or .toml), e.g. an earlier run's "
                          "unconverged result (default: with --results, the runs' own per-call timings; else the "
@@ -487,7 +498,8 @@ def _parser() -> argparse.ArgumentParser:
                         "machine profile: median error and policy order -> OUT/realsys.md, OUT/machine-check.json")
     mc.add_argument("--results", required=True, metavar="DIR", help="folder holding the runs (RESULTS=DIR of "
                     "validation/measure_realsys.sh; realsys/results for the committed ones)")
-    mc.add_argument("--profile", required=True, metavar="NAME", help="the cost profile fitted to them (machine-fit --profile)")
+    mc.add_argument("--profile", required=True, metavar="NAME", help="the cost profile fitted to them (machine-fit "
+                    "--profile): a shipped profile, DIR/NAME.toml, or the path of a .toml file")
     mc.add_argument("--out", required=True, metavar="DIR", help="where realsys.md, its PNGs and machine-check.json go")
     mc.add_argument("--fit-json", default=None, metavar="PATH", help="the fit's record, for the per-syscall table "
                     "(default: machine-fit's default for --results and --profile)")

@@ -10,7 +10,8 @@ report --real ... --real-profile realsys-linux6``.
 
 On another machine: ``RESULTS=out/mybox sh validation/measure_realsys.sh`` (the same runs,
 kept apart from the committed ones), ``python -m validation machine-fit --results out/mybox
---profile realsys-mybox`` (writes ``simaccept/costs/realsys-mybox.toml`` and
+--profile realsys-mybox`` (writes ``simaccept/costs/realsys-mybox.toml`` in a source
+checkout, ``out/mybox/realsys-mybox.toml`` in an installed simaccept, and
 ``out/mybox/realsys-mybox-fit.json``), then ``python -m validation machine-check --results
 out/mybox --profile realsys-mybox --out DIR`` for the held-out half.  "Past saturation" is
 measured, not assumed (:func:`fit_min_rate`): a faster machine's fit set starts at a higher rate.
@@ -541,10 +542,39 @@ def machine_of(recs) -> str:
 
 
 def default_fit_json(results: str | Path | None = None, profile: str = PROFILE) -> Path:
-    """docs/validation/realsys-fit.json for the committed runs and profile; else RESULTS/<profile>-fit.json."""
+    """docs/validation/realsys-fit.json for the committed runs and profile; else RESULTS/<name>-fit.json,
+    ``name`` the profile's name or, for a profile given by its path (``DIR/NAME.toml``), its stem."""
     if (results is None or Path(results).resolve() == RESULTS.resolve()) and profile == PROFILE:
         return FIT_JSON
-    return Path(results or RESULTS) / f"{profile}-fit.json"
+    name = Path(profile).stem if str(profile).endswith(".toml") else profile
+    return Path(results or RESULTS) / f"{name}-fit.json"
+
+
+def profile_file(results: str | Path | None, profile: str) -> Path:
+    """Where machine-fit writes ``profile``: in a source checkout ``simaccept/costs/<profile>.toml``,
+    loadable by name and committed beside the others (realsys-linux6-xeon); in an installed
+    simaccept ``<results>/<profile>.toml`` beside the runs and the fit's record, because the
+    package's own folder is site-packages, shared and possibly read-only, and a reinstall would
+    drop the profile (:func:`resolve_profile` finds it there)."""
+    from .records import CHECKOUT
+    if CHECKOUT:
+        return ROOT / "simaccept" / "costs" / f"{profile}.toml"
+    return Path(results or RESULTS) / f"{profile}.toml"
+
+
+def resolve_profile(results: str | Path, profile: str) -> str | None:
+    """``profile`` as the simulator loads it (``costs.profile``): a packaged profile's name; else
+    ``<results>/<profile>.toml`` when machine-fit wrote it there (:func:`profile_file`); else the
+    path of an existing ``.toml`` file as given; None when none of these exists."""
+    from simaccept.costs import available_profiles
+    if profile in available_profiles():
+        return profile
+    beside = Path(results) / f"{profile}.toml"
+    if not str(profile).endswith(".toml") and beside.is_file():
+        return str(beside)
+    if str(profile).endswith(".toml") and Path(profile).is_file():
+        return str(profile)
+    return None
 
 
 def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nfev: int = 12,
@@ -557,7 +587,7 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
     from simaccept.costs import save_profile
 
     from .fitter import CostFitter
-    profile_path = ROOT / "simaccept" / "costs" / f"{profile}.toml"
+    profile_path = profile_file(results, profile)
     fit_json = Path(fit_json) if fit_json else default_fit_json(results, profile)
     measured = fixed_costs(results)
     recs = fit_records(results)
@@ -622,6 +652,8 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
     atomic_write(fit_json, json.dumps(out, indent=2, default=float) + "\n")
     print(f.header())
     print(f"wrote {profile_path} and {fit_json}")
+    if results is not None and not committed:
+        print(f"held-out check: python -m validation machine-check --results {results} --profile {profile} --out DIR")
     return out
 
 

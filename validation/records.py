@@ -51,8 +51,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: when it is installed (a wheel: ROOT is then site-packages).
 CHECKOUT = (ROOT / "setup.cfg").is_file() and (ROOT / "docs").is_dir()
 #: Where the analyses' default outputs and caches go: the checkout's root, or, installed, the
-#: working directory at import (never site-packages, where `report --quick` used to write).
-WORK = ROOT if CHECKOUT else Path.cwd()
+#: working directory (never site-packages, where `report --quick` used to write).  Installed it is
+#: the relative Path("."), so every default under it is resolved when it is used: a notebook that
+#: imports validation and then changes directory writes into the new one.
+WORK = ROOT if CHECKOUT else Path()
 #: The analyses' default output folder: the checkout's committed docs/validation, or, installed,
 #: ./out/validation (there is no docs/ to put it in).
 DOCS_OUT = ROOT / "docs" / "validation" if CHECKOUT else WORK / "out" / "validation"

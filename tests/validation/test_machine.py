@@ -237,6 +237,35 @@ def test_machine_fit_refuses_before_simulating(tmp_path, capsys):
     assert not (ROOT / "simaccept/costs/mybox.toml").exists()
 
 
+def test_where_machine_fit_writes_a_profile_and_machine_check_finds_it(tmp_path, monkeypatch):
+    """In a checkout a machine's profile goes into simaccept/costs (loadable by name, committed
+    like realsys-linux6-xeon); installed, beside its runs, where machine-check looks for it by name;
+    the fit's record is named after the profile either way."""
+    from validation import records
+    runs = tmp_path / "mybox"
+    runs.mkdir()
+    assert machine.profile_file(runs, "mine") == ROOT / "simaccept/costs/mine.toml"
+    monkeypatch.setattr(records, "CHECKOUT", False)
+    assert machine.profile_file(runs, "mine") == runs / "mine.toml"
+    assert machine.resolve_profile(runs, "mine") is None
+    (runs / "mine.toml").write_text((ROOT / "simaccept/costs/realsys-linux6.toml").read_text())
+    assert machine.resolve_profile(runs, "mine") == str(runs / "mine.toml")
+    assert machine.resolve_profile(tmp_path, "mine") is None              # another folder's runs
+    assert machine.resolve_profile(tmp_path, str(runs / "mine.toml")) == str(runs / "mine.toml")
+    assert machine.resolve_profile(runs, "realsys-linux6") == "realsys-linux6"       # shipped: by name
+    assert machine.default_fit_json(runs, "mine") == machine.default_fit_json(runs, str(runs / "mine.toml")) \
+        == runs / "mine-fit.json"
+    # the whole check, by name, with the profile beside the runs and its fit's record (the Xeon's)
+    from validation.cli import main
+    _copy_runs(runs, keep=lambda r: r["accept_limit"] == "10" and float(r["target_rate"]) >= 4800)
+    fit = json.loads((ROOT / "realsys/results/xeon-2026-11-26/realsys-linux6-xeon-fit.json").read_text())
+    (runs / "mine-fit.json").write_text(json.dumps(fit))
+    assert main(["machine-check", "--results", str(runs), "--profile", "mine", "--out", str(tmp_path / "o")]) == 0
+    out = json.loads((tmp_path / "o" / "machine-check.json").read_text())
+    assert out["profile"] == str(runs / "mine.toml") and out["heldout_runs"] == 3
+    assert out["sim_overrides"] == machine.fit_sim_overrides(fit)
+
+
 def _bad_json(tmp_path):
     (tmp_path / "bad.json").write_text("not json")
     return tmp_path / "bad.json"
