@@ -48,6 +48,17 @@ REPO = Path(__file__).resolve().parent.parent
 # Server and generators run at nice -20: on a shared machine other CPU-bound work then
 # gets about 1 % of their CPUs instead of half (softirq work is not affected by nice).
 NICE = -20
+#: The runner's own thread runs at this SCHED_FIFO priority (the lowest) while it runs points,
+#: with SCHED_RESET_ON_FORK so that what it starts (server, generators, bpftrace) does not inherit
+#: it; 0 leaves it as it was.  Why: each generator is in an autogroup of its own at nice -20
+#: (TestBed.spawn), the runner's session at nice 0, so against one busy-polling generator the
+#: runner gets about 1 % of the clients' CPU (CFS weights 1024 : 88761), and its work at a
+#: window's mark (a signal, the counters, the CPU snapshot) took that long to finish: measured
+#: side by side, 12 runs of the httperf test point, the window's start was marked 0.05-0.20 s late
+#: (median 0.17 s, one point failed) at nice 0 and 0.001-0.002 s late at SCHED_FIFO, and one
+#: fresh-clone CI run saw 2.0-5.0 s.  The runner sleeps between its marks, so a real-time
+#: thread takes only what it uses; the kernel's RT throttling (95 %) bounds even a runaway.
+RUNNER_FIFO_PRIORITY = 1
 SYSCTL_KEYS = ("net.ipv4.tcp_syncookies", "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog",
                "net.ipv4.tcp_synack_retries", "net.ipv4.tcp_abort_on_overflow")
 
@@ -273,12 +284,45 @@ def launch_error(attempts: float, conn_rate: float, dur: float) -> str | None:
             f"scenario.duration")
 
 
+def _sched_name() -> str:
+    """The calling thread's scheduling policy and priority, e.g. ``SCHED_FIFO 1`` (a point's record)."""
+    pol = os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK
+    names = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}
+    return f"{names.get(pol, pol)} {os.sched_getparam(0).sched_priority}"
+
+
+class runner_on_time:
+    """``with runner_on_time() as how:`` the calling thread runs at SCHED_FIFO
+    (:data:`RUNNER_FIFO_PRIORITY`, reset on fork) inside the block and as before after it; ``how``
+    says which (``"SCHED_FIFO 1"``, or ``"unchanged: <why>"`` where the kernel refuses it, e.g.
+    no CAP_SYS_NICE, or when the priority is 0)."""
+
+    def __enter__(self) -> str:
+        self.old = None
+        if not RUNNER_FIFO_PRIORITY:
+            return "unchanged: RUNNER_FIFO_PRIORITY is 0"
+        try:
+            old = (os.sched_getscheduler(0), os.sched_getparam(0))
+            os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK,
+                                  os.sched_param(RUNNER_FIFO_PRIORITY))
+        except OSError as e:
+            return f"unchanged: {e.strerror or e}"
+        self.old = old
+        return f"SCHED_FIFO {RUNNER_FIFO_PRIORITY}"
+
+    def __exit__(self, *exc) -> None:
+        if self.old is not None:
+            policy, param = self.old
+            os.sched_setscheduler(0, policy, param)
+
+
 def window_error(dur: float, late_start: float, late_end: float, server_wall_s: float | None) -> str | None:
     """None if the point measured the window it was asked for; else why not, in a sentence.
 
     The runner marks the window with its own clock (SIGUSR1 and the first counter read at the
     window's start, SIGUSR2 and the second at its end).  It runs on the clients' CPU, so
-    generators that busy-poll there can starve it.  httperf 0.9.0 spins (2.0 s of CPU for a 2 s
+    generators that busy-poll there can starve it (it now runs at SCHED_FIFO, :class:`runner_on_time`,
+    where the kernel allows it).  httperf 0.9.0 spins (2.0 s of CPU for a 2 s
     run at 200 conn/s); with 12 processes at 4,800 req/s the server's statistics covered 1 ms
     of a 4 s window and the kernel counters did not move, while httperf reported 4,800
     replies/s from a server that peaks near 3,600, and at 2,800 req/s the runner marked the
@@ -364,7 +408,8 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     srv_log = open(pdir / "server.log", "w")
     server = tb.spawn(tb.server_ns, argv, cpu=rs["cpu_server"], nice=NICE, stdout=srv_log,
                       stderr=subprocess.STDOUT)
-    extra: dict = {"point": pt.point_label(), "hash": h, "sysctls": sysctls, "server_argv": argv}
+    extra: dict = {"point": pt.point_label(), "hash": h, "sysctls": sysctls, "server_argv": argv,
+                   "runner_sched": _sched_name()}
     try:
         try:
             tb.wait_listening(PORT, server)
@@ -644,7 +689,11 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
         os.sched_setaffinity(0, {first["cpu_clients"]})
         try:
             said: set[str] = set()
-            with TestBed(cpu_server=first["cpu_server"], cpu_clients=first["cpu_clients"], log=log) as tb:
+            with TestBed(cpu_server=first["cpu_server"], cpu_clients=first["cpu_clients"], log=log) as tb, \
+                    runner_on_time() as sched:
+                if sched.startswith("unchanged"):
+                    log(f"realsys: the runner's scheduling is {sched}: the generators at nice {NICE} may "
+                        "mark its measured windows late (window_error)")
                 # a killed run's work folder (5 MB) went only with `realsys clean`; its
                 # namespaces already went with the next run's test bed (under the same lock)
                 clean_work(log)
