@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from realsys import cli, runner
-from realsys.runner import (append_record, generator_error, httperf_launches_in_window, launch_error, read_rows,
+from realsys.runner import (append_record, generator_error, httperf_error, httperf_launches_in_window, launch_error, read_rows,
                             run_scenario, server_error, status_error, window_error)
 from realsys.servers import nginx_binary
 from simaccept.record import COLUMNS, RunRecord
@@ -403,6 +403,24 @@ def test_an_httperf_point_offers_what_its_clients_launched(cbuild, tmp_path):
     assert g["launches_in_window_kernel"] > 0
     # what httperf itself said, for the record: well short of what it launched
     assert g["achieved_rate"] < 0.9 * 1200, g["achieved_rate"]
+    # httperf counts replies over its whole run; the row has the server's count in the window
+    srv = point["server_stats"]
+    assert point["replies_counted_by"] == "the server, in the window"
+    assert recs[0].replies_per_s == pytest.approx(srv["status_2xx"] / srv["wall_s"])
+
+
+@pytest.mark.parametrize("connections, rcs, launched, fails", [
+    ((5, 7), (0, 0), 990.0, None),
+    ((5, 7), (0, 0), 900.0, "httperf launched 900 of 1000 conn/s in the window"),
+    ((5, 0), (0, 0), 990.0, "1 of 2 httperf processes (gen-1) printed no summary"),
+    ((0, 0), (-9, -9), 300.0, "2 of 2 httperf processes (gen-0, gen-1) were still running"),
+])
+def test_httperf_error(connections, rcs, launched, fails):
+    """A point whose httperf processes printed nothing (killed at the drain's end: 12 at 5,600
+    conn/s once, after earlier points of the same run) or fell behind their schedule was recorded
+    ok at 0 replies/s; it fails, saying which."""
+    why = httperf_error([{"connections": n} for n in connections], list(rcs), 1000.0, launched)
+    assert (why is None) if fails is None else (fails in why), why
 
 
 @pytest.mark.root
