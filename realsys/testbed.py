@@ -82,10 +82,10 @@ class _forked_real_time:
             os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, self.old)
 
 
-def _own_group_nice(nice: int, drop_fifo: bool = False) -> None:
+def _own_group_nice(nice: int) -> None:
     """In a spawned child, after its setsid and before its exec: its new autogroup and the child
-    itself at ``nice``, then, if it was forked real-time (``drop_fifo``), back to SCHED_OTHER
-    (only os calls: it runs between fork and exec)."""
+    itself at ``nice``, then SCHED_OTHER, in case it was forked real-time (:class:`_forked_real_time`;
+    otherwise a no-op).  Only os calls: it runs between fork and exec."""
     try:
         fd = os.open("/proc/self/autogroup", os.O_WRONLY)
         try:
@@ -98,8 +98,7 @@ def _own_group_nice(nice: int, drop_fifo: bool = False) -> None:
         os.setpriority(os.PRIO_PROCESS, 0, nice)
     except OSError:
         pass
-    if drop_fifo:
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 class TestBedError(RuntimeError):
     pass
@@ -504,7 +503,7 @@ class TestBed:
             # the child's new group stayed at nice 0 until then, and against generators already
             # busy-polling at -20 its fork-to-exec took ~1 % of the CPU (a 4-process httperf
             # point's window marked 1.5 s late, a 12-process one's 7 s).
-            kw["preexec_fn"] = functools.partial(_own_group_nice, nice, True)
+            kw["preexec_fn"] = functools.partial(_own_group_nice, nice)
         with _forked_real_time(nice is not None):
             p = subprocess.Popen(cmd + list(argv), **kw)
         self.procs.append(p)

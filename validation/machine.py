@@ -546,7 +546,8 @@ def default_fit_json(results: str | Path | None = None, profile: str = PROFILE) 
     ``name`` the profile's name or, for a profile given by its path (``DIR/NAME.toml``), its stem."""
     if (results is None or Path(results).resolve() == RESULTS.resolve()) and profile == PROFILE:
         return FIT_JSON
-    name = Path(profile).stem if str(profile).endswith(".toml") else profile
+    from simaccept.costs import is_profile_path
+    name = Path(profile).stem if is_profile_path(profile) else profile
     return Path(results or RESULTS) / f"{name}-fit.json"
 
 
@@ -566,15 +567,11 @@ def resolve_profile(results: str | Path, profile: str) -> str | None:
     """``profile`` as the simulator loads it (``costs.profile``): a packaged profile's name; else
     ``<results>/<profile>.toml`` when machine-fit wrote it there (:func:`profile_file`); else the
     path of an existing ``.toml`` file as given; None when none of these exists."""
-    from simaccept.costs import available_profiles
+    from simaccept.costs import available_profiles, is_profile_path
     if profile in available_profiles():
         return profile
-    beside = Path(results) / f"{profile}.toml"
-    if not str(profile).endswith(".toml") and beside.is_file():
-        return str(beside)
-    if str(profile).endswith(".toml") and Path(profile).is_file():
-        return str(profile)
-    return None
+    path = Path(profile) if is_profile_path(profile) else Path(results) / f"{profile}.toml"
+    return str(path) if path.is_file() else None
 
 
 def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nfev: int = 12,

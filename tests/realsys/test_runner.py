@@ -153,21 +153,6 @@ def test_server_error(kind, died, stop_status, snap, fails):
     assert (why is None) if fails is None else (why is not None and fails in why), why
 
 
-def _kill_our_child(comm: str) -> None:
-    """SIGKILL this process's child named ``comm`` (the runner spawns the server directly:
-    ip netns exec, taskset and nice exec into it)."""
-    for st in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = st.read_text()
-        except OSError:
-            continue
-        name, rest = text.split("(", 1)[1].rsplit(")", 1)
-        if name == comm and int(rest.split()[1]) == os.getpid():      # fields: state, ppid
-            os.kill(int(st.parent.name), signal.SIGKILL)
-            return
-    raise AssertionError(f"no child {comm} of {os.getpid()}")
-
-
 def _our_children() -> dict[int, str]:
     """This process's children: {pid: comm}."""
     out = {}
@@ -177,9 +162,18 @@ def _our_children() -> dict[int, str]:
         except OSError:
             continue
         name, rest = text.split("(", 1)[1].rsplit(")", 1)
-        if int(rest.split()[1]) == os.getpid():
+        if int(rest.split()[1]) == os.getpid():                       # fields: state, ppid
             out[int(st.parent.name)] = name
     return out
+
+
+def _kill_our_child(comm: str) -> None:
+    """SIGKILL this process's child named ``comm`` (the runner spawns the server directly:
+    ip netns exec, taskset and nice exec into it)."""
+    pid = next((pid for pid, name in _our_children().items() if name == comm), None)
+    if pid is None:
+        raise AssertionError(f"no child {comm} of {os.getpid()}")
+    os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.root
