@@ -29,7 +29,6 @@ the caller's namespace, so no traffic can leave the machine.
 from __future__ import annotations
 
 import fcntl
-import functools
 import json
 import os
 import re
@@ -49,7 +48,7 @@ MARK_DIR = Path("/run/simaccept-testbed")
 #: bpftrace runs counted both servers' drops, with nothing to tell.
 LOCK_FILE = MARK_DIR / "lock"
 #: Programs the test bed runs: namespaces and veths, the anchors, CPU pinning, nice levels.
-REQUIRED_TOOLS = ("ip", "sh", "sleep", "taskset", "nice")
+REQUIRED_TOOLS = ("ip", "sh", "sleep", "taskset", "nice", "chrt")
 CG_V1 = Path("/sys/fs/cgroup/cpu")          # cgroup v1 cpu controller (this machine)
 CG_V2 = Path("/sys/fs/cgroup")              # cgroup v2 unified hierarchy
 NS_RE = re.compile(r"^sa-(\d+)-(srv|c\d+)$")
@@ -59,13 +58,14 @@ CLIENT_HOST = 2
 POOL = range(10, 250)          # extra client source addresses per subnet
 
 
-
 class _forked_real_time:
     """While it is entered, a real-time runner thread (realsys.runner.runner_on_time: SCHED_FIFO,
-    reset on fork) forks children that stay real-time until their preexec (:func:`_own_group_nice`)
-    has set their nice and dropped to SCHED_OTHER: reset on fork, a child began at nice 0 in its
-    parent's group and, against 12 httperf processes busy-polling at -20, took 0.7-1.5 s to get
-    from fork to exec.  Does nothing for a thread that is not SCHED_FIFO or when ``on`` is false."""
+    reset on fork) forks children that stay real-time through ``ip netns exec`` until ``chrt
+    --other 0`` in their exec chain (:meth:`TestBed.spawn`); by then the parent, real-time too,
+    has set their autogroup's nice.  Reset on fork, a child began at nice 0 and, against 12 httperf
+    processes busy-polling at -20, took 0.7-1.5 s to get from fork to exec.  (Not a preexec_fn:
+    Python code between fork and exec took a Ctrl-C there as a traceback in the child.)  Does
+    nothing for a thread that is not SCHED_FIFO or when ``on`` is false."""
 
     def __init__(self, on: bool):
         self.on = on
@@ -81,24 +81,6 @@ class _forked_real_time:
         if self.old is not None:
             os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, self.old)
 
-
-def _own_group_nice(nice: int) -> None:
-    """In a spawned child, after its setsid and before its exec: its new autogroup and the child
-    itself at ``nice``, then SCHED_OTHER, in case it was forked real-time (:class:`_forked_real_time`;
-    otherwise a no-op).  Only os calls: it runs between fork and exec."""
-    try:
-        fd = os.open("/proc/self/autogroup", os.O_WRONLY)
-        try:
-            os.write(fd, str(nice).encode())
-        finally:
-            os.close(fd)
-    except OSError:
-        pass                # no autogroups (CONFIG_SCHED_AUTOGROUP off): nice alone then
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        pass
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 class TestBedError(RuntimeError):
     pass
@@ -485,12 +467,13 @@ class TestBed:
     def spawn(self, ns: str, argv: Sequence[str], cpu: int | None, nice: int | None = None,
               **kw) -> subprocess.Popen:
         """Start argv inside ns (one of ours), pinned to cpu, optionally at a nice level.
-        ip-netns-exec, nice and taskset all exec, so the Popen's pid is the program's own."""
+        ip-netns-exec, chrt, nice and taskset all exec, so the Popen's pid is the program's own."""
         if ns not in self.created:
             raise TestBedError(f"{ns} is not a namespace of this test bed")
         cmd = ["ip", "netns", "exec", ns]
         if nice is not None:
-            cmd += ["nice", "-n", str(nice)]
+            # forked real-time (_forked_real_time), the program itself is not
+            cmd += ["chrt", "--other", "0", "nice", "-n", str(nice)]
         if cpu is not None:
             cmd += ["taskset", "-c", str(cpu)]
         kw.setdefault("stdin", subprocess.DEVNULL)
@@ -499,11 +482,6 @@ class TestBed:
             # sessions' work still gets an equal share of the CPU.  So the process gets a
             # session (autogroup) of its own, and that group gets the same nice level.
             kw["start_new_session"] = True
-            # ... set in the child itself, before it execs: set by the parent after Popen returned,
-            # the child's new group stayed at nice 0 until then, and against generators already
-            # busy-polling at -20 its fork-to-exec took ~1 % of the CPU (a 4-process httperf
-            # point's window marked 1.5 s late, a 12-process one's 7 s).
-            kw["preexec_fn"] = functools.partial(_own_group_nice, nice)
         with _forked_real_time(nice is not None):
             p = subprocess.Popen(cmd + list(argv), **kw)
         self.procs.append(p)
