@@ -12,7 +12,17 @@ reply's first bytes arrive; not modelled: replies take milliseconds, timeouts
 seconds.  When the timer fires the client gives up and closes the socket.  A
 SYN that gets no answer is retransmitted at the kernel profile's SYN RTO,
 doubling (3, 9, 21 s after the first on Linux 2.4), while the deadline
-allows.  A request the server did not acknowledge (its handshake ACK hit a
+allows.
+
+A busy client acts on its timer late (``client.timer_lag_ms``: httperf runs its
+timers between select calls, its kernel retransmits on its own).  With a
+timeout at a SYN retransmission (3 s on Linux 2.4, 1 s on Linux 6) the
+retransmission then goes out before the client closes; if it gets in, the
+handshake completes in the client's kernel after the deadline, and the client
+closes the connection without a request when it acts.  The server accepts a
+connection with nothing to read: the thesis's table 4.8 (14-17 % of the
+μserver's accepts), and what realsys measured with stock httperf at a 1 s
+timeout on a loaded client CPU (realsys/results/README.md, dead accepts).  A request the server did not acknowledge (its handshake ACK hit a
 full accept queue) is retransmitted at the client's data RTO, doubling.
 
 The arrival stream is drawn in bulk with NumPy: no process or event per

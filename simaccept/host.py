@@ -71,6 +71,10 @@ class Host:
         self._syn_off = [0.0] + [prof.syn_send_offset(k, self.syn_rto) for k in range(1, prof.syn_retries + 1)]
         self.data_rto = cl["data_rto"]
         self.timeout = cl["timeout"]
+        # The client acts on a connect deadline timer_lag late: the kernel goes on
+        # retransmitting its SYN until then, and closes the socket only then.
+        self.lag = cl["timer_lag_ms"] / 1000.0
+        self.close_after = self.timeout + self.lag
         self.restart_at_connect = cl["timeout_from"] == "connect"
         self.think = cl["think_ms"] / 1000.0
         self.req_delay = cl["request_delay_ms"] / 1000.0
@@ -122,6 +126,7 @@ class Host:
         self.dl = [0.0] * n              # client's current deadline
         self.t_acc = [-1.0] * n
         self.t_done = [-1.0] * n         # last reply received / gave up
+        self.no_req = [False] * n        # established after its deadline: closed without a request
         self.replies = [0] * n
 
         # per-request results: (time reply fully received, response seconds)
@@ -169,7 +174,7 @@ class Host:
                 di += 1
             self.di = di
             if di < n:
-                td = t0[di] + self.timeout
+                td = t0[di] + self.close_after
                 if td < best:
                     best, src = td, 1
         ackq = self.ackq
@@ -200,7 +205,7 @@ class Host:
             cost = self._deadline(best, di, first=True)
         elif src == 2:
             _, c = self.ackq.popleft()
-            cost = self._ack(best, c, not self.req_delay, False, True)
+            cost = self._ack(best, c, not self.req_delay and not self.no_req[c], False, True)
         else:
             _, _, kind, c = heapq.heappop(self.heap)
             cost = self._dispatch(best, kind, c)
@@ -229,7 +234,7 @@ class Host:
                 di += 1
             self.di = di
             if di < n:
-                td = t0[di] + self.timeout
+                td = t0[di] + self.close_after
                 if td < best:
                     best, src = td, 1
         ackq = self.ackq
@@ -277,6 +282,15 @@ class Host:
             self.young[c] = queued
             d = self.delay
             self.t_est[c] = t + d
+            if self.lag and t + d > self.t0[c] + self.timeout:
+                # Established after the deadline, before the client acted on it: the
+                # handshake completes in its kernel, the client closes without a request.
+                self.no_req[c] = True
+                self.ackq.append((t + 2 * d, c))
+                if t + 2 * d < self.nt:
+                    self.nt = t + 2 * d
+                    self.nsrc = 2
+                return cs.k_syn
             self.t_req[c] = t + d          # the request follows the ACK at once
             if self.req_delay:
                 # slow client: the request leaves req_delay after the ACK (it
@@ -300,7 +314,7 @@ class Host:
         k = self.syn_k[c]
         if k <= self.syn_retries:
             t_send = self.t0[c] + self._syn_off[k]
-            if t_send < self.t0[c] + self.timeout:
+            if t_send < self.t0[c] + self.close_after:
                 self._push(t_send + self.delay, E_SYN, c)
         return cs.k_syn_drop
 
@@ -341,14 +355,14 @@ class Host:
         return 0.0
 
     def _sched_data_retx(self, c):
-        if self.retx_pending[c] or self.outcome[c] != O_INFLIGHT:
+        if self.retx_pending[c] or self.outcome[c] != O_INFLIGHT or self.no_req[c]:
             return
         k = self.data_k[c] + 1
         # No Karn penalty: Linux seeds a new connection's RTT from the route's
         # cached metric (tcp_init_metrics), and every client talks to one server.
         rto = self.data_rto
         t_send = self.t_est[c] + rto * ((1 << k) - 1)
-        if t_send < self.dl[c] or (self.dl[c] == 0.0 and t_send < self.t0[c] + self.timeout):
+        if t_send < self.dl[c] or (self.dl[c] == 0.0 and t_send < self.t0[c] + self.close_after):
             self.data_k[c] = k
             self.retx_pending[c] = True
             self._push(t_send + self.delay, E_DATA_RETX, c)

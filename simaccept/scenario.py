@@ -196,6 +196,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
                             "(slow or loaded clients; thesis cluster 2 had 550 MHz clients)."),
         "request_delay_ms": _nonneg(0.0, "Client delay between its connection being established and "
                                     "its first request (slow or loaded clients)."),
+        "timer_lag_ms": _nonneg(0.0, "How late the client process acts on a connect timeout (a busy "
+                                "httperf runs its timers between select calls).  The kernel still "
+                                "retransmits a SYN due in that lag, and a handshake completed after the "
+                                "deadline gets no request: the client closes it when it acts, and the "
+                                "server accepts a connection with nothing to read (thesis table 4.8)."),
     },
     "costs": {
         "profile": Key("str", "thesis-2004", "Named cost profile (simaccept/costs/<name>.toml), or the path "

@@ -17,7 +17,7 @@
 * ``python -m validation machine-check --results DIR --profile NAME --out DIR``: those runs'
   held-out half predicted with that profile, median error and policy order
   (:func:`validation.realsys_report.check`);
-* ``python -m validation thesis-fit [--jobs N] [--max-nfev N] [--set K=V ...] [--check]``: thesis-2004, fitted to the
+* ``python -m validation thesis-fit [--jobs N] [--max-nfev N] [--set K=V ...] [--params A,B] [--start PROFILE] [--check]``: thesis-2004, fitted to the
   thesis's μserver one-packet records (:mod:`validation.thesis_fit`);
 * ``python -m validation window [--out DIR] [--jobs N] [--cache DIR]``: every thesis row with a
   target rate simulated in the report's window and in the thesis's (120 s from idle queues)
@@ -510,6 +510,11 @@ def _parser() -> argparse.ArgumentParser:
     tf.add_argument("--max-nfev", type=int, default=12)
     tf.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="scenario override for every simulation of the fit (e.g. scenario.duration=120)")
+    tf.add_argument("--params", default=None, metavar="NAME,NAME,...",
+                    help="fit only these of the fit's costs (default: all of validation.thesis_fit.FIT_PARAMS)")
+    tf.add_argument("--start", default=None, metavar="PROFILE",
+                    help="profile the fit starts from and keeps for the costs it does not fit "
+                         "(default: thesis-2004-hand)")
     tf.add_argument("--check", action="store_true",
                     help="only print the fit's residuals at the shipped thesis-2004 values (writes no profile; "
                          "its simulations are cached under out/validation-cache)")
@@ -627,7 +632,22 @@ def _main(args) -> int:
                      "runs only in a source checkout; for a profile of your own fitted to the thesis's rows: "
                      "simaccept fit --records thesis --select server=userver --params ... --out PROFILE.toml")
                 return 2
-            run_fit = lambda jobs, nfev: _fit(jobs, nfev, sim_overrides=args.set)  # noqa: E731
+            from .thesis_fit import BASE, FIT_PARAMS
+            params = tuple(p.strip() for p in args.params.split(",") if p.strip()) if args.params else FIT_PARAMS
+            bad = [p for p in params if p not in FIT_PARAMS]
+            if bad or not params:
+                _err(f"--params: {', '.join(bad) or 'none given'}: not among the thesis fit's costs "
+                     f"({', '.join(FIT_PARAMS)})")
+                return 2
+            if args.start:
+                from simaccept.costs import load_costs
+                try:
+                    load_costs(args.start)
+                except (KeyError, ValueError) as e:
+                    _err(f"--start: {e.args[0] if e.args else e}")
+                    return 2
+            run_fit = lambda jobs, nfev: _fit(jobs, nfev, sim_overrides=args.set, params=params,  # noqa: E731
+                                              base=args.start or BASE)
         try:
             if args.cmd == "thesis-fit" and args.check:
                 res = check(args.jobs, sim_overrides=args.set)

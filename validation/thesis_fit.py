@@ -100,16 +100,19 @@ def check(jobs: int = 2, sim_overrides=(), verbose: int = 0) -> dict[str, Any]:
             "n_sims": f.n_sims_}
 
 
-def fit(jobs: int = 2, max_nfev: int | None = 12, verbose: int = 1, sim_overrides=()) -> dict[str, Any]:
+def fit(jobs: int = 2, max_nfev: int | None = 12, verbose: int = 1, sim_overrides=(),
+        params=FIT_PARAMS, base: str = BASE) -> dict[str, Any]:
     """Fit, save the profile atomically, write the JSON record; FitError if it does not converge.
 
     ``sim_overrides`` apply to every simulation of the fit (and are recorded in the profile's
-    header), e.g. the thesis's measurement window (see :mod:`validation.window`).
+    header), e.g. the thesis's measurement window (see :mod:`validation.window`).  ``params``
+    (a subset of :data:`FIT_PARAMS`) and ``base`` (the start, whose values the costs not fitted
+    keep) make a partial refit: after a change to the model, from the last fit's values.
     """
     from simaccept.costs import save_profile
 
     from .fitter import CostFitter
-    f = CostFitter(params=list(FIT_PARAMS), metrics=list(FIT_METRICS), base_profile=BASE, n_jobs=jobs,
+    f = CostFitter(params=list(params), metrics=list(FIT_METRICS), base_profile=base, n_jobs=jobs,
                    max_nfev=max_nfev, verbose=verbose, accept_max_nfev=True, sim_overrides=list(sim_overrides),
                    cache=FIT_CACHE)
     f.fit(fit_records())
@@ -118,7 +121,8 @@ def fit(jobs: int = 2, max_nfev: int | None = 12, verbose: int = 1, sim_override
         "Thesis profile (2.4 GHz Xeon, uniprocessor Linux 2.4.20): see validation/thesis_fit.py.",
         "Window: each record simulated over the thesis's own, 120 s from idle queues",
         "(validation.records.record_window), not the scenario files' 10 s warm-up + 10 s.",
-        f"Started from {BASE} (the hand calibration); costs not fitted keep its values, including",
+        (f"Started from {BASE} (the hand calibration); costs not fitted keep its values, including" if base == BASE
+         else f"Started from {base} (fitting {', '.join(params)} only); costs not fitted keep its values, including"),
         "TUX's tux_* and Knot's thread_switch / sched_*, which were set by hand on those servers' rows,",
         "except " + ", ".join(f"{k} = {v:g}" for k, v in TUX_HAND_SET.items()) + ": set again by hand on TUX",
         "Accept-1's one-packet peak with this fit's kernel costs (validation.thesis_fit.TUX_HAND_SET).",
@@ -126,7 +130,7 @@ def fit(jobs: int = 2, max_nfev: int | None = 12, verbose: int = 1, sim_override
         "value, k_data_rx: the one-packet rows never draw one, so the fit cannot see it.",
     ])
     save_profile(PROFILE_PATH, {**f.costs_(), **TUX_HAND_SET}, header=header)
-    out = {"profile": PROFILE, "base_profile": BASE, "fit": f.summary(), "metrics": list(FIT_METRICS),
+    out = {"profile": PROFILE, "base_profile": base, "fit": f.summary(), "metrics": list(FIT_METRICS),
            "records": [m.label for m in f.records_], "hand_set_after_fit": dict(TUX_HAND_SET)}
     FIT_JSON.parent.mkdir(parents=True, exist_ok=True)
     tmp = FIT_JSON.with_suffix(".json.tmp")

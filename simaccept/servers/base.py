@@ -10,7 +10,7 @@ record.
 from __future__ import annotations
 
 STAT_NAMES = ("getevents_calls", "fds_returned", "accept_phases", "accepts", "accepts_eagain",
-              "work_phases", "work_items", "open_integral", "closed")
+              "work_phases", "work_items", "open_integral", "closed", "accepts_discarded")
 
 
 class ServerModel:

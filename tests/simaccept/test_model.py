@@ -41,6 +41,7 @@ small = st.fixed_dictionaries({
     "workload__arrivals": st.sampled_from(["deterministic", "poisson"]),
     "client__timeout": st.sampled_from([0.3, 1.0, 5.0]),
     "client__timeout_from": st.sampled_from(["connect", "first-syn"]),
+    "client__timer_lag_ms": st.sampled_from([0.0, 1.0, 20.0]),
     "network__delay_ms": st.sampled_from([0.0, 0.1, 5.0]),
 })
 
@@ -250,6 +251,53 @@ def test_httperf_timer_restarts_when_the_connection_is_established(timeout_from)
     else:
         assert late.sum() == 0
         assert (out[retried] == O_TIMEDOUT).mean() > 0.5
+
+
+def _late_timer_run(server, lag_ms, limit="inf"):
+    sc = scen(**{"kernel__profile": "linux-2.4", "server__kind": server, "server__accept_limit": limit,
+                 "workload__rate": 30000.0, "workload__arrivals": "poisson", "scenario__warmup": 0.0,
+                 "scenario__duration": 6.0, "client__timeout": 3.0, "client__timer_lag_ms": lag_ms})
+    return simulate(sc, raise_errors=True, return_host=True)
+
+
+@pytest.mark.parametrize("lag_ms", [0.0, 1.0])
+def test_clients_that_act_late_on_their_timer_are_accepted_with_nothing_to_read(lag_ms):
+    """Timeout = Linux 2.4's first SYN RTO (3 s).  On time, the client closes as its kernel would
+    retransmit, so a failed connection sends one SYN and nothing is established after its
+    deadline.  Acting 1 ms late, the retransmission goes out first: a failed connection sends
+    two SYNs, and one that gets in is established after its deadline and closed without a
+    request, 1 ms later; the μserver accepts it and reads EOF (thesis table 4.8)."""
+    rec, host = _late_timer_run("userver", lag_ms)
+    t0, t_est, t_done = np.asarray(host.t0), np.asarray(host.t_est), np.asarray(host.t_done)
+    out, syns, replies = np.asarray(host.outcome), np.asarray(host.syn_k), np.asarray(host.replies)
+    no_req = np.asarray(host.no_req)
+    after = (t_est > t0 + 3.0) & (t_done >= 0)
+    if lag_ms == 0.0:
+        assert syns.max() == 1 and not no_req.any() and not after.any()
+        assert rec.replies_per_s > 0.99 * rec.accept_rate
+        return
+    assert syns.max() == 2 and (syns == 2).sum() > 1000
+    assert no_req.sum() > 100 and np.array_equal(no_req, after)
+    assert np.all(out[no_req] == O_TIMEDOUT) and not replies[no_req].any()
+    assert np.allclose(t_done[no_req], t0[no_req] + 3.001, rtol=0, atol=1e-9)
+    accepted_dead = no_req & (np.asarray(host.t_acc) >= 0)
+    assert accepted_dead.sum() > 100
+    assert rec.accept_rate - rec.replies_per_s > 0.05 * rec.accept_rate
+
+
+def test_tux_releases_a_connection_its_client_has_closed_and_ends_the_accept_phase():
+    """TUX's accept_requests() (net/tux/accept.c) releases a child socket that is no longer
+    ESTABLISHED and returns: such a connection is not counted as accepted, so TUX's accept rate
+    stays with its replies (thesis table 4.10: 18,430 accepts/s, 18,470 replies/s) where the
+    μserver's runs 15 % ahead of them, and its Accept-Inf batches end at the first one."""
+    rec, host = _late_timer_run("tux", 1.0)
+    t_acc = np.asarray(host.t_acc)
+    accepted = int((t_acc >= 0).sum())
+    counted = rec.accept_rate * rec.duration_s
+    assert accepted - counted > 100                                 # released, not counted
+    assert rec.accept_rate - rec.replies_per_s < 0.02 * rec.accept_rate
+    on_time, _ = _late_timer_run("tux", 0.0)
+    assert rec.c_avg < 0.5 * on_time.c_avg                         # batches end at a dead one
 
 
 def test_synack_timer_resends_exactly_on_time_and_only_after_a_listen_overflow(monkeypatch):

@@ -373,3 +373,18 @@ def test_predict_tells_replicates_apart_by_seed(capsys):
     assert rc == 0, out
     lines = [ln for ln in out.splitlines() if ln.startswith("userver/one-packet/select/accept-1@6400")]
     assert len(lines) == 3 and {ln.split()[1] for ln in lines} == {"seed=11", "seed=12", "seed=13"}, out
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--params", "select_base,no_such_cost"], "no_such_cost"),
+    (["--params", "accept"], "accept"),                    # a cost, but not one the thesis fit fits
+    (["--params", ","], "none given"),
+    (["--start", "no-such-profile"], "no-such-profile"),
+])
+def test_thesis_fit_bad_params_or_start_is_exit_2_and_touches_nothing(flags, named, capsys):
+    from validation.cli import main as vmain
+    path = Path(simaccept.__file__).parent / "costs" / "thesis-2004.toml"
+    before = path.read_bytes()
+    assert vmain(["thesis-fit", "--jobs", "1", *flags]) == 2
+    assert named in capsys.readouterr().err
+    assert path.read_bytes() == before
