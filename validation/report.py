@@ -149,7 +149,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "3 evaluations, not converged: residual norm 0.485, against 0.323 for the earlier clients' fit of five "
         "costs) leaves the μserver's throughput past saturation between -34 % and +17 %: Accept-1 falls too far "
         "(-10.8 % at 27,000, -34.4 % at 30,000) while Accept-10 and Accept-Inf stay too high (+16.8 %, +16.2 % at "
-        "27,000).  Dearer SYN drops (k_syn_drop 7.4 -> 11.3 us) cut hardest the policy that drops the most; the "
+        "27,000; at the fit's own seeds +0.9 %, -33.8 %, +18.2 %, +13.3 %, *The thesis profile*).  Dearer SYN drops (k_syn_drop 7.4 -> 11.3 us) cut hardest the policy that drops the most; the "
         "fit had no cost that would lower Accept-10 and Accept-Inf alone.  A fit of all five costs, with more "
         "evaluations, from these clients is the next step",
     ("userver-one-packet-select", "10", "accept_rate"): "as its throughput and C_avg",
@@ -1634,11 +1634,15 @@ def thesis_fit_markdown() -> list[str]:
     L = ["## The thesis profile (thesis-2004, fitted)\n",
          f"`python -m validation thesis-fit` (validation/thesis_fit.py): CostFitter on {len(f['records'])} μserver "
          f"one-packet records ({', '.join(f['records'])}); metrics {', '.join(d['metrics'])}, all weight 1; "
-         f"started from `{BASE}` (the hand calibration).  Residual norm {f['residual_norm']:.3g} (start "
+         + (f"started from `{BASE}` (the hand calibration)" if d.get("base_profile", BASE) == BASE else
+            f"started from `{d['base_profile']}` as it was before this fit, fitting only the costs below")
+         + f".  Residual norm {f['residual_norm']:.3g} (start "
          f"{f['start_residual_norm']:.3g}), {f['nfev']} evaluations, {f['n_sims']} simulations, status "
          f"{f['status']}" + (" (**stopped at max_nfev**, not converged)" if f["stopped_at_max_nfev"] else "")
-         + ".  Every other cost keeps its hand value.\n",
-         "| cost (µs) | fitted | ± stderr | hand value |\n|---|---|---|---|"]
+         + (".  Every other cost keeps its hand value.\n" if d.get("base_profile", BASE) == BASE else
+            ".  Every other cost keeps its value from the start.\n"),
+         "| cost (µs) | fitted | ± stderr | " + ("hand value" if d.get("base_profile", BASE) == BASE else "start")
+         + " |\n|---|---|---|---|"]
     for k, v in f["params"].items():
         L.append(f"| {k} | {v:.4g} | {f['stderr'][k]:.2g} | {f['start'][k]:.4g} |")
     L.append("\n| residual | value |\n|---|---|")
@@ -1706,7 +1710,7 @@ def clients_timeout_markdown(cells: list[dict[str, Any]]) -> list[str]:
         b, c = before[k], now[k]
         bc = {"kind": b["kind"], "error": float(b["error"]), "ok": b["ok"] == "True"}
         role = c["role"][0]
-        L.append(f"| {k[0]} | {c['label']} | {role} | {_fmt(c['measured'])} | {_fmt(float(b['predicted']))} | "
+        L.append(f"| `{k[0]}` | {c['label']} | {role} | {_fmt(c['measured'])} | {_fmt(float(b['predicted']))} | "
                  f"{_err_str(bc)}{'' if bc['ok'] else ' ✗'} | {_fmt(c['predicted'])} | {_err_str(c)}"
                  f"{'' if c['ok'] else ' ✗'} |")
         t = tally[c["label"]]
