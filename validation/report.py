@@ -1709,7 +1709,7 @@ def clients_timeout_markdown(cells: list[dict[str, Any]]) -> list[str]:
     for k in keys:
         b, c = before[k], now[k]
         bc = {"kind": b["kind"], "error": float(b["error"]), "ok": b["ok"] == "True"}
-        role = c["role"][0]
+        role = {"calibration": "c", "held-out": "h", "hand-set": "s"}.get(c["role"], c["role"])
         L.append(f"| `{k[0]}` | {c['label']} | {role} | {_fmt(c['measured'])} | {_fmt(float(b['predicted']))} | "
                  f"{_err_str(bc)}{'' if bc['ok'] else ' ✗'} | {_fmt(c['predicted'])} | {_err_str(c)}"
                  f"{'' if c['ok'] else ' ✗'} |")
