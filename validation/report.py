@@ -349,8 +349,9 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
 }
 
 
-#: Notes on one-packet cells written before the clients' timeout changed (2026-11-29) and not rewritten since:
-#: their reasoning may still hold, their figures are of the earlier model.
+#: The one-packet notes rewritten for the clients of 2026-11-29 (*The clients' timeout*).  Every other
+#: one-packet note was written before them: :func:`_miss_note` marks it so (its reasoning may still hold,
+#: its figures are of the earlier model).
 NOTES_CURRENT = {("userver-one-packet-select", "*", "replies_per_s"),
                  ("userver-one-packet-select", "1", "peak_replies_per_s"), ("tux-one-packet", "inf", "c_avg")}
 ONE_PACKET_GROUPS = ("userver-one-packet-select", "tux-one-packet", "knot-one-packet")
@@ -1631,17 +1632,18 @@ def thesis_fit_markdown() -> list[str]:
         return ["## The thesis profile\n", f"No fit record ({FIT_JSON.name}): run `python -m validation thesis-fit`.\n"]
     d = json.loads(FIT_JSON.read_text())
     f = d["fit"]
+    from_hand = d.get("base_profile", BASE) == BASE
     L = ["## The thesis profile (thesis-2004, fitted)\n",
          f"`python -m validation thesis-fit` (validation/thesis_fit.py): CostFitter on {len(f['records'])} μserver "
          f"one-packet records ({', '.join(f['records'])}); metrics {', '.join(d['metrics'])}, all weight 1; "
-         + (f"started from `{BASE}` (the hand calibration)" if d.get("base_profile", BASE) == BASE else
+         + (f"started from `{BASE}` (the hand calibration)" if from_hand else
             f"started from `{d['base_profile']}` as it was before this fit, fitting only the costs below")
          + f".  Residual norm {f['residual_norm']:.3g} (start "
          f"{f['start_residual_norm']:.3g}), {f['nfev']} evaluations, {f['n_sims']} simulations, status "
          f"{f['status']}" + (" (**stopped at max_nfev**, not converged)" if f["stopped_at_max_nfev"] else "")
-         + (".  Every other cost keeps its hand value.\n" if d.get("base_profile", BASE) == BASE else
+         + (".  Every other cost keeps its hand value.\n" if from_hand else
             ".  Every other cost keeps its value from the start.\n"),
-         "| cost (µs) | fitted | ± stderr | " + ("hand value" if d.get("base_profile", BASE) == BASE else "start")
+         "| cost (µs) | fitted | ± stderr | " + ("hand value" if from_hand else "start")
          + " |\n|---|---|---|---|"]
     for k, v in f["params"].items():
         L.append(f"| {k} | {v:.4g} | {f['stderr'][k]:.2g} | {f['start'][k]:.4g} |")
