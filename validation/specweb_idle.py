@@ -212,12 +212,16 @@ def control_agrees(control: Sequence[dict]) -> dict[str, bool]:
     return out
 
 
-def infer_think(table: Sequence[dict], think_ms: Sequence[float], limits: Iterable[str]) -> tuple[float, dict]:
+def infer_think(table: Sequence[dict], think_ms: Sequence[float], limits: Iterable[str],
+                uncrossed: dict | None = None) -> tuple[float, dict]:
     """The client delay at which simulated open connections equal the implied ones, per gprof
     row whose accept-limit is in ``limits`` (linear interpolation of the log ratio between
-    the two grid delays where it changes sign); the mean over those rows.  Raises when no row
-    is usable or a usable row never crosses."""
-    per_row = {}
+    the two grid delays where it changes sign); the mean over the rows that cross.
+
+    A row that never crosses within the grid infers nothing; it goes into ``uncrossed`` (when
+    given) as ``{accept_limit: "above" | "below"}``, the side the simulation stays on at every
+    delay.  Raises when no row is usable or none of them crosses."""
+    per_row, never = {}, {}
     for lim in limits:
         pts = sorted((t["think_ms"], t["log_ratio"]) for t in table if t["accept_limit"] == lim)
         if not pts:
@@ -233,10 +237,17 @@ def infer_think(table: Sequence[dict], think_ms: Sequence[float], limits: Iterab
                 cross = x0 + (x1 - x0) * (-y0) / (y1 - y0)
                 break
         if math.isnan(cross):
-            raise IdleError(f"accept-limit {lim}: simulated open connections do not cross the implied ones "
-                            f"within {pts[0][0]:g}-{pts[-1][0]:g} ms")
-        per_row[lim] = cross
+            ys = [y for _, y in pts if not math.isnan(y)]
+            never[lim] = "above" if ys and min(ys) > 0 else "below"
+        else:
+            per_row[lim] = cross
+    if uncrossed is not None:
+        uncrossed.update(never)
     if not per_row:
+        if never:
+            raise IdleError("simulated open connections do not cross the implied ones within "
+                            f"{min(think_ms):g}-{max(think_ms):g} ms at any usable accept-limit ("
+                            + ", ".join(f"Accept-{k}: {v} at every delay" for k, v in never.items()) + ")")
         raise IdleError("no gprof row passes its one-packet control; the delay cannot be inferred")
     return sum(per_row.values()) / len(per_row), per_row
 
@@ -274,7 +285,8 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
     spec_tab = implied_table(gp_spec, sims, think_ms, costs)
     control = implied_table(gp_one, sims, [0.0], costs)
     agrees = control_agrees(control)
-    th_best, per_row = infer_think(spec_tab, think_ms, [k for k, ok in agrees.items() if ok])
+    uncrossed: dict = {}
+    th_best, per_row = infer_think(spec_tab, think_ms, [k for k, ok in agrees.items() if ok], uncrossed)
     th_best = round(th_best)                    # ms; finer is below the noise of one 10 s run
     ratio_spec = ratio_table(gp_spec, sims, think_ms)
     ratio_ctl = ratio_table(gp_one, sims, [0.0])
@@ -295,6 +307,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
         "implied_one_packet_control": control,
         "control_agrees": agrees,
         "inferred_think_ms_by_accept_limit": per_row,
+        "uncrossed_by_accept_limit": uncrossed,      # control agrees, but no delay in the grid meets
         "best_think_ms": float(th_best),
         "predictions": pred,
         "heldout_within_10pct_as_stated": _within(pred, 0.0),
@@ -371,12 +384,15 @@ def markdown(res: dict) -> str:
                  f"{t['sim_select_share']:.1%} | {_f(t['implied_open_conns'])} | {_f(t['sim_open_conns'])} |")
     ag = res["control_agrees"]
     used = res["inferred_think_ms_by_accept_limit"]
+    unx = res.get("uncrossed_by_accept_limit", {})
     L += ["", "A row infers the delay only if its accept-limit's one-packet control agrees (implied and simulated "
           f"open connections within {CONTROL_ABS:g} connections or {CONTROL_REL:.0%}): "
           + ", ".join(f"Accept-{k}: {'agrees' if v else 'does not'}" for k, v in ag.items()) + ".  "
           "Where the control disagrees the simulator's own count of open connections is off on the fitted rows, so "
           "that row cannot tell a client delay from that miss.  Delay where simulated and implied "
           "open connections meet: " + ", ".join(f"Accept-{k}: {v:.1f} ms" for k, v in used.items())
+          + "".join(f", Accept-{k}: none (the simulation's count stays {v} the implied one at every delay "
+                    f"of the grid, so this row infers no delay)" for k, v in unx.items())
           + f"; used: **{th:g} ms**.", "",
           "## Ratio reading", "",
           "| workload | client delay (ms) | implied open(1)/open(Inf) | simulated |", "|---|---|---|---|"]

@@ -63,10 +63,21 @@ def test_infer_think_interpolates_the_crossing_and_averages_rows():
 
 def test_infer_think_refuses_no_crossing_and_no_rows():
     tab = _rows("inf", [(0, 0.4), (50, 0.7), (100, 0.9)])
-    with pytest.raises(IdleError, match="do not cross"):
+    with pytest.raises(IdleError, match="do not cross.*Accept-inf: above"):
         infer_think(tab, [0, 50, 100], ["inf"])
     with pytest.raises(IdleError, match="no gprof row"):
         infer_think(tab, [0, 50, 100], [])
+
+
+def test_infer_think_reports_a_row_that_does_not_cross_and_uses_the_others():
+    tab = _rows("1", [(0, -2.0), (50, -1.0), (100, 1.0)]) + _rows("inf", [(0, 0.4), (50, 0.7), (100, 0.9)])
+    never: dict = {}
+    th, per = infer_think(tab, [0, 50, 100], ["1", "inf"], never)
+    assert per == {"1": pytest.approx(75.0)} and th == pytest.approx(75.0)
+    assert never == {"inf": "above"}
+    below: dict = {}
+    infer_think(tab + _rows("10", [(0, -0.9), (50, -0.5), (100, -0.1)]), [0, 50, 100], ["1", "10"], below)
+    assert below == {"10": "below"}
 
 
 def test_control_agrees_within_50_conns_or_half():
