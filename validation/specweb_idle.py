@@ -219,8 +219,8 @@ def infer_think(table: Sequence[dict], think_ms: Sequence[float], limits: Iterab
     the two grid delays where it changes sign); the mean over the rows that cross.
 
     A row that never crosses within the grid infers nothing; it goes into ``uncrossed`` (when
-    given) as ``{accept_limit: "above" | "below"}``, the side the simulation stays on at every
-    delay.  Raises when no row is usable or none of them crosses."""
+    given) as ``{accept_limit: "above" | "below" | "undefined"}``: the side the simulation stays
+    on at every delay, or no implied count (log ratio NaN) at any.  Raises when no row is usable or none of them crosses."""
     per_row, never = {}, {}
     for lim in limits:
         pts = sorted((t["think_ms"], t["log_ratio"]) for t in table if t["accept_limit"] == lim)
@@ -238,7 +238,7 @@ def infer_think(table: Sequence[dict], think_ms: Sequence[float], limits: Iterab
                 break
         if math.isnan(cross):
             ys = [y for _, y in pts if not math.isnan(y)]
-            never[lim] = "above" if ys and min(ys) > 0 else "below"
+            never[lim] = "undefined" if not ys else "above" if min(ys) > 0 else "below"
         else:
             per_row[lim] = cross
     if uncrossed is not None:
@@ -391,8 +391,9 @@ def markdown(res: dict) -> str:
           "Where the control disagrees the simulator's own count of open connections is off on the fitted rows, so "
           "that row cannot tell a client delay from that miss.  Delay where simulated and implied "
           "open connections meet: " + ", ".join(f"Accept-{k}: {v:.1f} ms" for k, v in used.items())
-          + "".join(f", Accept-{k}: none (the simulation's count stays {v} the implied one at every delay "
-                    f"of the grid, so this row infers no delay)" for k, v in unx.items())
+          + "".join(f", Accept-{k}: none (" + ("no implied count at any delay" if v == "undefined" else
+                                             f"the simulation's count stays {v} the implied one at every delay "
+                                             "of the grid") + ", so this row infers no delay)" for k, v in unx.items())
           + f"; used: **{th:g} ms**.", "",
           "## Ratio reading", "",
           "| workload | client delay (ms) | implied open(1)/open(Inf) | simulated |", "|---|---|---|---|"]
