@@ -140,18 +140,23 @@ COLOURS = {"1": "tab:blue", "10": "tab:orange", "inf": "tab:green", "50": "tab:r
 #: Hypotheses, not findings: each names what would test it.
 MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "1", "peak_replies_per_s"):
-        "over 120 s from idle the sim's Accept-1 keeps up to 16,000 req/s and falls past it, where the thesis's "
-        "reaches 19,500; the same with the earlier clients and fit, which traded this peak against Accept-1's "
-        "decline (then 27,000: +1.9 %, 30,000: -7.6 %; now -10.8 %, -34.4 %, see replies/s).  The shorter-window "
-        "fit had this peak at -10 % and 27,000 at +12.6 %",
+        "over 120 s from idle the sim's Accept-1 keeps up to 18,000 req/s and falls past it, where the thesis's "
+        "reaches 19,500 (-7.6 % since the refit of stop 56, 2026-11-29; -17.9 % before it, at select_base 16.5 "
+        "us, user_per_request 1.47 us): a cheaper loop (select_base 11.8, select_per_fd 0.02 us) and a dearer "
+        "request (4.26 us) move Accept-1's peak up and leave Accept-10's where it was",
     ("userver-one-packet-select", "*", "replies_per_s"):
-        "with the clients of *The clients' timeout* the refit (select_base, user_per_request and k_syn_drop only, "
-        "3 evaluations, not converged: residual norm 0.485, against 0.323 for the earlier clients' fit of five "
-        "costs) leaves the μserver's throughput past saturation between -34 % and +17 %: Accept-1 falls too far "
-        "(-10.8 % at 27,000, -34.4 % at 30,000) while Accept-10 and Accept-Inf stay too high (+16.8 %, +16.2 % at "
-        "27,000; at the fit's own seeds +0.9 %, -33.8 %, +18.2 %, +13.3 %, *The thesis profile*).  Dearer SYN drops (k_syn_drop 7.4 -> 11.3 us) cut hardest the policy that drops the most; the "
-        "fit had no cost that would lower Accept-10 and Accept-Inf alone.  A fit of all five costs, with more "
-        "evaluations, from these clients is the next step",
+        "the refit of stop 56 (2026-11-29: select_base, select_per_fd, user_per_request and k_syn_drop from a "
+        "scratch point, 4 evaluations, not converged: residual norm 0.354, against 0.485 for stop 54's and 0.323 "
+        "for the earlier clients' fit of five costs) leaves the μserver's throughput past saturation between "
+        "-24 % and +14 %: Accept-1 +3.5 % at 27,000 but -24.2 % at 30,000, Accept-10 +14.1 % and Accept-Inf "
+        "+5.6 % at 27,000 (at the fit's own seeds +16.3 %, -22.1 %, +12.9 %, +4.0 %, *The thesis profile*).  "
+        "Accept-1 falls 32 % from 27,000 to 30,000 req/s where the thesis's falls 7 %: every SYN retransmission "
+        "admitted in the clients' 1 ms lag becomes an accept with nothing to read, the server pays a loop for it, "
+        "fewer connections are served, more retransmit (with the lag at 0: 13,815 replies/s at 30,000, with 1 ms "
+        "5,712, at stop 54's costs; docs/background/client-timers.md).  Accept-10 at 27,000 takes 6.1 connections "
+        "per accept-phase against the thesis's 9.53, in 2,982 selects a second against 1,724: the sim's short "
+        "loop finds fewer than 10 waiting.  No cost of the fit lowers Accept-10 alone; how many admitted "
+        "retransmissions become dead accepts (a lag that varies, or a client tick) is the next step",
     ("userver-one-packet-select", "10", "accept_rate"): "as its throughput and C_avg",
     ("userver-one-packet-select", "10", "pct_of_peak"):
         "the fitted k_syn_drop (7.4 us, was 6) brings every policy down at 30k; without the dead accepts (table "
@@ -237,22 +242,28 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-specweb99-select", "1", "replies_per_s"):
         "too few open connections, not too cheap a select: with requests back to back the sim keeps ~30 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
-        "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay of 64-73 ms "
-        "after each reply (not stated in the thesis) gives those counts and brings this throughput to -5.0 % / "
-        "-6.7 %, but TUX Accept-1 to -12 % (specweb-idle.md); the one-packet rows (one request per connection) "
+        "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay after each "
+        "reply (not stated in the thesis) would give those counts: at stop 54's costs the two readings put it at "
+        "65-70 ms and this throughput at -7.0 % / -8.1 %; at stop 56's only the ratio reading infers one (47 ms: "
+        "+11.5 %, TUX Accept-1 -13.9 %), the absolute reading's one-packet controls failing with select_per_fd "
+        "at 0.023 us (specweb-idle.md); the one-packet rows (one request per connection) "
         "cannot constrain it.  Charging the client's ACKs of each reply (k_ack_rx, stop 10) took this cell from "
         "+40 % to +17 %",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
-        "as Accept-1, less so (fewer selects per connection); -9.4 % at the inferred delays (specweb-idle.md)",
+        "-8.1 % before the refit of stop 56, -10.2 % after it: the dearer per-request cost it chose (see "
+        "Accept-Inf's note), which this row pays 7.2 times a connection, with the excess per-reply cost of "
+        "Accept-Inf's note",
     ("userver-specweb99-select", "inf", "replies_per_s"):
         "the sim's μserver costs ~93 us per SPECweb99-like reply at full CPU, the thesis's ~82 us (1 / replies/s), "
         "while the sim's TUX (83-88 us) matches the thesis's (79-85 us): the excess is in the μserver's own "
         "per-reply path (sendfile with its per-KB term, ~30 of the 93 us, write, read, CORK/UNCORK), which no "
         "one-packet row measures (sendfile, sendfile_per_kb and write are unidentified).  The client's ACKs "
         "(k_ack_rx = k_data_rx a priori, ~17 us a reply) are shared with TUX, which is in band; without them this "
-        "cell was +7.6 %",
+        "cell was +7.6 %.  The refit of stop 56 raised user_per_request from 1.47 to 4.26 us (+-3.05): one "
+        "request per connection, the one-packet rows cannot tell it from a per-connection cost, and a "
+        "SPECweb99-like connection pays it 7.2 times; this cell went from -13.3 % to -15.3 % (~96 us a reply)",
     ("userver-specweb99-select", "inf", "c_avg"):
         "counted per loop, as the thesis counts it: the sim's Accept-Inf takes ~124 connections a loop, nearly "
         "its whole accept queue (129), in 12 loops a second, the thesis's 47 in 35: the sim's loop is three "
@@ -289,7 +300,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "within the band (-4 to -5 %) since each reply also pays the client's ACKs (k_ack_rx = k_data_rx a "
         "priori, one per second segment, ~5 per 15 KB reply); before, +17 % (+23-27 % with the shorter-window "
         "fit).  tux_per_kb (2 us/KB, the μserver's sendfile_per_kb) is still measured by no row.  The client "
-        "delay inferred from the μserver's select numbers takes Accept-1 to -12 % (specweb-idle.md)",
+        "delay inferred from the μserver's select numbers (47 ms, ratio reading) takes Accept-1 to -13.9 % "
+        "(specweb-idle.md)",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
         "thesis Accept-Inf accepted 504 per phase: its accept queue refilled during phases far longer than the "
@@ -329,8 +341,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "those retransmissions on 10 ms client ticks (scratch, 2026-11-29, docs/background/client-timers.md) "
         "the sim serves 21,074 replies/s here and splits its drops 21.9 / 46.3 / 31.8 % (AcceptQFull / "
         "DropRequest / ListenOverflow; thesis 10.6 / 51.5 / 38.0): DropRequest and ListenOverflow in band.  Not "
-        "adopted: at the shipped costs the ticks take the μserver's calibration rows from residual norm 0.485 "
-        "to 0.565 (Accept-1 @30,000 -33.8 % -> -40.7 %), so they wait for a refit",
+        "adopted: at stop 54's costs the ticks took the μserver's calibration rows from residual norm 0.485 "
+        "to 0.565 (Accept-1 @30,000 -33.8 % -> -40.7 %); not tried with the refit of stop 56",
     ("tux-one-packet", "1", "share:drops_listen_overflow"): "see DropRequest share",
     ("tux-one-packet", "inf", "replies_per_s"):
         "over 120 s from idle the sim's Accept-Inf at 23,000 is in its collapsed, cold-cache regime (batches of "
@@ -1297,13 +1309,15 @@ def _specweb_idle_summary(out: Path) -> dict[str, Any] | None:
     th = d["best_think_ms"]
     rr = d["ratio_reading"]
     thr = rr["think_ms"]
-    return {"inferred_client_delay_ms": th,
+    return {"inferred_client_delay_ms": th,        # None: the absolute reading inferred no delay
+            "absolute_reading_error": d.get("absolute_reading_error"),
             "inferred_by_accept_limit": d["inferred_think_ms_by_accept_limit"],
             "inferred_client_delay_ms_ratio_reading": thr,
             "within_10pct_as_stated": d["heldout_within_10pct_as_stated"],
             "within_10pct_at_inferred_delay": d["heldout_within_10pct_at_best_think"],
             "within_10pct_at_ratio_delay": rr["within_10pct"],
-            "errors_at_inferred_delay": {p["row"]: p["error"] for p in d["predictions"] if p["think_ms"] == th},
+            "errors_at_inferred_delay": ({} if th is None else
+                                         {p["row"]: p["error"] for p in d["predictions"] if p["think_ms"] == th}),
             "errors_at_ratio_delay": {p["row"]: p["error"] for p in d["predictions"] if p["think_ms"] == thr},
             "generated_at": d["generated_at"], "profile": d.get("profile"),
             "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
@@ -1516,17 +1530,27 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
     th, thr = si["inferred_client_delay_ms"], si["inferred_client_delay_ms_ratio_reading"]
     L += stale_markdown("this analysis", si["generated_at"], si.get("profile"), si.get("stale_costs") or [],
                         "specweb-idle", si.get("stale_model"))
+    readings = (f"{thr:g} ms if gprof's shares are of user-level time (ratio reading) to {th:g} ms if they "
+                "include the kernel's (absolute reading)" if th is not None else
+                f"{thr:g} ms if gprof's shares are of user-level time (ratio reading); the absolute reading, which "
+                "rests on the fitted select costs, infers none at these costs ("
+                + (si.get("absolute_reading_error") or "no row crosses") + ")")
     L.append("The thesis's select shares (gprof, tables 4.3 and 4.9) and select statistics (table 4.1) say its "
              "Accept-1 server had far more connections open than the simulator's, whose clients send a "
              "connection's requests back to back.  A client delay after each reply (the thesis states none) "
-             f"that makes the two agree: {thr:g} ms if gprof's shares are of user-level time (ratio reading) to "
-             f"{th:g} ms if they include the kernel's (absolute reading).  SPECweb99-like throughput within ±10 %: "
-             f"{w0['within']} of {w0['cells']} as stated, {wr['within']} at {thr:g} ms, {wb['within']} at "
-             f"{th:g} ms.  Conditional, not held-out: the delays come from the same rows (not their throughput).  "
+             f"that makes the two agree: {readings}.  SPECweb99-like throughput within ±10 %: "
+             f"{w0['within']} of {w0['cells']} as stated, {wr['within']} at {thr:g} ms"
+             + ("" if th is None else f", {wb['within']} at {th:g} ms") + ".  "
+             "Conditional, not held-out: the delays come from the same rows (not their throughput).  "
              "Details, the controls and every point: [specweb-idle.md](specweb-idle.md).\n")
-    L.append(f"| row | error at {thr:g} ms | error at {th:g} ms |\n|---|---|---|")
-    for row, e in si["errors_at_inferred_delay"].items():
-        L.append(f"| {row} | {100 * si['errors_at_ratio_delay'][row]:+.1f} % | {100 * e:+.1f} % |")
+    if th is None:
+        L.append(f"| row | error at {thr:g} ms |\n|---|---|")
+        for row, e in si["errors_at_ratio_delay"].items():
+            L.append(f"| {row} | {100 * e:+.1f} % |")
+    else:
+        L.append(f"| row | error at {thr:g} ms | error at {th:g} ms |\n|---|---|---|")
+        for row, e in si["errors_at_inferred_delay"].items():
+            L.append(f"| {row} | {100 * si['errors_at_ratio_delay'][row]:+.1f} % | {100 * e:+.1f} % |")
     L.append("")
     return L
 
@@ -1706,9 +1730,12 @@ def clients_timeout_markdown(cells: list[dict[str, Any]]) -> list[str]:
          "7.2 requests per connection) leave no room for connections accepted with nothing to read, and with 3 s "
          "acted on late the μserver's accept rate ran 48-55 % ahead of its replies / 7.2 (a scratch run of its three "
          "26,000 req/s rows with the fitted costs, 2026-11-29).  The μserver's "
-         "one-packet rows then asked for dearer SYN drops and cheaper requests: `python -m validation thesis-fit "
-         "--params select_base,user_per_request,k_syn_drop --start thesis-2004 --max-nfev 3` (*The thesis profile*; "
-         "k_syn and select_per_fd keep the earlier fit's values).\n"]
+         "one-packet rows then asked for dearer SYN drops and cheaper requests (select_base, user_per_request and "
+         "k_syn_drop refitted from the earlier fit, 3 evaluations: residual norm 0.485).  They were fitted again "
+         "with select_per_fd from a scratch point of lower residual (select_base 8, user_per_request 2.8: 0.386): "
+         "`python -m validation thesis-fit --params select_base,select_per_fd,user_per_request,k_syn_drop --start "
+         "validation/data/thesis-fit-start-2026-11-29.toml --max-nfev 4` (*The thesis profile*).  k_syn keeps the "
+         "earlier fit's value: TUX's hand-set tux_request was set with it.\n"]
     if not CELLS_BEFORE_TIMEOUT.is_file():
         return L + ["(The earlier cells, validation/data/cells-a8ea8cb-one-packet.csv, are not in this install.)\n"]
     with CELLS_BEFORE_TIMEOUT.open(newline="") as fh:

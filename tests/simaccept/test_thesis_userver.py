@@ -57,7 +57,7 @@ def test_below_saturation_every_policy_delivers_the_target(limit):
 def test_specweb_gap_smaller_than_onepacket(onepacket_30k):
     s1 = point("scenarios/thesis/userver-specweb.toml", 30000, "1")
     sinf = point("scenarios/thesis/userver-specweb.toml", 30000, "inf")
-    # Direction only: with the fitted thesis-2004 (select_per_fd 0.21 us) Accept-Inf leads by
+    # Direction only: with the fitted thesis-2004 of an earlier stop (select_per_fd 0.21 us) Accept-Inf led by
     # ~3 % at 30k, inside the two runs' CIs; the thesis's ~38 % gap (26k) is a held-out miss
     # listed in docs/validation (the simulator's select set cost for HTTP/1.1 is too low).
     assert sinf.replies_per_s > s1.replies_per_s

@@ -1,10 +1,12 @@
 """validation.specweb_idle: open connections implied by select's measured cost, and the delay read from them."""
+import json
 import math
 
 import pytest
 
 import simaccept
 from simaccept.costs import load_costs
+from validation import specweb_idle as si
 from validation.cli import main
 from validation.specweb_idle import (IdleError, control_agrees, implied_open_conns, implied_open_ratio,
                                      infer_think, server_cpu_fraction)
@@ -98,3 +100,40 @@ def test_cli_bad_input_is_exit_2_and_writes_nothing(argv, flag, tmp_path, capsys
     assert rc == 2
     assert flag in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def _result(best):
+    """A minimal specweb-idle result: one row, the ratio reading at 60 ms, the absolute at ``best``."""
+    grid = [0.0, 60.0] + ([] if best is None else [best])
+    pred = [{"row": "userver/specweb99/select/accept-1@26000", "think_ms": t, "measured": 8888.0,
+             "predicted": 10000.0 - 20 * t, "error": (10000.0 - 20 * t) / 8888.0 - 1, "measured_accept_rate": 1234.0,
+             "sim_accept_rate": 1400.0 - t, "sim_open_conns": 30.0 + t} for t in grid]
+    within = lambda t: si._within(pred, t)  # noqa: E731
+    return {"generated_at": "2026-11-30T00:00:00+00:00", "profile": "thesis-2004", "costs": {},
+            "select_cost_us": {"select_base": 11.8, "select_per_fd": 0.023, "select_per_ready": 0.8},
+            "implied_one_packet_control": [], "implied_specweb": [], "control_agrees": {"1": False, "inf": False},
+            "inferred_think_ms_by_accept_limit": {} if best is None else {"1": best},
+            "uncrossed_by_accept_limit": {}, "best_think_ms": best,
+            "absolute_reading_error": "no gprof row passes its one-packet control" if best is None else None,
+            "predictions": pred, "heldout_within_10pct_as_stated": within(0.0),
+            "heldout_within_10pct_at_best_think": None if best is None else within(best),
+            "writev_evidence": None,
+            "ratio_reading": {"specweb": [], "one_packet_control": [], "think_ms": 60.0, "within_10pct": within(60.0)}}
+
+
+@pytest.mark.parametrize("best", [None, 70.0])
+def test_a_failed_absolute_reading_is_written_with_the_ratio_reading(best, tmp_path):
+    from validation.report import _specweb_idle_summary, specweb_idle_markdown
+    res = _result(best)
+    md = si.markdown(res)
+    assert "sim at 60 ms (ratio)" in md
+    assert ("sim at 70 ms (absolute)" in md) == (best is not None)
+    assert ("infers no delay at these costs: no gprof row passes" in md) == (best is None)
+    (tmp_path / "specweb-idle.json").write_text(json.dumps(res))
+    summ = _specweb_idle_summary(tmp_path)
+    assert summ["inferred_client_delay_ms"] == best
+    text = "\n".join(specweb_idle_markdown(summ))
+    e60 = 100 * (8800.0 / 8888.0 - 1)
+    row = "| userver/specweb99/select/accept-1@26000 | "
+    assert (row + f"{e60:+.1f} % |" + ("" if best is None else f" {100 * (8600.0 / 8888.0 - 1):+.1f} % |")) in text
+    assert ("the absolute reading, which rests on the fitted select costs, infers none" in text) == (best is None)
