@@ -271,15 +271,22 @@ def test_clients_that_act_late_on_their_timer_are_accepted_with_nothing_to_read(
     t0, t_est, t_done = np.asarray(host.t0), np.asarray(host.t_est), np.asarray(host.t_done)
     out, syns, replies = np.asarray(host.outcome), np.asarray(host.syn_k), np.asarray(host.replies)
     no_req = np.asarray(host.no_req)
-    after = (t_est > t0 + 3.0) & (t_done >= 0)
+    after = t_est > t0 + 3.0
     if lag_ms == 0.0:
         assert syns.max() == 1 and not no_req.any() and not after.any()
         assert rec.replies_per_s > 0.99 * rec.accept_rate
         return
     assert syns.max() == 2 and (syns == 2).sum() > 1000
     assert no_req.sum() > 100 and np.array_equal(no_req, after)
-    assert np.all(out[no_req] == O_TIMEDOUT) and not replies[no_req].any()
-    assert np.allclose(t_done[no_req], t0[no_req] + 3.001, rtol=0, atol=1e-9)
+    assert not replies[no_req].any()
+    # The client closes 1 ms after it is established; the run stops at some instant, so the
+    # connections established in its last millisecond are still open (t_done -1, no outcome
+    # yet) and no others.
+    closed = no_req & (t_done >= 0)
+    assert closed.sum() > 100 and np.all(out[closed] == O_TIMEDOUT)
+    assert np.allclose(t_done[closed], t0[closed] + 3.001, rtol=0, atol=1e-9)
+    open_at_end = no_req & (t_done < 0)
+    assert np.all(t_est[open_at_end] > t_est.max() - 0.002)     # within the last ms or two
     accepted_dead = no_req & (np.asarray(host.t_acc) >= 0)
     assert accepted_dead.sum() > 100
     assert rec.accept_rate - rec.replies_per_s > 0.05 * rec.accept_rate

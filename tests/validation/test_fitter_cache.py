@@ -43,8 +43,11 @@ def test_a_profile_edited_in_place_is_simulated_again(tmp_path, monkeypatch):
 
 
 def _policy_json(policy):
+    # 30,000 req/s: past the μserver's one-packet peak (thesis: 19,500-22,000) at any plausible
+    # fit of thesis-2004, so the accept queue holds more than one connection per accept-phase
+    # and a quota of 1 shows; 12,000 did only while the fitted costs were high enough
     return simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
-                                   ["workload.rate=12000", f'server.policy="{policy}"', 'server.accept_limit="inf"',
+                                   ["workload.rate=30000", f'server.policy="{policy}"', 'server.accept_limit="inf"',
                                     "scenario.warmup=0.1", "scenario.duration=0.3"]).to_json()
 
 
