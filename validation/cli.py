@@ -17,7 +17,7 @@
 * ``python -m validation machine-check --results DIR --profile NAME --out DIR``: those runs'
   held-out half predicted with that profile, median error and policy order
   (:func:`validation.realsys_report.check`);
-* ``python -m validation thesis-fit [--jobs N] [--max-nfev N] [--set K=V ...] [--params A,B] [--start PROFILE] [--check]``: thesis-2004, fitted to the
+* ``python -m validation thesis-fit [--jobs N] [--max-nfev N] [--set K=V ...] [--params A,B] [--start PROFILE] [--metrics M,N] [--check]``: thesis-2004, fitted to the
   thesis's μserver one-packet records (:mod:`validation.thesis_fit`);
 * ``python -m validation window [--out DIR] [--jobs N] [--cache DIR]``: every thesis row with a
   target rate simulated in the report's window and in the thesis's (120 s from idle queues)
@@ -108,14 +108,19 @@ def _guarded(call, error, failed):
 
 def _absent_metrics(path, metrics) -> str | None:
     """Which of ``metrics`` the records file has no column for (with the names closest to each),
-    or None; ``drop_shares`` needs the three drop columns."""
+    or None; ``drop_shares`` needs the three drop columns, ``time_split`` some ``cpu_share_<fn>``."""
     import difflib
 
-    from .fitter import DROP_CATEGORIES
+    from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS
     from .records import record_columns
     cols = record_columns(path)
     parts = []
     for m in metrics:
+        if m == "time_split":
+            if not any(f"cpu_share_{fn}" in cols for fn in TIME_FUNCTIONS):
+                parts.append(f"{path} has no column cpu_share_<fn> for any of {', '.join(TIME_FUNCTIONS)} "
+                             "(time_split needs one)")
+            continue
         for c in (DROP_CATEGORIES if m == "drop_shares" else (m,)):
             if c not in cols:
                 close = difflib.get_close_matches(c, cols, n=3)
@@ -515,6 +520,9 @@ def _parser() -> argparse.ArgumentParser:
     tf.add_argument("--start", default=None, metavar="PROFILE",
                     help="profile the fit starts from and keeps for the costs it does not fit "
                          "(default: thesis-2004-hand)")
+    tf.add_argument("--metrics", default=None, metavar="NAME,NAME,...",
+                    help="what the residuals compare (default: validation.thesis_fit.FIT_METRICS; time_split adds "
+                         "table 4.9's split of the μserver's time)")
     tf.add_argument("--check", action="store_true",
                     help="only print the fit's residuals at the shipped thesis-2004 values (writes no profile; "
                          "its simulations are cached under out/validation-cache)")
@@ -632,7 +640,14 @@ def _main(args) -> int:
                      "runs only in a source checkout; for a profile of your own fitted to the thesis's rows: "
                      "simaccept fit --records thesis --select server=userver --params ... --out PROFILE.toml")
                 return 2
-            from .thesis_fit import BASE, FIT_PARAMS
+            from .thesis_fit import BASE, EXTRA_METRICS, FIT_METRICS, FIT_PARAMS
+            metrics = (tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics is not None
+                       else FIT_METRICS)
+            badm = [m for m in metrics if m not in FIT_METRICS + EXTRA_METRICS]
+            if badm or not metrics:
+                _err(f"--metrics: {', '.join(badm) or 'none given'}: not among the thesis fit's metrics "
+                     f"({', '.join(FIT_METRICS + EXTRA_METRICS)})")
+                return 2
             params = tuple(p.strip() for p in args.params.split(",") if p.strip()) if args.params else FIT_PARAMS
             bad = [p for p in params if p not in FIT_PARAMS]
             if bad or not params:
@@ -647,10 +662,10 @@ def _main(args) -> int:
                     _err(f"--start: {e.args[0] if e.args else e}")
                     return 2
             run_fit = lambda jobs, nfev: _fit(jobs, nfev, sim_overrides=args.set, params=params,  # noqa: E731
-                                              base=args.start or BASE)
+                                              base=args.start or BASE, metrics=metrics)
         try:
             if args.cmd == "thesis-fit" and args.check:
-                res = check(args.jobs, sim_overrides=args.set)
+                res = check(args.jobs, sim_overrides=args.set, metrics=metrics)
                 for name, v in res["residuals"].items():
                     print(f"{v:+.4f}  {name}")
                 print(f"residual norm {res['residual_norm']:.4f} at the shipped {res['profile']} "

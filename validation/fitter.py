@@ -26,7 +26,12 @@ values as ``costs.<name>=`` overrides.  The residuals are, per record and metric
 * ``drop_shares``: ``w * (sim share - measured share)`` of each of the three
   drop categories (AcceptQFull, DropRequest, ListenOverflow) in their sum,
   as fractions (0.10 = 10 percentage points).  Shares, because the thesis gives
-  run totals and the simulator counts over its own (shorter) period.
+  run totals and the simulator counts over its own (shorter) period;
+* ``time_split``: ``w * (sim share - measured share)`` of each server function a
+  record gives a share of its time for (``cpu_share_<fn>``: the thesis's gprof tables
+  4.3 and 4.9), both sides as a share of the time the listed functions take together
+  (:func:`time_split`), as fractions.  The one calibration number that reads the
+  getevents cost against the others directly rather than through throughput.
 
 Each record keeps one seed (:func:`validation.records.record_seed`) for the whole
 fit, so the objective is a deterministic function of the costs.  It is still
@@ -74,6 +79,8 @@ from .records import Measured, _as_measured, is_peak_row, peak_scenarios, repo_p
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
 DROP_CATEGORIES = ("drops_acceptq_full", "drops_drop_request", "drops_listen_overflow")
 PEAK = "peak_replies_per_s"
+#: Metrics that stand for a group of residuals, each a difference of fractions.
+GROUPED = ("drop_shares", "time_split")
 
 
 class FitError(RuntimeError):
@@ -92,6 +99,30 @@ def drop_shares(get) -> dict[str, float]:
     if any(math.isnan(v) for v in vals) or not tot > 0:
         return {c: math.nan for c in DROP_CATEGORIES}
     return {c: v / tot for c, v in zip(DROP_CATEGORIES, vals)}
+
+
+#: The μserver functions the thesis's gprof tables (4.3, 4.9) give a share of the server's time for.
+#: writev is left out of the split: table 4.9 gives it 0.02-0.04 %, under a 100-byte reply, against
+#: 6-19 % for read of a 60-byte request; no cost for either call reproduces that, so we read it as
+#: gprof attributing writev's time elsewhere, not as a measurement of writev.
+TIME_FUNCTIONS = ("select", "accept", "read", "write", "sendfile", "close", "setsockopt")
+
+
+def time_split(get, functions: tuple[str, ...] | None = None) -> dict[str, float]:
+    """Each function's share of the time ``functions`` take together; {} if they take none.
+
+    ``get(column)`` reads ``cpu_share_<fn>``.  ``functions`` defaults to those of TIME_FUNCTIONS
+    with a value (the ones a thesis table lists); the simulator is read over the thesis row's list,
+    a function it never ran counting 0.  Normalising removes gprof's denominator, which is not
+    known: under ITIMER_PROF on a uniprocessor every tick, softirq packet work included, is charged
+    to the one server process at whatever function it was in, while the simulator keeps kernel
+    packet work apart (``cpu_share_kernel_net``).
+    """
+    if functions is None:
+        functions = tuple(fn for fn in TIME_FUNCTIONS if not math.isnan(get(f"cpu_share_{fn}")))
+    vals = {fn: v if not math.isnan(v := get(f"cpu_share_{fn}")) else 0.0 for fn in functions}
+    total = sum(vals.values())
+    return {fn: v / total for fn, v in vals.items()} if total > 0 else {}
 
 
 #: The member of a scenario's JSON that carries a sweep point's seed key and coordinates,
@@ -315,10 +346,10 @@ class CostFitter:
         if len(set(params)) != len(params):
             raise ValueError("params: duplicate names")
         metrics = list(metrics)
-        bad = [m for m in metrics if m not in ("drop_shares", PEAK) and (m not in COLUMNS or m in _TEXT)]
+        bad = [m for m in metrics if m not in GROUPED + (PEAK,) and (m not in COLUMNS or m in _TEXT)]
         if bad:
             raise ValueError(f"metrics: unknown metric(s): {', '.join(bad)} "
-                             f"(numeric record columns, 'drop_shares' or '{PEAK}')")
+                             f"(numeric record columns, {', '.join(map(repr, GROUPED))} or '{PEAK}')")
         self.params = params
         self.metrics = metrics
         if weights is not None and not isinstance(weights, Mapping):
@@ -453,6 +484,9 @@ class CostFitter:
                 for c, v in drop_shares(m.get).items():
                     if not math.isnan(v):
                         out.append((f"share:{c}", v, w))
+            elif metric == "time_split":
+                for fn, v in time_split(m.get).items():
+                    out.append((f"time:{fn}", v, w))
             elif metric == PEAK:
                 continue            # peak rows only (above)
             else:
@@ -522,7 +556,10 @@ class CostFitter:
             sim, = group
             sget = lambda c, s=sim: float(getattr(s, c))  # noqa: E731
             sim_shares = None
-            for metric, target, w in self._targets(m):
+            targets = self._targets(m)
+            # the simulator's split is read over the functions the record lists, as the report reads it
+            sim_time = time_split(sget, tuple(t[5:] for t, _, _ in targets if t.startswith("time:")))
+            for metric, target, w in targets:
                 if metric.startswith("share:"):
                     if sim_shares is None:
                         sim_shares = drop_shares(sget)
@@ -530,6 +567,11 @@ class CostFitter:
                     if math.isnan(v):   # no drops at all in the simulation: every share is 0
                         v = 0.0
                     res.append(w * (v - target))
+                elif metric.startswith("time:"):
+                    if not sim_time:
+                        raise FitError(f"simulation of {m.label} spends no time in "
+                                       f"{', '.join(t[5:] for t, _, _ in targets if t.startswith('time:'))}")
+                    res.append(w * (sim_time[metric[5:]] - target))
                 else:
                     v = sget(metric)
                     if not math.isfinite(v):
@@ -590,7 +632,7 @@ class CostFitter:
             elif m.record.status not in ("ok", ""):      # as predict: a failed run measured nothing to fit
                 skipped.append((m.label, f"status {m.record.status}: not a finished run"))
             elif not self._targets(m):
-                zero = [k for k in self.metrics if k not in ("drop_shares", PEAK) and m.get(k) == 0]
+                zero = [k for k in self.metrics if k not in GROUPED + (PEAK,) and m.get(k) == 0]
                 skipped.append((m.label, f"{', '.join(zero)} measured 0: a relative residual needs a nonzero value"
                                 if zero else f"no measured value for {', '.join(self.metrics)}"))
             else:
@@ -652,9 +694,10 @@ class CostFitter:
         # a metric no record measures adds no residual: the header says so (it listed the metric
         # as fitted, e.g. a --metrics column the file does not have)
         seen = set()
-        for name in self.residual_names_:       # "label:metric" or "label:share:<category>"
+        group = {"share": "drop_shares", "time": "time_split"}
+        for name in self.residual_names_:       # "label:metric", "label:share:<category>" or "label:time:<fn>"
             parts = name.split(":")
-            seen.add("drop_shares" if len(parts) >= 3 and parts[-2] == "share" else parts[-1])
+            seen.add(group[parts[-2]] if len(parts) >= 3 and parts[-2] in group else parts[-1])
         self.unmeasured_metrics_ = [k for k in self.metrics if k not in seen]
         self.stopped_at_max_nfev_ = res.status == 0
         if not res.success and not (self.accept_max_nfev and res.status == 0):

@@ -65,7 +65,7 @@ from simaccept.record import RunRecord
 from simaccept.scenario import load_scenario, model_fingerprint as _model_fingerprint
 from simaccept.sweep import atomic_write, run_sweep
 
-from .fitter import DROP_CATEGORIES, drop_shares
+from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, time_split
 from .sensitivity import format_factor
 from .records import (DOCS_OUT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
                       repo_path, simulator_supports, thesis_scenario_file)
@@ -90,11 +90,6 @@ METRICS = {
     "share:drops_listen_overflow": ("pp", 10.0, "ListenOverflow share"),
     "pct_of_peak": ("pp", 10.0, "% of own peak"),
 }
-#: The μserver functions the thesis's gprof tables (4.3, 4.9) give a share of the server's time for.
-#: writev is left out of the split: table 4.9 gives it 0.02-0.04 %, under a 100-byte reply, against
-#: 6-19 % for read of a 60-byte request; no cost for either call reproduces that, so we read it as
-#: gprof attributing writev's time elsewhere, not as a measurement of writev.
-TIME_FUNCTIONS = ("select", "accept", "read", "write", "sendfile", "close", "setsockopt")
 for _fn in TIME_FUNCTIONS:
     METRICS[f"time:{_fn}"] = ("pp", 10.0, f"{_fn} share of time")
 TIME_SPLIT = tuple(f"time:{fn}" for fn in TIME_FUNCTIONS)
@@ -602,23 +597,6 @@ def userver_c_avg(sim: RunRecord) -> float:
     thesis's figure is ``accept_rate / select_calls_per_s``.  NaN without getevents calls."""
     calls = sim.select_calls_per_s
     return sim.accept_rate / calls if calls > 0 else math.nan
-
-
-def time_split(get, functions: tuple[str, ...] | None = None) -> dict[str, float]:
-    """Each function's share of the time ``functions`` take together; {} if they take none.
-
-    ``get(column)`` reads ``cpu_share_<fn>``.  ``functions`` defaults to those of TIME_FUNCTIONS
-    with a value (the ones a thesis table lists); the simulator is read over the thesis row's list,
-    a function it never ran counting 0.  Normalising removes gprof's denominator, which is not
-    known: under ITIMER_PROF on a uniprocessor every tick, softirq packet work included, is charged
-    to the one server process at whatever function it was in, while the simulator keeps kernel
-    packet work apart (``cpu_share_kernel_net``).
-    """
-    if functions is None:
-        functions = tuple(fn for fn in TIME_FUNCTIONS if not math.isnan(get(f"cpu_share_{fn}")))
-    vals = {fn: v if not math.isnan(v := get(f"cpu_share_{fn}")) else 0.0 for fn in functions}
-    total = sum(vals.values())
-    return {fn: v / total for fn, v in vals.items()} if total > 0 else {}
 
 
 # --------------------------------------------------------------------------- policy order

@@ -380,6 +380,10 @@ def test_predict_tells_replicates_apart_by_seed(capsys):
     (["--params", "accept"], "accept"),                    # a cost, but not one the thesis fit fits
     (["--params", ","], "none given"),
     (["--start", "no-such-profile"], "no-such-profile"),
+    (["--metrics", "replies_per_s,time_splt"], "time_splt"),
+    (["--metrics", "c_avg"], "c_avg"),                     # a column, but not one the thesis fit compares
+    (["--metrics", ""], "none given"),
+    (["--metrics", "time_splt", "--check"], "time_splt"),
 ])
 def test_thesis_fit_bad_params_or_start_is_exit_2_and_touches_nothing(flags, named, capsys):
     from validation.cli import main as vmain

@@ -48,3 +48,30 @@ def test_shipped_profile_is_the_recorded_fit():
     assert rec["hand_set_after_fit"] == thesis_fit.TUX_HAND_SET
     assert all(fitted[k] == v for k, v in thesis_fit.TUX_HAND_SET.items())
     assert rec["fit"]["residual_norm"] < rec["fit"]["start_residual_norm"]
+
+
+def test_time_split_adds_table_4_9s_split_of_the_userver_time_as_fractions():
+    # table 4.9 gives the one-packet Accept-1 and Accept-Inf rows at 27,000 a gprof split of five
+    # functions; each becomes one residual, a difference of shares of those five together
+    f = CostFitter(params=["select_per_fd"], metrics=["replies_per_s", "time_split"], base_profile=thesis_fit.BASE)
+    by = {m.label: f._targets(m) for m in thesis_fit.fit_records()}
+    a1 = dict((k, v) for k, v, _ in by["userver/one-packet/select/accept-1@27000"])
+    times = {k: v for k, v in a1.items() if k.startswith("time:")}
+    assert set(times) == {"time:select", "time:accept", "time:read", "time:close", "time:setsockopt"}
+    assert sum(times.values()) == pytest.approx(1.0) and times["time:select"] == pytest.approx(0.5909, abs=1e-3)
+    assert not [k for k, _, _ in by["userver/one-packet/select/accept-10@27000"] if k.startswith("time:")]
+    # the simulator's split is read over the row's five functions only (its writev and write are left out)
+    from simaccept.record import RunRecord
+    m = next(m for m in thesis_fit.fit_records() if m.label == "userver/one-packet/select/accept-1@27000")
+    sim = RunRecord(status="ok", replies_per_s=a1["replies_per_s"], cpu_share_select=0.3, cpu_share_accept=0.1,
+                    cpu_share_read=0.1, cpu_share_close=0.05, cpu_share_setsockopt=0.05, cpu_share_writev=0.4)
+    f._recs = [m]
+    r = dict(zip([k for k, _, _ in f._targets(m)], f._residuals([[sim]])))
+    assert r["replies_per_s"] == pytest.approx(0.0)
+    assert r["time:select"] == pytest.approx(0.5 - times["time:select"])
+    assert sum(v for k, v in r.items() if k.startswith("time:")) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_an_unknown_metric_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match="metrics: unknown metric.*time_splt.*'time_split'"):
+        CostFitter(params=["select_per_fd"], metrics=["time_splt"])
