@@ -392,3 +392,24 @@ def test_thesis_fit_bad_params_or_start_is_exit_2_and_touches_nothing(flags, nam
     assert vmain(["thesis-fit", "--jobs", "1", *flags]) == 2
     assert named in capsys.readouterr().err
     assert path.read_bytes() == before
+
+
+def test_time_split_on_a_records_file_with_no_cpu_share_column_is_exit_2_before_simulating(sim_csv, tmp_path,
+                                                                                         capsys, monkeypatch):
+    import validation.fitter as fitter
+
+    def boom(*a, **k):
+        raise AssertionError("simulated before the missing columns were refused")
+    monkeypatch.setattr(fitter.CostFitter, "fit", boom)
+    import csv
+    with open(sim_csv, newline="") as fh:
+        rows = list(csv.reader(fh))
+    keep = [i for i, c in enumerate(rows[0]) if not c.startswith("cpu_share_")]
+    assert len(keep) < len(rows[0])
+    bad = tmp_path / "no-shares.csv"
+    with open(bad, "w", newline="") as fh:
+        csv.writer(fh).writerows([[r[i] for i in keep] for r in rows])
+    rc = main(["fit", "--records", str(bad), "--params", "select_base", "--out", str(tmp_path / "p.toml"),
+               "--metrics", "replies_per_s,time_split"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no column cpu_share_<fn>" in err and "time_split needs one" in err, err
