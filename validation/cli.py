@@ -717,14 +717,13 @@ def _main(args) -> int:
             return code
         w0, wb = res["heldout_within_10pct_as_stated"], res["heldout_within_10pct_at_best_think"]
         rr = res["ratio_reading"]
-        if res["best_think_ms"] is None:
-            print(f"inferred client delay {rr['think_ms']:g} ms (ratio reading); the absolute reading infers none "
-                  f"({res['absolute_reading_error']}); within 10 %: {w0['within']}/{w0['cells']} as stated, "
-                  f"{rr['within_10pct']['within']} at that delay; wrote {args.out}/specweb-idle.md")
-        else:
-            print(f"inferred client delay {rr['think_ms']:g} ms (ratio reading) to {res['best_think_ms']:g} ms "
-                  f"(absolute reading); within 10 %: {w0['within']}/{w0['cells']} as stated, "
-                  f"{rr['within_10pct']['within']} and {wb['within']} at those delays; wrote {args.out}/specweb-idle.md")
+        none = res["best_think_ms"] is None
+        delays = (f"; the absolute reading infers none ({res['absolute_reading_error']})" if none
+                  else f" to {res['best_think_ms']:g} ms (absolute reading)")
+        at = (f"{rr['within_10pct']['within']} at that delay" if none
+              else f"{rr['within_10pct']['within']} and {wb['within']} at those delays")
+        print(f"inferred client delay {rr['think_ms']:g} ms (ratio reading){delays}; within 10 %: "
+              f"{w0['within']}/{w0['cells']} as stated, {at}; wrote {args.out}/specweb-idle.md")
         return 0
     if args.cmd == "window":
         from .window import DEFAULT_CACHE as WCACHE, WindowError, run as run_window

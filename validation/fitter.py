@@ -558,7 +558,8 @@ class CostFitter:
             sim_shares = None
             targets = self._targets(m)
             # the simulator's split is read over the functions the record lists, as the report reads it
-            sim_time = time_split(sget, tuple(t[5:] for t, _, _ in targets if t.startswith("time:")))
+            timed = tuple(t[5:] for t, _, _ in targets if t.startswith("time:"))
+            sim_time = time_split(sget, timed) if timed else {}
             for metric, target, w in targets:
                 if metric.startswith("share:"):
                     if sim_shares is None:
@@ -569,8 +570,7 @@ class CostFitter:
                     res.append(w * (v - target))
                 elif metric.startswith("time:"):
                     if not sim_time:
-                        raise FitError(f"simulation of {m.label} spends no time in "
-                                       f"{', '.join(t[5:] for t, _, _ in targets if t.startswith('time:'))}")
+                        raise FitError(f"simulation of {m.label} spends no time in {', '.join(timed)}")
                     res.append(w * (sim_time[metric[5:]] - target))
                 else:
                     v = sget(metric)
