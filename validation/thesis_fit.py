@@ -27,10 +27,12 @@ directly, and they are reported as predictions of the fitted profile.
 ``--metrics ...,time_split`` adds table 4.9's gprof split of the μserver's time (select,
 accept, read, close, setsockopt at Accept-1 and Accept-Inf @ 27,000; differences of
 shares, as the drop shares): the one calibration number that weighs select against the
-other calls directly.  The shipped fit did not use it.  At the shipped values
-(2026-11-30, ``--check``) it adds 10 residuals of norm 0.149 to the 0.354 of the
-others; the largest is Accept-Inf's select share, 24.7 % measured and 14.7 % simulated,
-the direction of a select_per_fd higher than the fitted 0.023 µs.
+other calls directly.  The shipped fit uses it (stop 58, 2026-11-30: from
+``validation/data/thesis-fit-start-2026-11-30.toml``, which it kept; residual 0.354 over 22
+residuals).  Without it, the stop-56 fit had left select_per_fd at 0.023 µs (± 0.155), where
+the throughput rows barely see it, and Accept-Inf's select at 14.7 % of the listed functions
+against the thesis's 24.7 %; with it, 0.27 ± 0.063 µs and 18.7 %
+(``docs/background/client-timers.md``, *select_per_fd and table 4.9*).
 
 *Parameters*:
 

@@ -47,7 +47,9 @@ def test_shipped_profile_is_the_recorded_fit():
     assert {k for k in fitted if fitted[k] != hand[k]} <= set(thesis_fit.FIT_PARAMS) | set(thesis_fit.TUX_HAND_SET)
     assert rec["hand_set_after_fit"] == thesis_fit.TUX_HAND_SET
     assert all(fitted[k] == v for k, v in thesis_fit.TUX_HAND_SET.items())
-    assert rec["fit"]["residual_norm"] < rec["fit"]["start_residual_norm"]
+    # least_squares accepts only steps that lower the objective: a fit may keep its start (stop 58's
+    # did: every step it tried from the committed start was worse) but never end above it
+    assert rec["fit"]["residual_norm"] <= rec["fit"]["start_residual_norm"]
 
 
 def test_time_split_adds_table_4_9s_split_of_the_userver_time_as_fractions():
