@@ -277,8 +277,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-specweb99-select", "inf", "time:sendfile"):
         "the sim's sendfile (5 us + 2 us/KB, hand-set: no one-packet row calls it) takes 2.5 times as long as "
         "the other six functions together, the thesis's about as long; the one-packet split of select, accept, "
-        "read, close and setsockopt is within 5 pp, so by this table sendfile's per-KB cost is too high "
-        "relative to them.  That is the direction of this row's throughput miss (-11.8 %, the sim's μserver "
+        "read, close and setsockopt is within 7 pp, so by this table sendfile's per-KB cost is too high "
+        "relative to them.  That is the direction of this row's throughput miss (-15.8 %, the sim's μserver "
         "too dear per reply).  Counting the transmit path (k_tx_per_segment), which Linux 2.4 runs inside "
         "sendfile but the sim charges as kernel work, would widen the gap.  Not used to set sendfile_per_kb: "
         "table 4.3 comes from held-out rows.  Tried once, to size it: 0.6 us/KB matches this split (50.6 %) "
