@@ -27,6 +27,17 @@ def sim_csv(tmp_path_factory):
     return p
 
 
+@pytest.fixture
+def no_simulation(monkeypatch):
+    """Make any simulation (a fit, or simulating records) fail the test: for refusals that must come first."""
+    import validation.fitter as fitter
+
+    def boom(*a, **k):
+        raise AssertionError("simulated before the bad input was refused")
+    monkeypatch.setattr(fitter.CostFitter, "fit", boom)
+    monkeypatch.setattr(fitter, "simulate_records", boom)
+
+
 def test_fit_ok_writes_profile(sim_csv, tmp_path, capsys):
     out = tmp_path / "fitted.toml"
     rc = main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)])
@@ -254,14 +265,8 @@ def test_bad_predict_flags_are_exit_2(sim_csv, capsys, flags, named):
 @pytest.mark.parametrize("cmd,metrics", [("predict", None), ("predict", "replies_per_s"), ("fit", "replies_per_s"),
                                          ("fit", "accept_rate,drop_shares")])
 def test_a_metric_the_records_file_has_no_column_for_is_exit_2_before_simulating(sim_csv, tmp_path, capsys,
-                                                                                  monkeypatch, cmd, metrics):
+                                                                                  no_simulation, cmd, metrics):
     # a header with replies_per_sec printed "replies_per_s  nan" and "not measured in these records", exit 0
-    import validation.fitter as fitter
-
-    def boom(*a, **k):
-        raise AssertionError("simulated before the missing column was refused")
-    monkeypatch.setattr(fitter, "simulate_records", boom)
-    monkeypatch.setattr(fitter.CostFitter, "fit", boom)
     col, typo = (("drops_drop_request", "drops_drop_reqest") if metrics and "drop_shares" in metrics
                  else ("replies_per_s", "replies_per_sec"))
     lines = sim_csv.read_text().splitlines(True)
@@ -346,15 +351,9 @@ def test_predict_skips_failed_runs_naming_why(sim_csv, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("cmd", ["fit", "predict"])
-def test_out_that_is_a_directory_is_exit_2_before_any_simulation(cmd, sim_csv, tmp_path, capsys, monkeypatch):
+def test_out_that_is_a_directory_is_exit_2_before_any_simulation(cmd, sim_csv, tmp_path, capsys, no_simulation):
     # It used to fit (or simulate every record) first and then die in os.replace with an
     # IsADirectoryError traceback, losing the result (fit also left a 0600 .tmp file).
-    import validation.fitter as fitter
-
-    def boom(*a, **k):
-        raise AssertionError("simulated before the bad --out was refused")
-    monkeypatch.setattr(fitter.CostFitter, "fit", boom)
-    monkeypatch.setattr(fitter, "simulate_records", boom)
     out = tmp_path / "outdir"
     out.mkdir()
     args = (["fit", "--params", "select_base"] if cmd == "fit" else ["predict", "--profile", "thesis-2004"])
@@ -395,13 +394,7 @@ def test_thesis_fit_bad_params_or_start_is_exit_2_and_touches_nothing(flags, nam
 
 
 def test_time_split_on_a_records_file_with_no_cpu_share_column_is_exit_2_before_simulating(sim_csv, tmp_path,
-                                                                                         capsys, monkeypatch):
-    import validation.fitter as fitter
-
-    def boom(*a, **k):
-        raise AssertionError("simulated before the missing columns were refused")
-    monkeypatch.setattr(fitter.CostFitter, "fit", boom)
-    import csv
+                                                                                         capsys, no_simulation):
     with open(sim_csv, newline="") as fh:
         rows = list(csv.reader(fh))
     keep = [i for i, c in enumerate(rows[0]) if not c.startswith("cpu_share_")]
