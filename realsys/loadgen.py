@@ -27,13 +27,16 @@ def requests_per_conn(workload: str) -> float:
 
 def loadgen_argv(*, server_ip: str, port: int, binds: list[str], conn_rate: float, duration: float,
                  warmup: float, timeout: float, arrivals: str, seed: int, workload: str, out: Path,
-                 uri: str = "/index.html", timeout_from: str = "connect") -> list[str]:
+                 uri: str = "/index.html", timeout_from: str = "connect", think_ms: float = 0.0,
+                 request_delay_ms: float = 0.0) -> list[str]:
     bind = ["--bind", ",".join(binds)] if binds else []     # none: the kernel picks (loadgen refuses "")
+    slow = (["--think-ms", f"{think_ms:.6f}"] if think_ms else []) + \
+        (["--request-delay-ms", f"{request_delay_ms:.6f}"] if request_delay_ms else [])
     return [str(C_DIR / "loadgen"), "--server", server_ip, "--port", str(port), *bind,
             "--rate", f"{conn_rate:.6f}", "--duration", f"{duration:.6f}", "--warmup", f"{warmup:.6f}",
             "--timeout", f"{timeout:.6f}", "--timeout-from", timeout_from, "--arrivals", arrivals, "--seed", str(seed),
             "--workload", "specweb" if workload == "specweb99" else "one-packet", "--uri", uri,
-            "--out", str(out)]
+            *slow, "--out", str(out)]
 
 
 def _bucket_mid(b: int) -> float:

@@ -88,6 +88,23 @@ def check_real(sc: Scenario) -> None:
             raise ScenarioError("workload.idle_conns", "idle WAN connections are simulated only")
         if v["realsys"]["httperf"] and v["workload"]["kind"] != "one-packet":
             raise ScenarioError("realsys.httperf", "httperf is used for the one-packet workload only")
+        cl = v["client"]
+        # The client keys the simulator models and the real clients cannot: refused rather
+        # than run with the kernel's or the generator's own behaviour under the key's name.
+        if cl["syn_rto"] != -1:
+            raise ScenarioError("client.syn_rto", "the clients' initial SYN RTO is their kernel's (1 s on Linux 6) "
+                                "and cannot be set here; use -1, or simulate")
+        if cl["data_rto"] != 0.2:
+            raise ScenarioError("client.data_rto", "the clients' data RTO floor is their kernel's (RTO_min, 0.2 s) "
+                                "and is not set here; use 0.2, or simulate")
+        if cl["timer_lag_ms"] != 0:
+            raise ScenarioError("client.timer_lag_ms", "the generators act on a timeout when it is due (a timerfd); "
+                                "a lag is simulated only, use 0")
+        if v["realsys"]["httperf"]:
+            for key in ("think_ms", "request_delay_ms"):
+                if cl[key] != 0:
+                    raise ScenarioError(f"client.{key}", "httperf's one-packet mode has no such delay; use our "
+                                        "load generator (realsys.httperf = false) or 0")
         if v["realsys"]["httperf"] and v["client"]["timeout_from"] != "connect":
             raise ScenarioError("client.timeout_from", "httperf's timer restarts at connect; "
                                 "first-syn needs our load generator (realsys.httperf = false)")
@@ -116,6 +133,8 @@ def check_real(sc: Scenario) -> None:
 _C_LIMITS = (("client.timeout", 600.0, "loadgen"),          # loadgen.c --timeout
              ("scenario.duration", 3600.0, "loadgen"),      # loadgen.c --duration
              ("scenario.warmup", 600.0, "loadgen"),         # loadgen.c --warmup
+             ("client.think_ms", 600000.0, "loadgen"),      # loadgen.c --think-ms
+             ("client.request_delay_ms", 600000.0, "loadgen"),  # loadgen.c --request-delay-ms
              ("realsys.spin_us", 1e6, "userver"),           # userver.c --spin-us
              ("realsys.spin_us", 1e6, "knot"),              # knot.c --spin-us
              ("server.threads", 100000, "knot"))            # knot.c --threads
@@ -480,7 +499,8 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                 a = loadgen_argv(server_ip=tb.server_ips[host], port=PORT, binds=tb.client_addrs(host, 4),
                                  conn_rate=conn_rate / procs, duration=dur, warmup=warm, timeout=tmo,
                                  arrivals=wl["arrivals"], seed=int(seeds[i]), workload=wl["kind"], out=out,
-                                 timeout_from=cl["timeout_from"])
+                                 timeout_from=cl["timeout_from"], think_ms=cl["think_ms"],
+                                 request_delay_ms=cl["request_delay_ms"])
                 gens.append((tb.spawn(tb.client_ns[host], a, cpu=rs["cpu_clients"], nice=NICE, stdout=subprocess.DEVNULL,
                                       stderr=open(pdir / f"gen-{i}.log", "w")), out))
         if hook:

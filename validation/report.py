@@ -245,8 +245,11 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "this throughput at -8.6 % / -10.3 %, but Accept-10 at -13.0 % / -13.6 %, Accept-Inf at -16.4 % / "
         "-16.6 % and TUX Accept-1 at -14.1 % / -14.0 % (specweb-idle.md; at stop 56's 0.023 us only the ratio "
         "reading inferred one, 47 ms); the one-packet rows (one request per connection) "
-        "cannot constrain it.  Charging the client's ACKs of each reply (k_ack_rx, stop 10) took this cell from "
-        "+40 % to +17 %",
+        "cannot constrain it.  On a real kernel the pattern needs idle clients too (realsys specweb-think-nospin, "
+        "docs/background/slow-clients.md): the μserver-shaped server's Accept-1 serves as much as its Accept-Inf "
+        "with prompt clients and 24-29 % less with clients that think 100 ms after each reply, selecting ~17 "
+        "ready descriptors out of ~1,800 open (thesis: 27 % less, 21.6 fds).  Charging the client's ACKs of each "
+        "reply (k_ack_rx, stop 10) took this cell from +40 % to +17 %",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):

@@ -17,6 +17,14 @@
  * uniform 5..15, mean 7.3, on one keep-alive connection).  Files are
  * /specweb/class<c>_<i> with size (i+1)*1024*10^c/10 bytes (realsys/docroot.py).
  *
+ * Slow clients, as the simulator's client.think_ms and client.request_delay_ms: --think-ms
+ * holds each next request, and the close after the last reply, that long after a reply
+ * arrives (the connection stays open and idle in the server's interest set meanwhile);
+ * --request-delay-ms holds the first request that long after the connection is up.  No
+ * deadline runs during a think (the next request's starts when it is sent); during a
+ * request delay the first SYN's deadline keeps running with --timeout-from first-syn, and
+ * with connect the request's deadline starts when it is sent, as the simulator times both.
+ *
  * Output: JSON (see write_json) with counts and log-bucket histograms (4 per octave, us).
  * Counts are of connections launched in the measured window, except replies_recv_in_window:
  * every reply received in the window, whenever its connection was launched, and its 2xx
@@ -152,7 +160,9 @@ static double zipf_alpha = 1.0;
 static double class_cdf[4], file_cdf[9];
 
 /* ---- connections -------------------------------------------------------------------- */
-enum { C_CONNECTING = 1, C_SENDING, C_READING };
+enum { C_CONNECTING = 1, C_SENDING, C_READING, C_WAITING };
+/* what a waiting connection does when its wait is over */
+enum { W_REQUEST = 1, W_FIRST_REQUEST, W_CLOSE };
 
 struct lconn {
     int fd, state, reqs_left;
@@ -160,6 +170,11 @@ struct lconn {
     uint64_t t_start, t_req, t_sent, deadline; /* first SYN; request began (timeout base); request fully written */
     size_t hlen, body_left;
     struct lconn *prev, *next; /* timeout list, ordered by deadline */
+    int in_tmo;                /* on the timeout list */
+    int wait;                  /* W_*: on a wait queue (think or request delay), 0 if not */
+    uint64_t wake;
+    struct lconn *wprev, *wnext;
+    struct waitq *wq;
     struct lstats *st;
     char req[256];
     size_t req_len, req_off;
@@ -168,6 +183,14 @@ struct lconn {
 
 static struct lconn *head, *tail;
 static int nactive, epfd;
+
+/* A wait queue holds connections for one fixed delay, so pushing at the tail keeps it in
+ * wake order, as the timeout list is kept (one deadline length for all). */
+struct waitq {
+    struct lconn *head, *tail;
+    uint64_t delay_ns;
+};
+static struct waitq thinkq, delayq;
 
 struct lstats {
     uint64_t attempts, established, requests, replies, replies_ok, st2, st3, st4, st5;
@@ -196,13 +219,17 @@ static double warmup;
 
 static void list_del(struct lconn *c)
 {
+    if (!c->in_tmo) return;
     if (c->prev) c->prev->next = c->next; else head = c->next;
     if (c->next) c->next->prev = c->prev; else tail = c->prev;
     c->prev = c->next = NULL;
+    c->in_tmo = 0;
 }
 
 static void list_push(struct lconn *c, uint64_t deadline)
 {
+    list_del(c);
+    c->in_tmo = 1;
     c->deadline = deadline;
     c->prev = tail;
     c->next = NULL;
@@ -210,9 +237,43 @@ static void list_push(struct lconn *c, uint64_t deadline)
     tail = c;
 }
 
+static void wait_del(struct lconn *c)
+{
+    struct waitq *q = c->wq;
+    if (!q) return;
+    if (c->wprev) c->wprev->wnext = c->wnext; else q->head = c->wnext;
+    if (c->wnext) c->wnext->wprev = c->wprev; else q->tail = c->wprev;
+    c->wprev = c->wnext = NULL;
+    c->wq = NULL;
+    c->wait = 0;
+}
+
+/* Hold c on q until now + q's delay, then do what.  The socket is watched for input only:
+ * a server that closes it meanwhile is seen (on_waiting), and a writable socket must not
+ * wake the loop for the whole wait. */
+static int wait_push(struct waitq *q, struct lconn *c, int what, uint64_t now)
+{
+    c->wait = what;
+    c->wake = now + q->delay_ns;
+    c->wq = q;
+    c->wprev = q->tail;
+    c->wnext = NULL;
+    if (q->tail) q->tail->wnext = c; else q->head = c;
+    q->tail = c;
+    int was = c->state;
+    c->state = C_WAITING;
+    if (was != C_READING) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+        if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static void conn_end(struct lconn *c)
 {
     list_del(c);
+    wait_del(c);
     close(c->fd);
     nactive--;
     free(c);
@@ -360,14 +421,64 @@ static void reply_done(struct lconn *c)
     hist_add(&c->st->total, (double)(now - c->t_req) / 1e3);
     if (--c->reqs_left <= 0 || c->status >= 400) {
         c->st->conns_done++;
+        /* the client closes a think time later (an error reply closes at once: the
+         * session is over, not paused) */
+        if (thinkq.delay_ns && c->status < 400 && !c->server_closes) {
+            list_del(c);
+            if (wait_push(&thinkq, c, W_CLOSE, now) < 0)
+                conn_end(c);
+            return;
+        }
         conn_end(c);
         return;
     }
+    if (thinkq.delay_ns) {
+        list_del(c);   /* no deadline while thinking: the next request's starts when it is sent */
+        if (wait_push(&thinkq, c, W_REQUEST, now) < 0)
+            fail(c, errno);
+        return;
+    }
     c->t_req = now;
-    list_del(c);
     list_push(c, now + (uint64_t)(timeout_s * 1e9));
     pick_request(c);
     send_request(c);
+}
+
+/* The waits that are due at now: send the held request, or close. */
+static void wait_run(struct waitq *q, uint64_t now)
+{
+    while (q->head && q->head->wake <= now) {
+        struct lconn *c = q->head;
+        int what = c->wait;
+        wait_del(c);
+        if (what == W_CLOSE) {
+            conn_end(c);
+            continue;
+        }
+        if (what == W_REQUEST || !timeout_from_syn) {
+            /* httperf arms the request's timer when it issues the request */
+            c->t_req = now;
+            list_push(c, now + (uint64_t)(timeout_s * 1e9));
+        }
+        c->state = C_READING;   /* watched for input already (wait_push) */
+        pick_request(c);
+        send_request(c);
+    }
+}
+
+/* Input on a connection that is waiting: the server closed it (EOF or reset) or, out of
+ * turn, sent bytes nobody asked for.  After the last reply that is the end it was waiting
+ * for; before a request it cut the session short. */
+static void on_waiting(struct lconn *c)
+{
+    char b[512];
+    ssize_t n = read(c->fd, b, sizeof b);
+    if (n < 0 && errno == EAGAIN) return;
+    if (c->wait == W_CLOSE) {
+        conn_end(c);
+        return;
+    }
+    fail(c, n < 0 ? errno : n == 0 ? ECONNRESET : EPROTO);
 }
 
 /* Case-insensitive search of lit in p[0..n) (p is not NUL-terminated). */
@@ -475,13 +586,23 @@ static void on_event(struct lconn *c, uint32_t evm)
         c->st->established++;
         uint64_t now = now_ns();
         hist_add(&c->st->connect, (double)(now - c->t_start) / 1e3);
+        if (delayq.delay_ns) {
+            /* with connect, no deadline until the request is sent (wait_run arms it) */
+            if (!timeout_from_syn) list_del(c);
+            if (wait_push(&delayq, c, W_FIRST_REQUEST, now) < 0)
+                fail(c, errno);
+            return;
+        }
         if (!timeout_from_syn) { /* httperf: a new timer for the request and its reply */
             c->t_req = now;
-            list_del(c);
             list_push(c, now + (uint64_t)(timeout_s * 1e9));
         }
         pick_request(c);
         send_request(c);
+        return;
+    }
+    if (c->state == C_WAITING) {
+        on_waiting(c);
         return;
     }
     if (c->state == C_SENDING) {
@@ -518,9 +639,11 @@ static void write_json(FILE *o, double window)
     double achieved = S.last_launch > S.first_launch && S.attempts > 1
                           ? (double)(S.attempts - 1) / ((double)(S.last_launch - S.first_launch) / 1e9) : NAN;
     fprintf(o, "{\"target_rate\": %.3f, \"duration_s\": %.3f, \"warmup_s\": %.3f, \"window_s\": %.6f, \"arrivals\": \"%s\", "
-               "\"workload\": \"%s\", \"timeout_s\": %.3f, \"timeout_from\": \"%s\",\n",
+               "\"workload\": \"%s\", \"timeout_s\": %.3f, \"timeout_from\": \"%s\", \"think_ms\": %.3f, "
+               "\"request_delay_ms\": %.3f,\n",
             rate, duration, warmup, window, poisson ? "poisson" : "deterministic", specweb ? "specweb" : "one-packet",
-            timeout_s, timeout_from_syn ? "first-syn" : "connect");
+            timeout_s, timeout_from_syn ? "first-syn" : "connect", (double)thinkq.delay_ns / 1e6,
+            (double)delayq.delay_ns / 1e6);
     fprintf(o, " \"interrupted\": %s, \"open_at_stop\": %llu, \"open_at_end\": %llu,\n", stopped_by ? "true" : "false",
             (unsigned long long)open_at_stop, (unsigned long long)S.open_at_end);
     char ab[32], mb[32];
@@ -562,6 +685,7 @@ static void usage(int status)
             "               [--timeout S] [--timeout-from connect|first-syn]\n"
             "               [--arrivals deterministic|poisson] [--seed N]\n"
             "               [--workload one-packet|specweb] [--uri PATH] [--http10] [--zipf A]\n"
+            "               [--think-ms MS] [--request-delay-ms MS]\n"
             "               [--max-conns N] [--warmup S] [--out FILE] [--help]\n");
     exit(status);
 }
@@ -576,6 +700,7 @@ int main(int argc, char **argv)
         {"duration", 1, 0, 'd'}, {"timeout", 1, 0, 't'}, {"arrivals", 1, 0, 'a'}, {"seed", 1, 0, 's'},
         {"workload", 1, 0, 'w'}, {"uri", 1, 0, 'u'}, {"http10", 0, 0, 'H'}, {"max-conns", 1, 0, 'm'},
         {"out", 1, 0, 'o'}, {"zipf", 1, 0, 'z'}, {"warmup", 1, 0, 'W'}, {"timeout-from", 1, 0, 'T'},
+        {"think-ms", 1, 0, 'k'}, {"request-delay-ms", 1, 0, 'D'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     static const char *const timeout_froms[] = {"connect", "first-syn", NULL};
     static const char *const arrivals[] = {"deterministic", "poisson", NULL};
@@ -626,6 +751,9 @@ int main(int argc, char **argv)
         case 'o': out_path = optarg; break;
         case 'z': zipf_alpha = opt_double("loadgen", "zipf", optarg, 0, 100, 0); break;
         case 'W': warmup = opt_double("loadgen", "warmup", optarg, 0, 600, 0); break;
+        case 'k': thinkq.delay_ns = (uint64_t)(opt_double("loadgen", "think-ms", optarg, 0, 600000, 0) * 1e6); break;
+        case 'D': delayq.delay_ns = (uint64_t)(opt_double("loadgen", "request-delay-ms", optarg, 0, 600000, 0) * 1e6);
+            break;
         case 'h': usage(0); break;
         default: usage(2);
         }
@@ -699,10 +827,14 @@ int main(int argc, char **argv)
         }
         now = now_ns();
         expire(now);
+        wait_run(&delayq, now);
+        wait_run(&thinkq, now);
         if (!launching && (nactive == 0 || now >= hard_end)) break;
         uint64_t wake = hard_end;
         if (launching && t_next < wake) wake = t_next;
         if (head && head->deadline < wake) wake = head->deadline;
+        if (delayq.head && delayq.head->wake < wake) wake = delayq.head->wake;
+        if (thinkq.head && thinkq.head->wake < wake) wake = thinkq.head->wake;
         struct itimerspec its = {{0, 0}, {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)}};
         timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
         int n = epoll_wait(epfd, evs, 1024, 1000);
@@ -737,6 +869,17 @@ int main(int argc, char **argv)
             head->st->open_at_end++;
         conn_end(head);
     }
+    /* waiting with a request still to send: a session the run's end cut, like the above;
+     * waiting to close: done, its replies all counted */
+    struct waitq *qs[2] = {&delayq, &thinkq};
+    for (int i = 0; i < 2; i++)
+        while (qs[i]->head) {
+            struct lconn *c = qs[i]->head;
+            if (c->wait != W_CLOSE) {
+                if (stopped_by) open_at_stop++; else c->st->open_at_end++;
+            }
+            conn_end(c);
+        }
     uint64_t w_end = stopped_by && t_stop < t_end ? t_stop : t_end;
     double window = w_end > t_meas ? (double)(w_end - t_meas) / 1e9 : 0.0;
     FILE *out = stdout;

@@ -1,4 +1,4 @@
-"""loadgen's counting rules against a server whose latency is known exactly.
+"""loadgen's counting rules against a server whose latency is known exactly, and its slow clients.
 
 A tiny asyncio server answers every request 200 ms after it arrives.  With deterministic
 arrivals at R per second and a measured window W, the reply rate the simulator (and httperf)
@@ -248,3 +248,148 @@ def test_a_session_still_inside_its_timeout_at_the_hard_end_is_not_a_timeout(cbu
     assert elapsed < 1 + 3 + 2, elapsed
     # every session launched either finished or is open_at_end
     assert g["attempts"] == g["conns_done"] + g["open_at_end"], g
+
+
+# ---- slow clients: --think-ms and --request-delay-ms ------------------------------------
+# The simulator's client.think_ms holds a session's next request, and its close after the
+# last reply, that long after a reply; client.request_delay_ms holds the first request after
+# the connection is up.  What the server sees must be those gaps: a think time that the
+# generator only pretended to keep would leave the connections' idle time, and with it a real
+# server's select interest set, out of the measurement (docs/background/slow-clients.md).
+
+KEEPALIVE_BODY = b"x" * 100
+KEEPALIVE_REPLY = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(KEEPALIVE_BODY), KEEPALIVE_BODY)
+
+
+class NotingServer(DelayServer):
+    """Keep-alive server answering every request at once; per connection it keeps the
+    monotonic times of its accept, of each request head and reply, and of the client's close."""
+
+    def __init__(self):
+        super().__init__()
+        self.conns: list[dict] = []
+
+    async def _handle(self, reader, writer):
+        c = {"accept": time.monotonic(), "req": [], "reply": [], "eof": None}
+        self.conns.append(c)
+        try:
+            while True:
+                try:
+                    await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    c["eof"] = time.monotonic()
+                    break
+                c["req"].append(time.monotonic())
+                writer.write(KEEPALIVE_REPLY)
+                await writer.drain()
+                c["reply"].append(time.monotonic())
+        except ConnectionError:
+            c["eof"] = time.monotonic()
+        finally:
+            writer.close()
+
+
+def _slow_run(cbuild, tmp_path, *, think_ms=0.0, delay_ms=0.0, timeout=2.0, timeout_from="connect",
+         workload="specweb", rate=20, duration=0.5):
+    out = tmp_path / "g.json"
+    argv = [str(cbuild / "loadgen"), "--server", "127.0.0.1", "--rate", str(rate), "--duration", str(duration),
+            "--timeout", str(timeout), "--timeout-from", timeout_from, "--workload", workload, "--seed", "3",
+            "--out", str(out)]
+    if think_ms:
+        argv += ["--think-ms", str(think_ms)]
+    if delay_ms:
+        argv += ["--request-delay-ms", str(delay_ms)]
+    with NotingServer() as srv:
+        argv[3:3] = ["--port", str(srv.port)]
+        p = subprocess.run(argv, capture_output=True, timeout=60)
+        time.sleep(0.05)
+        conns = list(srv.conns)
+    assert p.returncode == 0, p.stderr.decode()
+    return json.loads(out.read_text()), conns
+
+
+# A gap measured at the server is the client's delay plus loopback and both event loops'
+# latency, less however late the server's loop noted the accept or the reply it is counted
+# from (a handler that ran late): on a quiet machine within a few ms of the delay.  A stall
+# on a shared machine moves single gaps either way, so the bounds are the median's, with a
+# looser floor for every gap.
+SLACK_S = 0.025
+LATE_S = 0.010
+
+ROWS = [
+    # think ms, request delay ms
+    pytest.param(0.0, 0.0, id="prompt"),
+    pytest.param(60.0, 0.0, id="think"),
+    pytest.param(0.0, 40.0, id="request-delay"),
+    pytest.param(50.0, 30.0, id="both"),
+]
+
+
+@pytest.mark.parametrize("think_ms,delay_ms", ROWS)
+def test_the_server_sees_the_clients_delays(cbuild, tmp_path, think_ms, delay_ms):
+    g, conns = _slow_run(cbuild, tmp_path, think_ms=think_ms, delay_ms=delay_ms)
+    assert g["think_ms"] == think_ms and g["request_delay_ms"] == delay_ms
+    assert g["timeouts"] == 0 and g["resets"] == 0 and g["open_at_end"] == 0, g
+    done = [c for c in conns if c["req"] and c["eof"] is not None]
+    assert len(done) == len(conns) == g["conns_done"] >= 8, (len(done), len(conns), g["conns_done"])
+    first = sorted(c["req"][0] - c["accept"] for c in done)
+    think = sorted(c["req"][i + 1] - c["reply"][i] for c in done for i in range(len(c["req"]) - 1))
+    close = sorted(c["eof"] - c["reply"][-1] for c in done)
+    assert len(think) >= 20          # specweb sessions: 70 % carry 5..15 requests
+    for gaps, want in ((first, delay_ms), (think, think_ms), (close, think_ms)):
+        med = gaps[len(gaps) // 2]
+        assert gaps[0] >= want / 1e3 - LATE_S, (want, gaps[:3])
+        assert want / 1e3 - 0.002 <= med <= want / 1e3 + SLACK_S, (want, med)
+    assert g["replies"] == sum(len(c["req"]) for c in done)
+
+
+def test_no_deadline_runs_while_a_client_thinks(cbuild, tmp_path):
+    # Thinking longer than the timeout: the next request's deadline starts when it is sent,
+    # as the simulator's does, so no session times out.  Sessions of up to 15 requests, 300 ms
+    # apart, outlast the run's hard end (two timeouts and a second past the window): those
+    # are open_at_end, as a session inside its request's timeout is.
+    g, conns = _slow_run(cbuild, tmp_path, think_ms=300.0, timeout=0.2, rate=10, duration=0.3)
+    assert len(conns) >= 3 and g["timeouts"] == 0 and g["resets"] == 0, g
+    assert g["conns_done"] + g["open_at_end"] == len(conns), g
+    assert max(len(c["req"]) for c in conns) >= 3     # requests 300 ms apart, past the 0.2 s timeout
+    assert g["replies"] == sum(len(c["req"]) for c in conns)
+
+
+@pytest.mark.parametrize("timeout_from,timeouts", [("connect", 0), ("first-syn", 1)])
+def test_a_request_delay_counts_against_the_first_syns_deadline_only(cbuild, tmp_path, timeout_from, timeouts):
+    # A 300 ms delay before the first request and a 0.2 s timeout: from connect the request's
+    # deadline starts when it is sent; from the first SYN the delay uses it up.
+    g, conns = _slow_run(cbuild, tmp_path, delay_ms=300.0, timeout=0.2, timeout_from=timeout_from,
+                    workload="one-packet", rate=10, duration=0.3)
+    assert len(conns) >= 3
+    if timeouts:
+        assert g["timeouts"] == g["attempts"] and g["replies"] == 0, g
+        assert all(not c["req"] for c in conns)
+    else:
+        assert g["timeouts"] == 0 and g["replies"] == g["attempts"] == len(conns), g
+
+
+def test_an_interrupted_thinking_run_keeps_its_counts(cbuild, tmp_path):
+    # SIGTERM while sessions think: they are open_at_stop, not timeouts, and the JSON is written.
+    out = tmp_path / "g.json"
+    with NotingServer() as srv:
+        p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
+                              "--rate", "50", "--duration", "5", "--timeout", "2", "--workload", "specweb",
+                              "--think-ms", "400", "--seed", "3", "--out", str(out)], stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while len(srv.conns) < 10 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        p.terminate()
+        _, err = p.communicate(timeout=10)
+    assert p.returncode == 128 + 15, err
+    g = json.loads(out.read_text())
+    assert g["interrupted"] is True and g["open_at_stop"] >= 5 and g["timeouts"] == 0, g
+
+
+@pytest.mark.parametrize("opt,val", [("--think-ms", "-1"), ("--request-delay-ms", "abc"),
+                                     ("--think-ms", "600001")])
+def test_bad_delays_are_refused_by_name(cbuild, opt, val):
+    p = subprocess.run([str(cbuild / "loadgen"), "--server", "127.0.0.1", opt, val], capture_output=True,
+                       text=True, timeout=10)
+    assert p.returncode == 2 and opt.lstrip("-") in p.stderr, p.stderr

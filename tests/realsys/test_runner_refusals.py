@@ -22,7 +22,8 @@ from realsys.testbed import owner_record
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "scenarios" / "realsys" / "smoke.toml")
 FLAG = {"client.timeout": "--timeout", "scenario.duration": "--duration", "scenario.warmup": "--warmup",
-        "realsys.spin_us": "--spin-us", "server.threads": "--threads"}
+        "realsys.spin_us": "--spin-us", "server.threads": "--threads", "client.think_ms": "--think-ms",
+        "client.request_delay_ms": "--request-delay-ms"}
 
 
 @pytest.mark.parametrize("overrides, key", [
@@ -32,6 +33,8 @@ FLAG = {"client.timeout": "--timeout", "scenario.duration": "--duration", "scena
     (["scenario.duration=3601"], "scenario.duration"),
     (["scenario.warmup=601"], "scenario.warmup"),
     (["workload.rate=3000000", "realsys.procs=1"], "workload.rate"),
+    (["client.think_ms=600001"], "client.think_ms"),
+    (["client.request_delay_ms=600001"], "client.request_delay_ms"),
 ])
 def test_a_value_past_what_the_c_programs_take_is_exit_2_naming_the_key(overrides, key, capsys, tmp_path):
     argv = ["run", SMOKE, "--out", str(tmp_path)]
@@ -249,3 +252,21 @@ def test_ctrl_c_while_starting_is_one_line_not_a_traceback(tmp_path, delay_s, st
     assert "Traceback" not in err, err
     # 130 from our handler; -SIGINT if it came before Python set its own handler up
     assert p.returncode in (130, -signal.SIGINT) and ("interrupted" in err or p.returncode < 0), (p.returncode, err)
+
+
+@pytest.mark.parametrize("overrides, key, says", [
+    # simulated client behaviours the real clients do not have: once run silently as the defaults
+    (["client.syn_rto=3"], "client.syn_rto", "kernel"),
+    (["client.data_rto=0.5"], "client.data_rto", "RTO_min"),
+    (["client.timer_lag_ms=1"], "client.timer_lag_ms", "simulated only"),
+    (["realsys.httperf=true", "client.think_ms=50"], "client.think_ms", "httperf"),
+    (["realsys.httperf=true", "client.request_delay_ms=5"], "client.request_delay_ms", "httperf"),
+])
+def test_a_client_behaviour_the_real_clients_lack_is_exit_2_naming_the_key(overrides, key, says, capsys, tmp_path):
+    argv = ["run", SMOKE, "--out", str(tmp_path)]
+    for o in overrides:
+        argv += ["--set", o]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"scenario key '{key}'" in err and says in err, err
+    assert not (tmp_path / "results.csv").exists()
