@@ -391,15 +391,16 @@ def predict_main(args) -> int:
         _err(f"{args.records}: no record to predict (after --select; {len(skipped)} not simulable{why})")
         return 2
     sims = simulate_records(todo, args.profile, int(jobs), sim_overrides, source="<predict>")
+    labels = _distinct_labels(todo)
     rows, failed = [], []
-    for m, s in zip(todo, sims):
+    for m, s, label in zip(todo, sims, labels):
         if s.status != "ok":
-            failed.append((m.label, (s.error or "").splitlines()[0] if s.error else s.status))
+            failed.append((label, (s.error or "").splitlines()[0] if s.error else s.status))
             continue
         for k in metrics:
             meas, pred = float(getattr(m.record, k)), float(getattr(s, k))
             err = (pred - meas) / abs(meas) if math.isfinite(meas) and meas != 0 and math.isfinite(pred) else math.nan
-            rows.append({"row": m.label, "seed": _seed_text(m.record.seed), "metric": k, "measured": meas,
+            rows.append({"row": label, "seed": _seed_text(m.record.seed), "metric": k, "measured": meas,
                          "predicted": pred, "error": err, "difference": pred - meas})
     # replicates (onepacket-select-reps: one label at several seeds) printed as identical rows
     seeds_of: dict[str, set] = {}
@@ -449,6 +450,40 @@ def predict_main(args) -> int:
     for label, why in failed:
         _err(f"simulation failed for {label}: {why}")
     return 1 if failed else 0
+
+
+#: Config keys that never tell two records of one label apart: the seed (shown on its own) and
+#: the scenario's bookkeeping.
+_SAME_POINT_KEYS = frozenset({"scenario.seed", "scenario.name", "scenario.batches"})
+
+
+def _flat_config(record) -> dict[str, str]:
+    import json
+    try:
+        cfg = json.loads(record.config or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return {f"{sec}.{k}": json.dumps(v) for sec, vals in cfg.items() if isinstance(vals, dict)
+            for k, v in vals.items() if f"{sec}.{k}" not in _SAME_POINT_KEYS}
+
+
+def _distinct_labels(todo) -> list[str]:
+    """Each record's label, with ``key=value`` for every config key in which records of the same
+    label differ (a results.csv sweeping client.think_ms printed four identical row names); a
+    key a record's config lacks is no difference."""
+    groups: dict[str, list[int]] = {}
+    for i, m in enumerate(todo):
+        groups.setdefault(m.label, []).append(i)
+    out = [m.label for m in todo]
+    for label, idx in groups.items():
+        if len(idx) < 2:
+            continue
+        flats = {i: _flat_config(todo[i].record) for i in idx}
+        keys = sorted(k for k in set().union(*flats.values())
+                      if len({f[k] for f in flats.values() if k in f}) > 1)
+        for i in idx:
+            out[i] = label + "".join(f" {k}={flats[i].get(k, '?')}" for k in keys)
+    return out
 
 
 def _seed_text(seed: float):

@@ -374,6 +374,21 @@ def test_predict_tells_replicates_apart_by_seed(capsys):
     assert len(lines) == 3 and {ln.split()[1] for ln in lines} == {"seed=11", "seed=12", "seed=13"}, out
 
 
+def test_predict_tells_points_of_one_label_apart_by_the_keys_they_differ_in(capsys, tmp_path):
+    # a results.csv sweeping client.think_ms printed four rows "accept-1@8000" with nothing between them
+    out_csv = tmp_path / "p.csv"
+    rc = main(["predict", "--records", "realsys/results/specweb-think/results.csv", "--profile", "realsys-linux6",
+               "--select", "accept_limit=1", "--select", "seed=2004", "--metrics", "replies_per_s",
+               "--set", "scenario.warmup=0.2", "--set", "scenario.duration=0.3", "--out", str(out_csv)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    lines = [ln.split()[:2] for ln in out.splitlines() if ln.startswith("userver/specweb99/select/accept-1@8000")]
+    assert sorted(b for _, b in lines) == sorted(f"client.think_ms={t}" for t in ("0.0", "20.0", "50.0", "100.0"))
+    import csv
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len({r["row"] for r in rows}) == 4 and all("client.think_ms=" in r["row"] for r in rows)
+
+
 @pytest.mark.parametrize("flags,named", [
     (["--params", "select_base,no_such_cost"], "no_such_cost"),
     (["--params", "accept"], "accept"),                    # a cost, but not one the thesis fit fits
