@@ -28,7 +28,7 @@ def requests_per_conn(workload: str) -> float:
 def loadgen_argv(*, server_ip: str, port: int, binds: list[str], conn_rate: float, duration: float,
                  warmup: float, timeout: float, arrivals: str, seed: int, workload: str, out: Path,
                  uri: str = "/index.html", timeout_from: str = "connect", think_ms: float = 0.0,
-                 request_delay_ms: float = 0.0) -> list[str]:
+                 request_delay_ms: float = 0.0, zipf_alpha: float = 1.0) -> list[str]:
     bind = ["--bind", ",".join(binds)] if binds else []     # none: the kernel picks (loadgen refuses "")
     slow = (["--think-ms", f"{think_ms:.6f}"] if think_ms else []) + \
         (["--request-delay-ms", f"{request_delay_ms:.6f}"] if request_delay_ms else [])
@@ -36,7 +36,7 @@ def loadgen_argv(*, server_ip: str, port: int, binds: list[str], conn_rate: floa
             "--rate", f"{conn_rate:.6f}", "--duration", f"{duration:.6f}", "--warmup", f"{warmup:.6f}",
             "--timeout", f"{timeout:.6f}", "--timeout-from", timeout_from, "--arrivals", arrivals, "--seed", str(seed),
             "--workload", "specweb" if workload == "specweb99" else "one-packet", "--uri", uri,
-            *slow, "--out", str(out)]
+            "--zipf", f"{zipf_alpha:g}", *slow, "--out", str(out)]
 
 
 def _bucket_mid(b: int) -> float:

@@ -36,7 +36,7 @@ from typing import Callable
 from simaccept.cli import _out_dir
 from simaccept.sweep import atomic_write
 from simaccept.record import COLUMNS, RunRecord
-from simaccept.scenario import Scenario, ScenarioError, load_scenario
+from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario
 
 from . import C_DIR, kernel
 from .docroot import make_docroot
@@ -100,6 +100,11 @@ def check_real(sc: Scenario) -> None:
         if cl["timer_lag_ms"] != 0:
             raise ScenarioError("client.timer_lag_ms", "the generators act on a timeout when it is due (a timerfd); "
                                 "a lag is simulated only, use 0")
+        for key, why in _FIXED_ON_THE_TEST_BED.items():
+            sec, name = key.split(".")
+            if v[sec][name] != SCHEMA[sec][name].default:
+                raise ScenarioError(key, f"{why}; use {SCHEMA[sec][name].default!r} (the value that stands for it), "
+                                    "or simulate")
         if v["realsys"]["httperf"]:
             for key in ("think_ms", "request_delay_ms"):
                 if cl[key] != 0:
@@ -130,11 +135,24 @@ def check_real(sc: Scenario) -> None:
 #: What the C programs refuse past (their option parsing in realsys/c/*.c), for the scenario
 #: keys that reach them: a key the schema allows past these would start the test bed and
 #: then fail with the program's own message lost in its log.  (key, limit, program)
+#: Scenario keys the test bed has one fixed value for: a run given another one used to go ahead
+#: with the test bed's and record the value it was given.
+_FIXED_ON_THE_TEST_BED = {
+    "network.nics": "the test bed has two server NICs (veth pairs)",
+    "network.bandwidth_mbps": "the test bed's veth links are not rate-limited",
+    "network.delay_ms": "the test bed's links add no delay (this kernel has no netem)",
+    "network.mss": "the veth links' MTU is 1500 (MSS 1448)",
+    "server.sndbuf": "the real servers leave the send buffer to the kernel's autotuning",
+    "server.service_dist": "the real servers' per-request work (realsys.spin_us) is a fixed amount",
+    "workload.request_bytes": "the load generators send their own request line (about 50 bytes)",
+}
+
 _C_LIMITS = (("client.timeout", 600.0, "loadgen"),          # loadgen.c --timeout
              ("scenario.duration", 3600.0, "loadgen"),      # loadgen.c --duration
              ("scenario.warmup", 600.0, "loadgen"),         # loadgen.c --warmup
              ("client.think_ms", 600000.0, "loadgen"),      # loadgen.c --think-ms
              ("client.request_delay_ms", 600000.0, "loadgen"),  # loadgen.c --request-delay-ms
+             ("workload.zipf_alpha", 100.0, "loadgen"),     # loadgen.c --zipf
              ("realsys.spin_us", 1e6, "userver"),           # userver.c --spin-us
              ("realsys.spin_us", 1e6, "knot"),              # knot.c --spin-us
              ("server.threads", 100000, "knot"))            # knot.c --threads
@@ -500,7 +518,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                                  conn_rate=conn_rate / procs, duration=dur, warmup=warm, timeout=tmo,
                                  arrivals=wl["arrivals"], seed=int(seeds[i]), workload=wl["kind"], out=out,
                                  timeout_from=cl["timeout_from"], think_ms=cl["think_ms"],
-                                 request_delay_ms=cl["request_delay_ms"])
+                                 request_delay_ms=cl["request_delay_ms"], zipf_alpha=wl["zipf_alpha"])
                 gens.append((tb.spawn(tb.client_ns[host], a, cpu=rs["cpu_clients"], nice=NICE, stdout=subprocess.DEVNULL,
                                       stderr=open(pdir / f"gen-{i}.log", "w")), out))
         if hook:

@@ -270,16 +270,17 @@ class NotingServer(DelayServer):
         self.conns: list[dict] = []
 
     async def _handle(self, reader, writer):
-        c = {"accept": time.monotonic(), "req": [], "reply": [], "eof": None}
+        c = {"accept": time.monotonic(), "req": [], "reply": [], "eof": None, "paths": []}
         self.conns.append(c)
         try:
             while True:
                 try:
-                    await reader.readuntil(b"\r\n\r\n")
+                    head = await reader.readuntil(b"\r\n\r\n")
                 except asyncio.IncompleteReadError:
                     c["eof"] = time.monotonic()
                     break
                 c["req"].append(time.monotonic())
+                c["paths"].append(head.split(b" ", 2)[1].decode())
                 writer.write(KEEPALIVE_REPLY)
                 await writer.drain()
                 c["reply"].append(time.monotonic())
@@ -290,7 +291,7 @@ class NotingServer(DelayServer):
 
 
 def _slow_run(cbuild, tmp_path, *, think_ms=0.0, delay_ms=0.0, timeout=2.0, timeout_from="connect",
-         workload="specweb", rate=20, duration=0.5):
+         workload="specweb", rate=20, duration=0.5, extra=()):
     out = tmp_path / "g.json"
     argv = [str(cbuild / "loadgen"), "--server", "127.0.0.1", "--rate", str(rate), "--duration", str(duration),
             "--timeout", str(timeout), "--timeout-from", timeout_from, "--workload", workload, "--seed", "3",
@@ -299,6 +300,7 @@ def _slow_run(cbuild, tmp_path, *, think_ms=0.0, delay_ms=0.0, timeout=2.0, time
         argv += ["--think-ms", str(think_ms)]
     if delay_ms:
         argv += ["--request-delay-ms", str(delay_ms)]
+    argv += list(extra)
     with NotingServer() as srv:
         argv[3:3] = ["--port", str(srv.port)]
         p = subprocess.run(argv, capture_output=True, timeout=60)
@@ -393,3 +395,19 @@ def test_bad_delays_are_refused_by_name(cbuild, opt, val):
     p = subprocess.run([str(cbuild / "loadgen"), "--server", "127.0.0.1", opt, val], capture_output=True,
                        text=True, timeout=10)
     assert p.returncode == 2 and opt.lstrip("-") in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("alpha,first_share", [("0", (0.05, 0.25)), ("3", (0.75, 1.0))])
+def test_zipf_alpha_sets_how_often_a_class_s_first_file_is_asked_for(cbuild, tmp_path, alpha, first_share):
+    # workload.zipf_alpha reaches loadgen as --zipf (a realsys run once dropped it): within a
+    # class, file i is asked for in proportion to 1 / (i + 1)^alpha, so at 0 each of the nine
+    # files gets 1/9 and at 3 the first gets 83 %.
+    from realsys.loadgen import loadgen_argv
+    argv = loadgen_argv(server_ip="127.0.0.1", port=1, binds=[], conn_rate=1, duration=1, warmup=0, timeout=1,
+                        arrivals="deterministic", seed=1, workload="specweb99", out=tmp_path / "x", zipf_alpha=0.5)
+    assert argv[argv.index("--zipf") + 1] == "0.5"
+    g, conns = _slow_run(cbuild, tmp_path, rate=40, duration=1.0, extra=("--zipf", alpha))
+    paths = [p for c in conns for p in c["paths"]]
+    assert len(paths) >= 150, len(paths)
+    share = sum(p.endswith("_0") for p in paths) / len(paths)
+    assert first_share[0] <= share <= first_share[1], (alpha, share)

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 SMOKE = str(REPO / "scenarios" / "realsys" / "smoke.toml")
 FLAG = {"client.timeout": "--timeout", "scenario.duration": "--duration", "scenario.warmup": "--warmup",
         "realsys.spin_us": "--spin-us", "server.threads": "--threads", "client.think_ms": "--think-ms",
-        "client.request_delay_ms": "--request-delay-ms"}
+        "client.request_delay_ms": "--request-delay-ms", "workload.zipf_alpha": "--zipf"}
 
 
 @pytest.mark.parametrize("overrides, key", [
@@ -35,6 +35,7 @@ FLAG = {"client.timeout": "--timeout", "scenario.duration": "--duration", "scena
     (["workload.rate=3000000", "realsys.procs=1"], "workload.rate"),
     (["client.think_ms=600001"], "client.think_ms"),
     (["client.request_delay_ms=600001"], "client.request_delay_ms"),
+    (["workload.zipf_alpha=101"], "workload.zipf_alpha"),
 ])
 def test_a_value_past_what_the_c_programs_take_is_exit_2_naming_the_key(overrides, key, capsys, tmp_path):
     argv = ["run", SMOKE, "--out", str(tmp_path)]
@@ -261,8 +262,16 @@ def test_ctrl_c_while_starting_is_one_line_not_a_traceback(tmp_path, delay_s, st
     (["client.timer_lag_ms=1"], "client.timer_lag_ms", "simulated only"),
     (["realsys.httperf=true", "client.think_ms=50"], "client.think_ms", "httperf"),
     (["realsys.httperf=true", "client.request_delay_ms=5"], "client.request_delay_ms", "httperf"),
+    # and the test bed's fixed network, send buffer, service time and request
+    (["network.nics=4"], "network.nics", "two server NICs"),
+    (["network.bandwidth_mbps=100"], "network.bandwidth_mbps", "not rate-limited"),
+    (["network.delay_ms=20"], "network.delay_ms", "netem"),
+    (["network.mss=536"], "network.mss", "1500"),
+    (["server.sndbuf=16384"], "server.sndbuf", "autotuning"),
+    (["server.service_dist=exponential"], "server.service_dist", "fixed amount"),
+    (["workload.request_bytes=400"], "workload.request_bytes", "request line"),
 ])
-def test_a_client_behaviour_the_real_clients_lack_is_exit_2_naming_the_key(overrides, key, says, capsys, tmp_path):
+def test_what_the_test_bed_cannot_be_set_to_is_exit_2_naming_the_key(overrides, key, says, capsys, tmp_path):
     argv = ["run", SMOKE, "--out", str(tmp_path)]
     for o in overrides:
         argv += ["--set", o]
