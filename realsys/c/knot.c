@@ -113,12 +113,15 @@ static void serve(int fd)
         }
         deadline = now_ns() + limit;
     }
-    TIMED(SC_CLOSE, close(fd));
+    /* Counted before the close: a client that has seen the close must find it counted.  After
+     * it, a worker descheduled between close() and the counts (a loaded machine) let a stats
+     * file written at SIGTERM miss a close its client had already seen. */
     ST->conns_closed++;
     if (reset)
         ST->conns_reset++;
     if (idle)
         ST->conns_idle_closed++;
+    TIMED(SC_CLOSE, close(fd));
     atomic_fetch_sub(&nopen, 1);
 }
 
