@@ -161,10 +161,13 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
                 table[lab]["c_avg"] = ss.get("c_avg")
                 # thesis table 4.8's "accepted, never completed": accepts and replies in one window.
                 # It is also what a server still holds at the window's end (knot's threads hold
-                # thousands), so the connections open then are printed beside it
+                # thousands), so the connections open then are printed beside it.  Only where a
+                # connection carries one request: a SPECweb99-like session's 7.3 replies per
+                # accept printed as "-625 % unanswered"
                 acc = ss.get("accepts")
+                one_req = requests_per_conn(pts[dr][0].get("workload", "one-packet")) == 1
                 table[lab]["accepted_unanswered_pct"] = (100.0 * (acc - ss.get("replies", 0)) / acc
-                                                         if acc else None)
+                                                         if acc and one_req else None)
                 table[lab]["open_conns_at_end"] = ss.get("open_conns_now")
         summary["drops_at_rate"] = dr
         summary["drops"] = table

@@ -110,7 +110,7 @@ def check_real(sc: Scenario) -> None:
                 if cl[key] != 0:
                     raise ScenarioError(f"client.{key}", "httperf's one-packet mode has no such delay; use our "
                                         "load generator (realsys.httperf = false) or 0")
-        if v["realsys"]["httperf"] and v["client"]["timeout_from"] != "connect":
+        if v["realsys"]["httperf"] and cl["timeout_from"] != "connect":
             raise ScenarioError("client.timeout_from", "httperf's timer restarts at connect; "
                                 "first-syn needs our load generator (realsys.httperf = false)")
         ncpu = os.cpu_count() or 1

@@ -246,9 +246,10 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "-16.6 % and TUX Accept-1 at -14.1 % / -14.0 % (specweb-idle.md; at stop 56's 0.023 us only the ratio "
         "reading inferred one, 47 ms); the one-packet rows (one request per connection) "
         "cannot constrain it.  On a real kernel the pattern needs idle clients too (realsys specweb-think-nospin, "
-        "docs/background/slow-clients.md): the μserver-shaped server's Accept-1 serves as much as its Accept-Inf "
-        "with prompt clients and 24-29 % less with clients that think 100 ms after each reply, selecting ~17 "
-        "ready descriptors out of ~1,800 open (thesis: 27 % less, 21.6 fds).  Charging the client's ACKs of each "
+        "docs/background/slow-clients.md; every file through sendfile, as the thesis's): the μserver-shaped server's "
+        "Accept-1 serves 17-20 % more than its Accept-Inf with prompt clients and 24-25 % less with clients that "
+        "think 100 ms after each reply (Accept-10 7-10 % less), selecting ~17 ready descriptors out of ~1,500 open "
+        "(thesis: 27 % and 6 % less, 21.6 fds).  Charging the client's ACKs of each "
         "reply (k_ack_rx, stop 10) took this cell from +40 % to +17 %",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
@@ -1530,8 +1531,8 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
              "Conditional, not held-out: the delays come from the same rows (not their throughput).  "
              "Details, the controls and every point: [specweb-idle.md](specweb-idle.md).  On a real kernel "
              "(this machine's test bed, [slow-clients.md](../background/slow-clients.md)) the μserver-shaped "
-             "server's Accept-1 loses to Accept-Inf only when clients pause: 1.00 of its throughput with prompt "
-             "clients, 0.71-0.76 with a 100 ms think time, selecting ~17 ready descriptors out of ~1,800 "
+             "server's Accept-1 loses to Accept-Inf only when clients pause: 1.17-1.20 times its throughput with "
+             "prompt clients, 0.75-0.76 with a 100 ms think time, selecting ~17 ready descriptors out of ~1,500 "
              "open.\n")
     if th is None:
         L.append(f"| row | error at {thr:g} ms |\n|---|---|")

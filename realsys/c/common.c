@@ -55,6 +55,8 @@ static unsigned hash_str(const char *s)
     return h;
 }
 
+size_t writev_max = SMALL_FILE_MAX;
+
 static int add_file(int dirfd, const char *name, const char *rel, const struct stat *st)
 {
     if (nfiles >= (1u << HBITS) / 2)
@@ -73,7 +75,7 @@ static int add_file(int dirfd, const char *name, const char *rel, const struct s
     f->fd = fd;
     f->size = st->st_size;
     f->data = NULL;
-    if (st->st_size <= SMALL_FILE_MAX) {
+    if ((size_t)st->st_size <= writev_max) {
         f->data = malloc((size_t)st->st_size + 1);
         if (!f->data || pread(fd, f->data, (size_t)st->st_size, 0) != st->st_size)
             return -1;
@@ -529,10 +531,10 @@ int stats_write_json(const char *path, const char *extra, const struct stats *s,
             (unsigned long long)s->status_2xx, (unsigned long long)s->status_4xx,
             (unsigned long long)s->status_5xx, (unsigned long long)s->bytes_sent);
     fprintf(out, " \"conns_closed\": %llu, \"conns_reset\": %llu, \"conns_refused_fd\": %llu, "
-                 "\"conns_idle_closed\": %llu, \"spin_s\": %.6f,\n",
+                 "\"conns_idle_closed\": %llu, \"spin_s\": %.6f, \"writev_max\": %zu,\n",
             (unsigned long long)s->conns_closed, (unsigned long long)s->conns_reset,
             (unsigned long long)s->conns_refused_fd, (unsigned long long)s->conns_idle_closed,
-            (double)s->spin_ns / 1e9);
+            (double)s->spin_ns / 1e9, writev_max);
     fprintf(out, " \"rusage\": {\"utime_s\": %.6f, \"stime_s\": %.6f, \"nvcsw\": %ld, \"nivcsw\": %ld},\n",
             (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
             (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_nvcsw, ru.ru_nivcsw);

@@ -58,13 +58,20 @@ void stats_add(struct stats *into, const struct stats *s);
 void stats_sub(struct stats *from, const struct stats *s);
 
 /* ---- document root: all regular files loaded once at start-up ---------------- */
-#define SMALL_FILE_MAX 16384  /* files up to this size are kept in memory and sent with writev */
+#define SMALL_FILE_MAX 16384  /* writev_max's default */
+
+/* Files up to writev_max bytes are kept in memory and sent, header and body, with one
+ * writev (a copy; the thesis's μserver on the one-packet workload, and Knot, which cannot
+ * use sendfile); larger ones with TCP_CORK + write(header) + sendfile(body) + uncork (the
+ * thesis's μserver on SPECweb99-like files, sec. 3.1).  0 sends every file with sendfile.
+ * Set by --writev-max before docroot_load, which reads it. */
+extern size_t writev_max;
 
 struct file {
     char *path;               /* relative to the root, no leading '/' */
     int fd;                   /* kept open for sendfile */
     off_t size;
-    char *data;               /* contents when size <= SMALL_FILE_MAX, else NULL */
+    char *data;               /* contents when size <= writev_max, else NULL */
 };
 
 /* Load every regular file under root (symlinks are skipped, so nothing outside

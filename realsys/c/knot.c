@@ -198,10 +198,12 @@ static void usage(int status)
     fprintf(status ? stderr : stdout,
             "usage: knot [--addr A] [--port P] [--backlog N] [--threads T] [--accept-limit N|inf]\n"
             "            [--spin-us U] [--docroot DIR] [--stats FILE] [--sample-ms MS] [--idle-timeout S]\n"
-            "            [--help]\n"
+            "            [--writev-max B] [--help]\n"
             "  --idle-timeout S  close a connection whose request is not whole S seconds after its\n"
             "                    accept or the previous reply, or whose reply is not sent S seconds\n"
-            "                    after its request, however slowly it trickles (default 10)\n");
+            "                    after its request, however slowly it trickles (default 10)\n"
+            "  --writev-max B    files up to B bytes are sent from memory with one writev, larger\n"
+            "                    ones with TCP_CORK + write + sendfile (default 16384; 0: all sendfile)\n");
     exit(status);
 }
 
@@ -212,7 +214,7 @@ int main(int argc, char **argv)
     static const struct option lo[] = {
         {"addr", 1, 0, 'a'}, {"port", 1, 0, 'p'}, {"backlog", 1, 0, 'b'}, {"threads", 1, 0, 't'},
         {"accept-limit", 1, 0, 'l'}, {"spin-us", 1, 0, 's'}, {"docroot", 1, 0, 'd'},
-        {"stats", 1, 0, 'o'}, {"sample-ms", 1, 0, 'S'}, {"idle-timeout", 1, 0, 'i'},
+        {"stats", 1, 0, 'o'}, {"sample-ms", 1, 0, 'S'}, {"idle-timeout", 1, 0, 'i'}, {"writev-max", 1, 0, 'W'},
         {"mux", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -230,6 +232,7 @@ int main(int argc, char **argv)
         case 'S': sample_ms = (int)opt_long("knot", "sample-ms", optarg, 1, 3600000); break;
         case 'i': idle_timeout_s = (int)opt_long("knot", "idle-timeout", optarg, 1, 86400); break;
         case 'm': break; /* accepted and ignored: knot has no getevents-phase */
+        case 'W': writev_max = (size_t)opt_long("knot", "writev-max", optarg, 0, 1L << 26); break;
         case 'h': usage(0); break;
         default: usage(2);
         }

@@ -204,10 +204,12 @@ static void usage(int status)
     fprintf(status ? stderr : stdout,
             "usage: userver [--addr A] [--port P] [--backlog N] [--mux select|poll|epoll]\n"
             "               [--accept-limit N|inf] [--spin-us U] [--docroot DIR] [--stats FILE]\n"
-            "               [--max-conns N] [--sample-ms MS] [--idle-timeout S] [--help]\n"
+            "               [--max-conns N] [--sample-ms MS] [--idle-timeout S] [--writev-max B] [--help]\n"
             "  --idle-timeout S  close a connection whose request is not whole S seconds after its\n"
             "                    accept or the previous reply, or whose reply is not sent S seconds\n"
-            "                    after its request, however slowly it trickles (default 10)\n");
+            "                    after its request, however slowly it trickles (default 10)\n"
+            "  --writev-max B    files up to B bytes are sent from memory with one writev, larger\n"
+            "                    ones with TCP_CORK + write + sendfile (default 16384; 0: all sendfile)\n");
     exit(status);
 }
 
@@ -220,7 +222,7 @@ int main(int argc, char **argv)
         {"addr", 1, 0, 'a'}, {"port", 1, 0, 'p'}, {"backlog", 1, 0, 'b'}, {"mux", 1, 0, 'm'},
         {"accept-limit", 1, 0, 'l'}, {"spin-us", 1, 0, 's'}, {"docroot", 1, 0, 'd'},
         {"stats", 1, 0, 'o'}, {"max-conns", 1, 0, 'c'}, {"sample-ms", 1, 0, 'S'},
-        {"idle-timeout", 1, 0, 'i'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"idle-timeout", 1, 0, 'i'}, {"writev-max", 1, 0, 'W'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     static const char *const muxes[] = {"select", "poll", "epoll", NULL};
     static const struct ev_backend *const backends[] = {&ev_select_backend, &ev_poll_backend, &ev_epoll_backend};
@@ -242,6 +244,7 @@ int main(int argc, char **argv)
         case 'i':
             idle_ns = (uint64_t)opt_long("userver", "idle-timeout", optarg, 1, 86400) * 1000000000ull;
             break;
+        case 'W': writev_max = (size_t)opt_long("userver", "writev-max", optarg, 0, 1L << 26); break;
         case 'h': usage(0); break;
         default: usage(2);
         }

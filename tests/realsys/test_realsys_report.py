@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from realsys.loadgen import requests_per_conn
 from realsys.report import summarize
 from realsys.runner import append_record
 from simaccept.record import RunRecord
@@ -123,3 +124,23 @@ def test_the_generator_error_compares_launches_with_the_sessions_the_target_asks
     append_record(tmp_path / "results.csv", r)
     err = summarize(tmp_path)["policies"]["userver/select/accept-1"]["generator_max_rel_error"]
     assert err == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("workload,replies,want", [
+    ("one-packet", 90, 10.0),
+    # 7.3 replies per accepted session: once printed as "-630 % accepted-unanswered"
+    ("specweb99", 730, None),
+])
+def test_accepted_unanswered_only_where_a_connection_carries_one_request(tmp_path, workload, replies, want):
+    for rate in (4000.0, 8000.0):
+        r = _rec(f"server.accept_limit=1;workload.rate={rate}", "1", rate, 3000.0)
+        r.workload, r.conn_attempts_per_s = workload, rate / requests_per_conn(workload)
+        append_record(tmp_path / "results.csv", r)
+    (tmp_path / "points").mkdir()
+    (tmp_path / "points" / "p.json").write_text(json.dumps({
+        "point": "server.accept_limit=1;workload.rate=8000.0", "sysctls": {},
+        "drops": {"AcceptQFull": 1, "DropRequest": 0, "ListenOverflow": 0, "SynQFull": 0, "total": 1},
+        "server_stats": {"accepts": 100, "replies": replies, "open_conns_now": 3}}))
+    t = summarize(tmp_path, 8000.0)["drops"]["userver/select/accept-1"]
+    assert t["accepted_unanswered_pct"] == (pytest.approx(want) if want is not None else None)
+    assert t["open_conns_at_end"] == 3
