@@ -72,6 +72,27 @@ def test_short_load(cbuild, tmp_path, kind, mux):
         assert extra["bpftrace"] is None or "drop_reasons" in extra["bpftrace"]
 
 
+@pytest.mark.parametrize("kind", ["userver", "knot"])
+def test_specweb_replies_take_the_simulated_servers_write_path(cbuild, tmp_path, kind):
+    """Through the runner on the test bed: the μserver sends every SPECweb99-like file with
+    CORK + write + sendfile (the thesis's and the simulated μserver's path, never a writev),
+    Knot copies every reply from memory (never a sendfile)."""
+    over = [f"server.kind={kind}", "workload.kind=specweb99", "workload.rate=1500", "server.threads=16"]
+    recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
+    assert len(recs) == 1 and recs[0].status == "ok", recs[0].error
+    extra = json.loads(next((tmp_path / "points").glob("*.json")).read_text())
+    st = extra["server_stats"]
+    sc = st["syscalls"]
+    assert st["replies"] > 500
+    if kind == "userver":
+        assert st["writev_max"] == 0 and sc["writev"]["calls"] == 0
+        assert sc["sendfile"]["calls"] >= st["replies"] and sc["write"]["calls"] >= st["replies"]
+        assert sc["setsockopt"]["calls"] >= 2 * st["replies"]
+    else:
+        assert st["writev_max"] >= 1 << 20 and sc["sendfile"]["calls"] == 0
+        assert sc["writev"]["calls"] >= st["replies"]
+
+
 def _fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
