@@ -102,6 +102,51 @@ def httperf_argv(*, server_ip: str, port: int, rate: float, num_conns: int, time
             "--timeout", f"{timeout:.3f}"]
 
 
+#: Sessions httperf 0.9.0 reads from one --wsesslog file at most (MAX_SESSION_TEMPLATES).
+HTTPERF_MAX_SESSIONS = 1000
+
+
+def write_wsesslog(path: Path, sessions: int, seed: int, zipf_alpha: float = 1.0) -> Path:
+    """Write ``sessions`` SPECweb99-like sessions as an httperf ``--wsesslog`` file; returns path.
+
+    The sessions are loadgen's (realsys/c/loadgen.c): 30 % carry one request, 70 % a uniform
+    5..15 (mean 7.3); each request picks class 0-3 with 35 / 50 / 14 / 1 % and file 0-8 of
+    the class by Zipf(``zipf_alpha``).  Every request is a burst of its own (an unindented
+    line), so httperf sends it only once the previous reply is in, on the session's one
+    connection (``--max-connections 1``), with the think time of ``--wsesslog``'s X between
+    them.  httperf walks the file's sessions in turn and refuses a file of more than
+    :data:`HTTPERF_MAX_SESSIONS` ("too many sessions"), so a process launching more reuses
+    them, each about equally often.  Seeded: the same file for the same seed."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    cls_cdf = np.cumsum([0.35, 0.50, 0.14, 0.01])
+    w = 1.0 / np.arange(1, 10) ** zipf_alpha
+    file_cdf = np.cumsum(w / w.sum())
+    lines = []
+    for _ in range(min(sessions, HTTPERF_MAX_SESSIONS)):
+        n = 1 if rng.random() < 0.3 else int(rng.integers(5, 16))
+        for _ in range(n):
+            c = min(3, int(np.searchsorted(cls_cdf, rng.random())))
+            f = min(8, int(np.searchsorted(file_cdf, rng.random())))
+            lines.append(f"/specweb/class{c}_{f}")
+        lines.append("")
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return Path(path)
+
+
+def httperf_wsesslog_argv(*, server_ip: str, port: int, rate: float, sessions: int, timeout: float,
+                          log: Path) -> list[str]:
+    """httperf running ``sessions`` sessions of ``log`` (:func:`write_wsesslog`) at ``rate``
+    sessions/s, each on one keep-alive connection with no pipelining and no think time (the
+    X of ``--wsesslog``: httperf closes a session's connection at once after its last reply,
+    where loadgen and the simulator think first, so a think time is refused for httperf)."""
+    return ["httperf", "--hog", "--server", server_ip, "--port", str(port),
+            "--wsesslog", f"{sessions},0,{log}", "--rate", f"{rate:.3f}",
+            "--max-connections", "1", "--max-piped-calls", "1", "--timeout", f"{timeout:.3f}"]
+
+
 def parse_httperf(text: str) -> dict:
     def grab(pat, cast=float, default=math.nan):
         m = re.search(pat, text)

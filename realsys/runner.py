@@ -40,7 +40,8 @@ from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario
 
 from . import C_DIR, kernel
 from .docroot import make_docroot
-from .loadgen import httperf_argv, loadgen_argv, merge, parse_httperf, requests_per_conn
+from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
+                      write_wsesslog)
 from .servers import PORT, ServerConfigError, nginx_event_methods, nginx_version, server_argv
 from .testbed import TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record
 
@@ -86,8 +87,6 @@ def check_real(sc: Scenario) -> None:
             raise ScenarioError("server.policy", "the real servers implement only accept-limit")
         if v["workload"]["idle_conns"] != 0:
             raise ScenarioError("workload.idle_conns", "idle WAN connections are simulated only")
-        if v["realsys"]["httperf"] and v["workload"]["kind"] != "one-packet":
-            raise ScenarioError("realsys.httperf", "httperf is used for the one-packet workload only")
         cl = v["client"]
         # The client keys the simulator models and the real clients cannot: refused rather
         # than run with the kernel's or the generator's own behaviour under the key's name.
@@ -108,8 +107,9 @@ def check_real(sc: Scenario) -> None:
         if v["realsys"]["httperf"]:
             for key in ("think_ms", "request_delay_ms"):
                 if cl[key] != 0:
-                    raise ScenarioError(f"client.{key}", "httperf's one-packet mode has no such delay; use our "
-                                        "load generator (realsys.httperf = false) or 0")
+                    raise ScenarioError(f"client.{key}", "httperf cannot delay as the simulated client does (its "
+                                        "session think time is not held before the close, and it has no request "
+                                        "delay); use our load generator (realsys.httperf = false) or 0")
         if v["realsys"]["httperf"] and cl["timeout_from"] != "connect":
             raise ScenarioError("client.timeout_from", "httperf's timer restarts at connect; "
                                 "first-syn needs our load generator (realsys.httperf = false)")
@@ -509,8 +509,13 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
             out = pdir / f"gen-{i}.json"
             if rs["httperf"]:
                 per = conn_rate / procs
-                a = httperf_argv(server_ip=tb.server_ips[host], port=PORT, rate=per,
-                                 num_conns=max(1, int(round(per * (warm + dur)))), timeout=tmo)
+                n = max(1, int(round(per * (warm + dur))))
+                if wl["kind"] == "specweb99":
+                    log = write_wsesslog(pdir / f"gen-{i}.wsesslog", n, int(seeds[i]), wl["zipf_alpha"])
+                    a = httperf_wsesslog_argv(server_ip=tb.server_ips[host], port=PORT, rate=per, sessions=n,
+                                              timeout=tmo, log=log)
+                else:
+                    a = httperf_argv(server_ip=tb.server_ips[host], port=PORT, rate=per, num_conns=n, timeout=tmo)
                 gens.append((tb.spawn(tb.client_ns[host], a, cpu=rs["cpu_clients"], nice=NICE, stdout=open(out, "w"),
                                       stderr=subprocess.STDOUT), out))
             else:

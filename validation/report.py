@@ -249,7 +249,9 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "docs/background/slow-clients.md; every file through sendfile, as the thesis's): the μserver-shaped server's "
         "Accept-1 serves 17-20 % more than its Accept-Inf with prompt clients and 24-25 % less with clients that "
         "think 100 ms after each reply (Accept-10 7-10 % less), selecting ~17 ready descriptors out of ~1,500 open "
-        "(thesis: 27 % and 6 % less, 21.6 fds).  Charging the client's ACKs of each "
+        "(thesis: 27 % and 6 % less, 21.6 fds).  The thesis's own client does not make the pause: stock httperf "
+        "replaying session logs with no think time holds 32 connections open at Accept-1 where our generator "
+        "holds 18 and a 100 ms think 388 (realsys specweb-httperf).  Charging the client's ACKs of each "
         "reply (k_ack_rx, stop 10) took this cell from +40 % to +17 %",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",

@@ -411,3 +411,28 @@ def test_zipf_alpha_sets_how_often_a_class_s_first_file_is_asked_for(cbuild, tmp
     assert len(paths) >= 150, len(paths)
     share = sum(p.endswith("_0") for p in paths) / len(paths)
     assert first_share[0] <= share <= first_share[1], (alpha, share)
+
+
+def test_wsesslog_sessions_follow_loadgens_mix(tmp_path):
+    """The httperf session log: blank-line separated sessions of 1 (30 %) or 5..15 requests
+    (mean 7.3), classes 35 / 50 / 14 / 1 %, Zipf within a class; seeded; at most httperf's
+    1000 sessions in one file."""
+    from realsys.loadgen import HTTPERF_MAX_SESSIONS, httperf_wsesslog_argv, write_wsesslog
+    a = write_wsesslog(tmp_path / "a.log", 900, seed=5)
+    assert a.read_text() == write_wsesslog(tmp_path / "b.log", 900, seed=5).read_text()
+    assert a.read_text() != write_wsesslog(tmp_path / "c.log", 900, seed=6).read_text()
+    sessions = [s.split("\n") for s in a.read_text().strip("\n").split("\n\n")]
+    assert len(sessions) == 900
+    lens = [len(s) for s in sessions]
+    assert set(lens) <= {1, *range(5, 16)}
+    assert 0.25 < lens.count(1) / 900 < 0.35 and 6.8 < sum(lens) / 900 < 7.8
+    reqs = [r for s in sessions for r in s]
+    share = [sum(r.startswith(f"/specweb/class{c}_") for r in reqs) / len(reqs) for c in range(4)]
+    assert abs(share[0] - 0.35) < 0.03 and abs(share[1] - 0.50) < 0.03 and abs(share[2] - 0.14) < 0.02
+    f0 = sum(r.endswith("_0") for r in reqs) / len(reqs)
+    assert 0.30 < f0 < 0.42                             # Zipf(1) over 9 files: 0.353
+    big = write_wsesslog(tmp_path / "d.log", 5000, seed=1).read_text()
+    assert big.strip("\n").count("\n\n") + 1 == HTTPERF_MAX_SESSIONS
+    argv = httperf_wsesslog_argv(server_ip="198.18.1.1", port=8080, rate=100.0, sessions=5000, timeout=2.0, log=a)
+    assert argv[argv.index("--wsesslog") + 1] == f"5000,0,{a}"
+    assert argv[argv.index("--max-connections") + 1] == "1" and argv[argv.index("--max-piped-calls") + 1] == "1"

@@ -222,6 +222,24 @@ def test_twelve_busy_polling_httperf_processes_are_measured_in_their_window(cbui
     assert len(point["generator_procs"]) == 12
 
 
+@pytest.mark.root
+def test_httperf_runs_specweb_sessions_from_a_session_log(cbuild, tmp_path):
+    """realsys.httperf with the SPECweb99-like workload: stock httperf replays sessions from a
+    --wsesslog file, one keep-alive connection each; the server sees one accept a session and
+    the session log's requests on it."""
+    over = ["realsys.httperf=true", "workload.kind=specweb99", "workload.rate=2000"]
+    recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
+    assert [r.status for r in recs] == ["ok"], recs[0].error
+    point = json.loads(next((tmp_path / "points").glob("*.json")).read_text())
+    procs = point["generator_procs"]
+    assert all(g["connections"] > 0 and g["errors"] == 0 and g["status_4xx"] == 0 for g in procs)
+    conns, reqs = sum(g["connections"] for g in procs), sum(g["requests"] for g in procs)
+    assert 5.5 < reqs / conns < 9.0                     # sessions of mean 7.3 requests
+    st = point["server_stats"]
+    assert st["replies"] > 4 * st["accepts"] > 0
+    assert abs(recs[0].conn_attempts_per_s - 2000 / 7.3) <= 0.05 * 2000 / 7.3
+
+
 def test_a_runner_the_kernel_keeps_from_real_time_says_so_and_runs_as_it_was():
     """Without CAP_SYS_NICE (dropped from the bounding set, RLIMIT_RTPRIO 0: a user's process)
     the runner stays as it was and says why; with the priority set to 0 it does not try."""
