@@ -15,10 +15,19 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
+
+from simaccept.sweep import atomic_write
+
 from . import C_DIR
+from .docroot import SPECWEB_CLASS_MIX
 
 NB = 128
-SPECWEB_MEAN_REQS = 0.3 * 1 + 0.7 * 10.0     # 30 % one request, 70 % uniform 5..15: 7.3
+# loadgen.c's SPECweb99-like sessions: 30 % carry one request, the rest a uniform 5..15
+SPECWEB_ONE_REQUEST_SHARE = 0.3
+SPECWEB_SESSION_REQS = (5, 15)
+SPECWEB_MEAN_REQS = (SPECWEB_ONE_REQUEST_SHARE * 1
+                     + (1 - SPECWEB_ONE_REQUEST_SHARE) * sum(SPECWEB_SESSION_REQS) / 2)     # 7.3
 
 
 def requests_per_conn(workload: str) -> float:
@@ -117,22 +126,20 @@ def write_wsesslog(path: Path, sessions: int, seed: int, zipf_alpha: float = 1.0
     them.  httperf walks the file's sessions in turn and refuses a file of more than
     :data:`HTTPERF_MAX_SESSIONS` ("too many sessions"), so a process launching more reuses
     them, each about equally often.  Seeded: the same file for the same seed."""
-    import numpy as np
     rng = np.random.default_rng(seed)
-    cls_cdf = np.cumsum([0.35, 0.50, 0.14, 0.01])
+    cls_cdf = np.cumsum(SPECWEB_CLASS_MIX)
     w = 1.0 / np.arange(1, 10) ** zipf_alpha
     file_cdf = np.cumsum(w / w.sum())
+    lo, hi = SPECWEB_SESSION_REQS
     lines = []
     for _ in range(min(sessions, HTTPERF_MAX_SESSIONS)):
-        n = 1 if rng.random() < 0.3 else int(rng.integers(5, 16))
+        n = 1 if rng.random() < SPECWEB_ONE_REQUEST_SHARE else int(rng.integers(lo, hi + 1))
         for _ in range(n):
             c = min(3, int(np.searchsorted(cls_cdf, rng.random())))
             f = min(8, int(np.searchsorted(file_cdf, rng.random())))
             lines.append(f"/specweb/class{c}_{f}")
         lines.append("")
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(path)
+    atomic_write(path, "\n".join(lines) + "\n")
     return Path(path)
 
 
