@@ -269,7 +269,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "cell was +7.6 %.  The refit of stop 56 raised user_per_request from 1.47 to 4.26 us (+-3.05): one "
         "request per connection, the one-packet rows cannot tell it from a per-connection cost, and a "
         "SPECweb99-like connection pays it 7.2 times; this cell went from -13.3 % to -15.3 % (~96 us a reply), and "
-        "to -15.8 % at stop 58's select_per_fd (0.27 us over ~2,000 descriptors, 12 times a second)",
+        "to -15.8 % at stop 58's select_per_fd (0.27 us over ~2,000 descriptors, 12 times a second).  The "
+        "fitted drop cost is ~8 % of this row's CPU: k_syn_drop (10.9 us) over ~7,200 refused SYNs a second.  It "
+        "is more than an admitted SYN's k_syn (2.97 us), which does all a dropped one does and more; at "
+        "k_syn_drop = k_syn this row is -10.8 %, Accept-10 -4.9 % and Accept-1 +19.2 %, but the calibration rows "
+        "+24 % (Accept-Inf at 27,000) to +55 % (Accept-1 at 27,000): the fitted drop cost carries the one-packet "
+        "rows' collapse past saturation, whatever its real cause (scratch runs, 2026-11-30)",
     ("userver-specweb99-select", "inf", "c_avg"):
         "counted per loop, as the thesis counts it: the sim's Accept-Inf takes ~124 connections a loop, nearly "
         "its whole accept queue (129), in 12 loops a second, the thesis's 47 in 35: the sim's loop is three "
@@ -299,7 +304,18 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "the sim's Accept-Inf select returns ~2,000 ready descriptors (nearly every open connection), the "
         "thesis's 886: finding its accept queue full at nearly every loop, the sim admits a whole queue per "
         "loop, and a SPECweb99-like connection stays open for about 15 loops (7.3 requests, a read and a "
-        "write each), so the open set and the loop grow together",
+        "write each), so the open set and the loop grow together.  From idle queues the sim's loop passes the "
+        "thesis's and keeps lengthening for ~30 s: 35-38 connections per loop over the first second, 46-52 over "
+        "the first 2 s, 86-92 over 10 s, 108-113 over 30 s at three seeds (scratch runs, 2026-11-30; cumulative "
+        "from idle, not steps: a SPECweb99-like run is not the start of a longer one, so trace.md cannot "
+        "difference it).  A real kernel runs the long loop too: on Linux 6 the μserver-shaped server (realsys "
+        "specweb-think-nospin, Accept-Inf, prompt clients, every file through sendfile) accepts 131-133 per "
+        "loop in 21-25 loops a second, 1,946-2,011 fds per select, at 32,000 req/s (1.3-1.4x its capacity) at "
+        "each of 3 seeds; at 24,000, near capacity, two seeds keep a short loop (10-18 per loop, 371-589 loops "
+        "a second, no drops, 21,875-22,521 replies/s) and one falls into the long one (132 per loop, 16,525 "
+        "replies/s).  So the thesis's 47 per loop is a loop neither has, or a mix of the two: ~6 % of the run "
+        "in a loop of ~400 a second and the rest in one of ~13 a second with a full queue gives ~36 loops a "
+        "second and ~46 per loop",
     ("userver-specweb99-select", "inf", "select_calls_per_s"): "as fds/select: fewer, longer loops",
     # whole configurations
     ("tux-specweb99", "*", "replies_per_s"):
