@@ -22,9 +22,9 @@
 * ``python -m validation window [--out DIR] [--jobs N] [--cache DIR]``: every thesis row with a
   target rate simulated in the report's window and in the thesis's (120 s from idle queues)
   (:mod:`validation.window`);
-* ``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,50,...]``: the open
-  connections the thesis's SPECweb99-like select statistics imply, and throughput by client
-  delay (:mod:`validation.specweb_idle`);
+* ``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,50,...] [--per-kb-factors
+  1,0.7,...]``: the open connections the thesis's SPECweb99-like select statistics imply, and
+  throughput by client delay, also with the per-KB send costs scaled (:mod:`validation.specweb_idle`);
 * ``python -m validation seeds [--out DIR] [--seeds 4] [--jobs N]``: every held-out throughput
   cell, and every other cell on a row with a target rate, at several seeds, so that a miss can be
   told from seed noise (:mod:`validation.seeds`);
@@ -104,6 +104,18 @@ def _guarded(call, error, failed):
     except error as e:
         _err(str(e))
         return None, 1 if failed(str(e)) else 2
+
+
+def _numbers(text: str | None, flag: str, default):
+    """``default`` when the option was not given, else its comma-separated numbers; None (after
+    saying why) when one is not a number."""
+    if text is None:
+        return default
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        _err(f"{flag}: not a comma-separated list of numbers: {text!r}")
+        return None
 
 
 def _absent_metrics(path, metrics) -> str | None:
@@ -567,6 +579,9 @@ def _parser() -> argparse.ArgumentParser:
     si.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     si.add_argument("--think-ms", default=None, metavar="MS,MS,...",
                     help="client delays to sweep (default 0,25,50,75,100,125,150,200)")
+    si.add_argument("--per-kb-factors", default=None, metavar="F,F,...",
+                    help="factors on the per-KB send costs (sendfile_per_kb, tux_per_kb), each read again with the "
+                         "delay (default 1,0.85,0.7,0.6; 1 alone: the profile as fitted only)")
     si.add_argument("--profile", default="thesis-2004")
     se = sub.add_parser("sensitivity", help="elasticity of every thesis throughput cell to each cost, and which "
                         "costs the calibration rows identify -> docs/validation/sensitivity.md")
@@ -739,15 +754,14 @@ def _main(args) -> int:
         # the repository's docs/validation, not one under the working directory (as report's)
         args.out = str(out_dir)
     if args.cmd == "specweb-idle":
-        from .specweb_idle import THINK_GRID_MS, IdleError, run as run_idle
-        try:
-            grid = (THINK_GRID_MS if args.think_ms is None
-                    else [float(x) for x in args.think_ms.split(",") if x.strip()])
-        except ValueError:
-            _err(f"--think-ms: not a comma-separated list of numbers: {args.think_ms!r}")
+        from .specweb_idle import PER_KB_FACTORS, THINK_GRID_MS, IdleError, run as run_idle
+        grid = _numbers(args.think_ms, "--think-ms", THINK_GRID_MS)
+        kbf = _numbers(args.per_kb_factors, "--per-kb-factors", PER_KB_FACTORS)
+        if grid is None or kbf is None:
             return 2
-        res, code = _guarded(lambda: run_idle(out=args.out, jobs=args.jobs, think_ms=grid, profile=args.profile),
-                             IdleError, failed=lambda msg: "think_ms" not in msg)
+        res, code = _guarded(lambda: run_idle(out=args.out, jobs=args.jobs, think_ms=grid, profile=args.profile,
+                                              per_kb_factors=kbf),
+                             IdleError, failed=lambda msg: "think_ms" not in msg and "per_kb_factors" not in msg)
         if code is not None:
             return code
         w0, wb = res["heldout_within_10pct_as_stated"], res["heldout_within_10pct_at_best_think"]
@@ -759,6 +773,12 @@ def _main(args) -> int:
               else f"{rr['within_10pct']['within']} and {wb['within']} at those delays")
         print(f"inferred client delay {rr['think_ms']:g} ms (ratio reading){delays}; within 10 %: "
               f"{w0['within']}/{w0['cells']} as stated, {at}; wrote {args.out}/specweb-idle.md")
+        for k in res["per_kb"][1:]:
+            reads = [(n, k[t], k[w]) for n, t, w in (("ratio", "ratio_think_ms", "within_10pct_at_ratio_delay"),
+                                                     ("absolute", "best_think_ms", "within_10pct_at_best_think"))
+                     if k[t] is not None]
+            print(f"  per-KB send cost x{k['factor']:g}: " + ("; ".join(
+                f"{w['within']}/{w['cells']} at {th:g} ms ({n})" for n, th, w in reads) or f"no delay read: {k['error']}"))
         return 0
     if args.cmd == "window":
         from .window import DEFAULT_CACHE as WCACHE, WindowError, run as run_window

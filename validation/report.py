@@ -252,7 +252,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "(thesis: 27 % and 6 % less, 21.6 fds).  The thesis's own client does not make the pause: stock httperf "
         "replaying session logs with no think time holds 32 connections open at Accept-1 where our generator "
         "holds 18 and a 100 ms think 388 (realsys specweb-httperf).  Charging the client's ACKs of each "
-        "reply (k_ack_rx, stop 10) took this cell from +40 % to +17 %",
+        "reply (k_ack_rx, stop 10) took this cell from +40 % to +17 %.  The per-KB send cost (sendfile_per_kb = "
+        "tux_per_kb, 2 us/KB a priori) is the other number these rows depend on that no calibration row "
+        "measures: at 1.4 us/KB the delays read again from the select statistics (62 ms ratio, 65 ms absolute) "
+        "put all five SPECweb99-like cells within ±10 % (μserver -1.1 to -7.1 %, TUX +2.7 / -3.9 %), at 1.2 "
+        "us/KB too, at 1.7 us/KB four of five (specweb-idle.md).  A grid over two numbers the thesis does not "
+        "give, not a fit, and not scored",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
@@ -1324,11 +1329,15 @@ def _specweb_idle_summary(out: Path) -> dict[str, Any] | None:
             "errors_at_inferred_delay": ({} if th is None else
                                          {p["row"]: p["error"] for p in d["predictions"] if p["think_ms"] == th}),
             "errors_at_ratio_delay": {p["row"]: p["error"] for p in d["predictions"] if p["think_ms"] == thr},
+            "per_kb": [{k: x[k] for k in ("factor", "costs", "ratio_think_ms", "best_think_ms", "error",
+                                          "within_10pct_as_stated", "within_10pct_at_ratio_delay",
+                                          "within_10pct_at_best_think")} for x in d.get("per_kb", [])],
             "generated_at": d["generated_at"], "profile": d.get("profile"),
             "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
             "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint")),
             "note": "conditional, not held-out: the delay is read from the same rows' select statistics "
-                    "(tables 4.1, 4.3), not their throughput; see specweb-idle.md"}
+                    "(tables 4.1, 4.3), not their throughput, and the per-KB factors are a grid, not inferred; "
+                    "see specweb-idle.md"}
 
 
 def _window_summary(out: Path) -> dict[str, Any] | None:
@@ -1561,6 +1570,20 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
         for row, e in si["errors_at_inferred_delay"].items():
             L.append(f"| {row} | {100 * si['errors_at_ratio_delay'][row]:+.1f} % | {100 * e:+.1f} % |")
     L.append("")
+    kb = si.get("per_kb") or []
+    if len(kb) > 1:
+        parts = []
+        for k in kb:
+            reads = [f"{k[w]['within']} at {k[t]:g} ms ({n})" for n, t, w in (
+                ("ratio", "ratio_think_ms", "within_10pct_at_ratio_delay"),
+                ("absolute", "best_think_ms", "within_10pct_at_best_think")) if k[t] is not None]
+            cost = " / ".join(f"{v:.2f}" for v in k["costs"].values())
+            parts.append(f"x{k['factor']:g} ({cost} µs/KB): " + (", ".join(reads) or "no delay read"))
+        L.append("The per-KB cost of sending a reply (`sendfile_per_kb` / `tux_per_kb`, hand-set) is the other "
+                 "number these rows depend on that no calibration row measures.  Scaled by a grid of factors, "
+                 "the delay read again at each, the rows within ±10 % (of "
+                 f"{kb[0]['within_10pct_as_stated']['cells']}): " + "; ".join(parts) + ".  A grid, not a fit: "
+                 "which pairs would put the rows in band (specweb-idle.md).\n")
     return L
 
 

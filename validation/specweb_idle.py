@@ -42,8 +42,15 @@ is a conditional prediction (the delay came from tables 4.1 and 4.3 of the same 
 not from their throughput), reported apart from the held-out figure, which keeps the
 workload as stated.
 
-``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,25,...]`` writes
-``specweb-idle.md`` and ``specweb-idle.json`` (default ``docs/validation``).
+The client delay is one of two numbers these rows depend on that no calibration row measures.
+The other is the per-KB cost of sending a reply (``sendfile_per_kb``, ``tux_per_kb``: a one-packet
+reply has no second KB), set a priori.  With ``per_kb_factors`` the whole reading is repeated with
+both scaled by each factor: the delay is read again from the select statistics at those costs, and
+the throughput at it is reported per factor.  The factor itself is not inferred from anything; the
+table shows which pairs of the two numbers would put the rows in band, not a prediction.
+
+``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,25,...] [--per-kb-factors
+1,0.85,...]`` writes ``specweb-idle.md`` and ``specweb-idle.json`` (default ``docs/validation``).
 """
 from __future__ import annotations
 
@@ -62,6 +69,14 @@ from .records import Measured, load_thesis, nan_to_null, scenario_for
 
 #: Client delays swept (ms after each reply).
 THINK_GRID_MS = (0.0, 25.0, 50.0, 75.0, 100.0, 125.0, 150.0, 200.0)
+
+#: Factors on the profile's per-KB send costs, swept with the client delay.  ``sendfile_per_kb``
+#: (the μserver) and ``tux_per_kb`` (TUX) move together: both send through the same zero-copy
+#: tcp_sendpage path, and no calibration row sends a reply of more than one packet, so no row the
+#: profile was built on measures either (sensitivity.md: unidentified).  1.0 first: the profile as fitted.
+PER_KB_FACTORS = (1.0, 0.85, 0.7, 0.6)
+#: The costs each factor scales.
+PER_KB_COSTS = ("sendfile_per_kb", "tux_per_kb")
 
 #: The rows simulated: every SPECweb99-like thesis row with a target rate and a
 #: throughput (μserver Accept-1/10/Inf and TUX Accept-1/Inf at 26,000 req/s).
@@ -142,13 +157,19 @@ def throughput_rows(rows: Iterable[Measured], workload: str = WORKLOAD) -> list[
             and not math.isnan(m.record.target_rate) and not math.isnan(m.record.replies_per_s)]
 
 
+def per_kb_overrides(costs: dict[str, float], factor: float) -> list[str]:
+    """The ``costs.*`` overrides that scale the per-KB send costs (:data:`PER_KB_COSTS`) by ``factor``."""
+    return [] if factor == 1.0 else [f"costs.{k}={costs[k] * factor!r}" for k in PER_KB_COSTS]
+
+
 def simulate_rows(rows: Sequence[Measured], think_ms: Sequence[float], jobs: int = 1,
-                  profile: str = "thesis-2004") -> dict[tuple[str, float], RunRecord]:
+                  profile: str = "thesis-2004", cost_overrides: Sequence[str] = ()) -> dict[tuple[str, float], RunRecord]:
     """{(row label, think_ms): simulated record}, each row at its own seed (same at every delay)."""
     keys, todo = [], []
     for m in rows:
         for th in think_ms:
-            sc = scenario_for(m, overrides=[f'costs.profile="{profile}"', f"client.think_ms={float(th)!r}"])
+            sc = scenario_for(m, overrides=[f'costs.profile="{profile}"', f"client.think_ms={float(th)!r}",
+                                            *cost_overrides])
             keys.append((m.label, float(th)))
             todo.append((sc.to_json(), "<specweb-idle>"))
     from .fitter import _simulate_json
@@ -265,23 +286,12 @@ def prediction_table(rows: Sequence[Measured], sims, think_ms: Sequence[float]) 
     return out
 
 
-def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[float] = THINK_GRID_MS,
-        profile: str = "thesis-2004") -> dict:
-    think_ms = sorted({float(t) for t in think_ms})
-    if not think_ms or any(t < 0 or math.isnan(t) for t in think_ms):
-        raise IdleError(f"think_ms: need delays >= 0, got {think_ms}")
-    if 0.0 not in think_ms:
-        think_ms = [0.0] + think_ms             # the workload as stated is always the reference
-    costs = load_costs(profile).us              # microseconds; KeyError (before any run) if unknown
-    thesis = load_thesis()
-    gp_spec = gprof_rows(thesis, WORKLOAD)
-    gp_one = gprof_rows(thesis, "one-packet")
-    rows = throughput_rows(thesis)
-    if len(gp_spec) < 2:
-        raise IdleError("thesis.csv has fewer than two SPECweb99-like gprof rows")
-    labels = {m.label for m in rows}
-    sims = simulate_rows(rows + [m for m in gp_spec if m.label not in labels], think_ms, jobs, profile)
-    sims.update(simulate_rows(gp_one, [0.0], jobs, profile))
+def read_delays(gp_spec: Sequence[Measured], gp_one: Sequence[Measured], sims, think_ms: Sequence[float],
+                costs: dict[str, float]) -> dict:
+    """Both readings of the client delay from one set of simulations (the SPECweb99-like gprof rows
+    at every delay of ``think_ms``, the one-packet controls at 0 ms).  The absolute reading may infer
+    none (``best_think_ms`` None, ``absolute_reading_error`` says why); raises IdleError when the ratio
+    reading infers none either, or when it alone fails."""
     spec_tab = implied_table(gp_spec, sims, think_ms, costs)
     control = implied_table(gp_one, sims, [0.0], costs)
     agrees = control_agrees(control)
@@ -296,19 +306,84 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
     except IdleError as e:
         th_best, per_row, absolute_error = None, {}, str(e)
     ratio_spec = ratio_table(gp_spec, sims, think_ms)
-    ratio_ctl = ratio_table(gp_one, sims, [0.0])
     try:
         th_ratio, _ = infer_think(ratio_spec, think_ms, ["1/inf"])
     except IdleError as e:
         if absolute_error is None:
             raise
         raise IdleError(f"neither reading infers a delay: absolute: {absolute_error}; ratio: {e}") from e
-    th_ratio = float(round(th_ratio))
-    inferred = {th_ratio} if th_best is None else {th_best, th_ratio}
-    extra = sorted(inferred - set(think_ms))
+    return {"implied_specweb": spec_tab, "implied_one_packet_control": control, "control_agrees": agrees,
+            "inferred_think_ms_by_accept_limit": per_row, "uncrossed_by_accept_limit": uncrossed,
+            "best_think_ms": th_best, "absolute_reading_error": absolute_error,
+            "ratio_specweb": ratio_spec, "ratio_think_ms": float(round(th_ratio))}
+
+
+def _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile, cost_overrides=()) -> dict:
+    labels = {m.label for m in rows}
+    sims = simulate_rows(rows + [m for m in gp_spec if m.label not in labels], think_ms, jobs, profile, cost_overrides)
+    sims.update(simulate_rows(gp_one, [0.0], jobs, profile, cost_overrides))
+    return sims
+
+
+def _at_delays(rows, sims, think_ms, delays, jobs, profile, cost_overrides=()) -> list[dict]:
+    """Predictions at ``delays``, simulating the ones off the grid first (into ``sims``)."""
+    extra = sorted(set(delays) - set(think_ms))
     if extra:
-        sims.update(simulate_rows(rows, extra, jobs, profile))
-    pred = prediction_table(rows, sims, sorted(set(think_ms) | inferred))
+        sims.update(simulate_rows(rows, extra, jobs, profile, cost_overrides))
+    return prediction_table(rows, sims, sorted(set(delays)))
+
+
+def per_kb_run(factor: float, rows, gp_spec, gp_one, think_ms, costs, jobs, profile) -> dict:
+    """The delay read again and the throughput at it with the per-KB send costs times ``factor``.
+    A factor at which neither reading infers a delay is kept, with its error and the 0 ms point."""
+    over = per_kb_overrides(costs, factor)
+    sims = _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile, over)
+    try:
+        rd = read_delays(gp_spec, gp_one, sims, think_ms, costs)
+        th_best, th_ratio, err = rd["best_think_ms"], rd["ratio_think_ms"], None
+        abs_err = rd["absolute_reading_error"]
+    except IdleError as e:
+        th_best = th_ratio = abs_err = None
+        err = str(e)
+    delays = [0.0] + [t for t in (th_ratio, th_best) if t is not None]
+    pred = _at_delays(rows, sims, think_ms, delays, jobs, profile, over)
+    return {"factor": factor, "costs": {k: costs[k] * factor for k in PER_KB_COSTS},
+            "ratio_think_ms": th_ratio, "best_think_ms": th_best, "absolute_reading_error": abs_err, "error": err,
+            "predictions": pred, "within_10pct_as_stated": _within(pred, 0.0),
+            "within_10pct_at_ratio_delay": None if th_ratio is None else _within(pred, th_ratio),
+            "within_10pct_at_best_think": None if th_best is None else _within(pred, th_best)}
+
+
+def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[float] = THINK_GRID_MS,
+        profile: str = "thesis-2004", per_kb_factors: Sequence[float] = PER_KB_FACTORS) -> dict:
+    think_ms = sorted({float(t) for t in think_ms})
+    if not think_ms or any(t < 0 or math.isnan(t) for t in think_ms):
+        raise IdleError(f"think_ms: need delays >= 0, got {think_ms}")
+    if 0.0 not in think_ms:
+        think_ms = [0.0] + think_ms             # the workload as stated is always the reference
+    factors = list(dict.fromkeys(float(f) for f in per_kb_factors))
+    if any(not (math.isfinite(f) and f > 0) for f in factors):
+        raise IdleError(f"per_kb_factors: need factors > 0, got {list(per_kb_factors)}")
+    if 1.0 not in factors:
+        factors = [1.0] + factors               # the profile as fitted is always the reference
+    costs = load_costs(profile).us              # microseconds; KeyError (before any run) if unknown
+    thesis = load_thesis()
+    gp_spec = gprof_rows(thesis, WORKLOAD)
+    gp_one = gprof_rows(thesis, "one-packet")
+    rows = throughput_rows(thesis)
+    if len(gp_spec) < 2:
+        raise IdleError("thesis.csv has fewer than two SPECweb99-like gprof rows")
+    sims = _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile)
+    rd = read_delays(gp_spec, gp_one, sims, think_ms, costs)
+    th_best, th_ratio = rd["best_think_ms"], rd["ratio_think_ms"]
+    inferred = {th_ratio} if th_best is None else {th_best, th_ratio}
+    pred = _at_delays(rows, sims, think_ms, set(think_ms) | inferred, jobs, profile)
+    kb = [{"factor": 1.0, "costs": {k: costs[k] for k in PER_KB_COSTS}, "ratio_think_ms": th_ratio,
+           "best_think_ms": th_best, "absolute_reading_error": rd["absolute_reading_error"], "error": None,
+           "predictions": [p for p in pred if p["think_ms"] in inferred | {0.0}],
+           "within_10pct_as_stated": _within(pred, 0.0), "within_10pct_at_ratio_delay": _within(pred, th_ratio),
+           "within_10pct_at_best_think": None if th_best is None else _within(pred, th_best)}]
+    kb += [per_kb_run(f, rows, gp_spec, gp_one, think_ms, costs, jobs, profile) for f in factors if f != 1.0]
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model_fingerprint": model_fingerprint(),   # the report flags this file stale when the model changes
@@ -316,19 +391,20 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
         "costs": dict(costs),      # the report flags this file stale when they change
         "think_ms_grid": think_ms,
         "select_cost_us": {k: costs[k] for k in ("select_base", "select_per_fd", "select_per_ready")},
-        "implied_specweb": spec_tab,
-        "implied_one_packet_control": control,
-        "control_agrees": agrees,
-        "inferred_think_ms_by_accept_limit": per_row,
-        "uncrossed_by_accept_limit": uncrossed,      # control agrees, but no delay in the grid meets
+        "implied_specweb": rd["implied_specweb"],
+        "implied_one_packet_control": rd["implied_one_packet_control"],
+        "control_agrees": rd["control_agrees"],
+        "inferred_think_ms_by_accept_limit": rd["inferred_think_ms_by_accept_limit"],
+        "uncrossed_by_accept_limit": rd["uncrossed_by_accept_limit"],   # control agrees, but no delay in the grid meets
         "best_think_ms": th_best,                   # None: the absolute reading infers no delay
-        "absolute_reading_error": absolute_error,
+        "absolute_reading_error": rd["absolute_reading_error"],
         "predictions": pred,
         "heldout_within_10pct_as_stated": _within(pred, 0.0),
         "heldout_within_10pct_at_best_think": None if th_best is None else _within(pred, th_best),
         "writev_evidence": _writev_evidence(gp_one, sims, costs),
-        "ratio_reading": {"specweb": ratio_spec, "one_packet_control": ratio_ctl,
-                          "think_ms": float(th_ratio), "within_10pct": _within(pred, th_ratio)},
+        "ratio_reading": {"specweb": rd["ratio_specweb"], "one_packet_control": ratio_table(gp_one, sims, [0.0]),
+                          "think_ms": th_ratio, "within_10pct": _within(pred, th_ratio)},
+        "per_kb": kb,
     }
     out = Path(out)
     atomic_write(out / "specweb-idle.json", json.dumps(nan_to_null(result), indent=2, allow_nan=False) + "\n")
@@ -446,6 +522,7 @@ def markdown(res: dict) -> str:
           "delay per request is one explanation, not a finding: the thesis states none, and lost packets "
           "recovered by retransmission timeouts (not modelled) would also keep connections open longer.  TUX has "
           "no select; its rows show whether the delay alone explains TUX's miss.", ""]
+    L += per_kb_markdown(res)
     full = sorted(res["predictions"], key=lambda p: (p["row"], p["think_ms"]))
     L += ["## Every simulated point", "", "| row | client delay (ms) | replies/s | error | open conns | accepts/s |",
           "|---|---|---|---|---|---|"]
@@ -453,3 +530,42 @@ def markdown(res: dict) -> str:
         L.append(f"| {p['row']} | {p['think_ms']:g} | {_f(p['predicted'])} | {p['error']:+.1%} | "
                  f"{_f(p['sim_open_conns'])} | {_f(p['sim_accept_rate'])} |")
     return "\n".join(L) + "\n"
+
+
+def _short(row: str) -> str:
+    """``userver/specweb99/select/accept-inf@26000`` -> ``userver Accept-Inf``."""
+    server, _, _, rest = row.split("/", 3)
+    limit = rest.split("@")[0].removeprefix("accept-")
+    return f"{server} Accept-{'Inf' if limit == 'inf' else limit}"
+
+
+def per_kb_markdown(res: dict) -> list[str]:
+    """The client delay and the per-KB send cost together: one table row per (factor, delay read)."""
+    kb = res.get("per_kb") or []
+    if len(kb) < 2:
+        return []
+    rows = list(dict.fromkeys(p["row"] for p in kb[0]["predictions"]))
+    names = " / ".join(f"`{k}`" for k in PER_KB_COSTS)
+    L = ["## Two numbers no calibration row measures: the client delay and the per-KB send cost", "",
+         f"No calibration row sends a reply of more than one packet, so nothing the profile was built on measures "
+         f"the per-KB cost of sending one ({names}, hand-set a priori; sensitivity.md: unidentified).  Below, both "
+         "are scaled by each factor, the delay is read again from the select statistics at those costs (both "
+         "readings, as above), and the rows are simulated at it.  The factor is not inferred from anything: the "
+         "table shows which pairs of the two numbers put the rows within ±10 %, not a prediction.", "",
+         "| per-KB send cost | client delay | " + " | ".join(_short(r) for r in rows) + " | within ±10 % |",
+         "|---|---|" + "---|" * len(rows) + "---|"]
+    for k in kb:
+        cost = " / ".join(f"{v:.2f}" for v in k["costs"].values()) + f" µs/KB (x{k['factor']:g})"
+        by = {(p["row"], p["think_ms"]): p for p in k["predictions"]}
+        reads = [("as stated", 0.0, k["within_10pct_as_stated"])]
+        if k["ratio_think_ms"] is not None:
+            reads.append(("ratio", k["ratio_think_ms"], k["within_10pct_at_ratio_delay"]))
+        if k["best_think_ms"] is not None:
+            reads.append(("absolute", k["best_think_ms"], k["within_10pct_at_best_think"]))
+        for label, th, w in reads:
+            L.append(f"| {cost} | {th:g} ms ({label}) | "
+                     + " | ".join(f"{by[(r, th)]['error']:+.1%}" for r in rows) + f" | {w['within']} of {w['cells']} |")
+        if k.get("error"):
+            L.append(f"| {cost} | no delay read: {k['error']} |" + " |" * len(rows) + " |")
+    L.append("")
+    return L

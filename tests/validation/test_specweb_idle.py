@@ -5,7 +5,7 @@ import math
 import pytest
 
 import simaccept
-from simaccept.costs import load_costs
+from simaccept.costs import load_costs, scenario_costs
 from validation import specweb_idle as si
 from validation.cli import main
 from validation.specweb_idle import (IdleError, control_agrees, implied_open_conns, implied_open_ratio,
@@ -92,6 +92,10 @@ def test_control_agrees_within_50_conns_or_half():
 @pytest.mark.parametrize("argv, flag", [
     (["--think-ms", "0,abc"], "--think-ms"),
     (["--think-ms", "0,-5"], "think_ms"),
+    (["--per-kb-factors", "1,x"], "--per-kb-factors"),
+    (["--per-kb-factors", "1,0"], "per_kb_factors"),
+    (["--per-kb-factors", "-0.5"], "per_kb_factors"),
+    (["--per-kb-factors", "nan"], "per_kb_factors"),
     (["--jobs", "0"], "--jobs"),
     (["--profile", "no-such-profile"], "--profile"),
 ])
@@ -137,3 +141,52 @@ def test_a_failed_absolute_reading_is_written_with_the_ratio_reading(best, tmp_p
     row = "| userver/specweb99/select/accept-1@26000 | "
     assert (row + f"{e60:+.1f} % |" + ("" if best is None else f" {100 * (8600.0 / 8888.0 - 1):+.1f} % |")) in text
     assert ("the absolute reading, which rests on the fitted select costs, infers none" in text) == (best is None)
+
+
+def test_per_kb_overrides_scale_both_send_costs_and_reach_the_scenario():
+    costs = load_costs("thesis-2004").us
+    assert si.per_kb_overrides(costs, 1.0) == []
+    over = si.per_kb_overrides(costs, 0.7)
+    m = si.throughput_rows(si.load_thesis())[0]
+    sc = si.scenario_for(m, overrides=['costs.profile="thesis-2004"', *over])
+    ran = scenario_costs(sc).us                                  # what the simulation is charged
+    for k in si.PER_KB_COSTS:
+        assert ran[k] == pytest.approx(0.7 * costs[k])
+    assert ran["sendfile"] == costs["sendfile"]                  # the per-call cost is not a per-KB one
+
+
+def _kb(factor, ratio, best, errors, err=None):
+    """One per_kb entry: one row, predictions at 0 ms and at the delays read."""
+    delays = [0.0] + [t for t in (ratio, best) if t is not None]
+    pred = [{"row": "userver/specweb99/select/accept-1@26000", "think_ms": t, "error": errors[i]}
+            for i, t in enumerate(delays)]
+    return {"factor": factor, "costs": {"sendfile_per_kb": 2.0 * factor, "tux_per_kb": 2.0 * factor},
+            "ratio_think_ms": ratio, "best_think_ms": best, "absolute_reading_error": None, "error": err,
+            "predictions": pred, "within_10pct_as_stated": si._within(pred, 0.0),
+            "within_10pct_at_ratio_delay": None if ratio is None else si._within(pred, ratio),
+            "within_10pct_at_best_think": None if best is None else si._within(pred, best)}
+
+
+def test_per_kb_table_has_a_line_per_factor_and_delay_read(tmp_path):
+    from validation.report import _specweb_idle_summary, specweb_idle_markdown
+    res = _result(70.0)
+    res["per_kb"] = [_kb(1.0, 60.0, 70.0, [0.125, -0.01, -0.03]),
+                     _kb(0.7, 50.0, None, [0.242, 0.024]),
+                     _kb(0.5, None, None, [0.40], err="neither reading infers a delay")]
+    md = si.markdown(res)
+    assert "| 2.00 / 2.00 µs/KB (x1) | 0 ms (as stated) | +12.5% | 0 of 1 |" in md
+    assert "| 2.00 / 2.00 µs/KB (x1) | 70 ms (absolute) | -3.0% | 1 of 1 |" in md
+    assert "| 1.40 / 1.40 µs/KB (x0.7) | 50 ms (ratio) | +2.4% | 1 of 1 |" in md
+    assert "(x0.7) | 50 ms (absolute)" not in md and "(x0.7) | 0 ms (absolute)" not in md
+    assert "| 1.00 / 1.00 µs/KB (x0.5) | no delay read: neither reading infers a delay |" in md
+    (tmp_path / "specweb-idle.json").write_text(json.dumps(res))
+    text = "\n".join(specweb_idle_markdown(_specweb_idle_summary(tmp_path)))
+    assert "x0.7 (1.40 / 1.40 µs/KB): 1 at 50 ms (ratio)" in text
+    assert "x1 (2.00 / 2.00 µs/KB): 1 at 60 ms (ratio), 1 at 70 ms (absolute)" in text
+    assert "x0.5 (1.00 / 1.00 µs/KB): no delay read" in text
+
+
+def test_one_factor_writes_no_per_kb_section():
+    res = _result(70.0)
+    res["per_kb"] = [_kb(1.0, 60.0, 70.0, [0.125, -0.01, -0.03])]
+    assert "Two numbers no calibration row measures" not in si.markdown(res)
