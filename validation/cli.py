@@ -754,7 +754,7 @@ def _main(args) -> int:
         # the repository's docs/validation, not one under the working directory (as report's)
         args.out = str(out_dir)
     if args.cmd == "specweb-idle":
-        from .specweb_idle import PER_KB_FACTORS, THINK_GRID_MS, IdleError, run as run_idle
+        from .specweb_idle import PER_KB_FACTORS, THINK_GRID_MS, IdleError, per_kb_reads, run as run_idle
         grid = _numbers(args.think_ms, "--think-ms", THINK_GRID_MS)
         kbf = _numbers(args.per_kb_factors, "--per-kb-factors", PER_KB_FACTORS)
         if grid is None or kbf is None:
@@ -774,11 +774,9 @@ def _main(args) -> int:
         print(f"inferred client delay {rr['think_ms']:g} ms (ratio reading){delays}; within 10 %: "
               f"{w0['within']}/{w0['cells']} as stated, {at}; wrote {args.out}/specweb-idle.md")
         for k in res["per_kb"][1:]:
-            reads = [(n, k[t], k[w]) for n, t, w in (("ratio", "ratio_think_ms", "within_10pct_at_ratio_delay"),
-                                                     ("absolute", "best_think_ms", "within_10pct_at_best_think"))
-                     if k[t] is not None]
             print(f"  per-KB send cost x{k['factor']:g}: " + ("; ".join(
-                f"{w['within']}/{w['cells']} at {th:g} ms ({n})" for n, th, w in reads) or f"no delay read: {k['error']}"))
+                f"{w['within']}/{w['cells']} at {th:g} ms ({n})" for n, th, w in per_kb_reads(k, as_stated=False))
+                or f"no delay read: {k['error']}"))
         return 0
     if args.cmd == "window":
         from .window import DEFAULT_CACHE as WCACHE, WindowError, run as run_window

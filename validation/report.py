@@ -67,6 +67,7 @@ from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, time_split
 from .sensitivity import format_factor
+from .specweb_idle import per_kb_reads
 from .records import (DOCS_OUT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
                       repo_path, simulator_supports, thesis_scenario_file)
 
@@ -1574,9 +1575,7 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
     if len(kb) > 1:
         parts = []
         for k in kb:
-            reads = [f"{k[w]['within']} at {k[t]:g} ms ({n})" for n, t, w in (
-                ("ratio", "ratio_think_ms", "within_10pct_at_ratio_delay"),
-                ("absolute", "best_think_ms", "within_10pct_at_best_think")) if k[t] is not None]
+            reads = [f"{w['within']} at {th:g} ms ({n})" for n, th, w in per_kb_reads(k, as_stated=False)]
             cost = " / ".join(f"{v:.2f}" for v in k["costs"].values())
             parts.append(f"x{k['factor']:g} ({cost} µs/KB): " + (", ".join(reads) or "no delay read"))
         L.append("The per-KB cost of sending a reply (`sendfile_per_kb` / `tux_per_kb`, hand-set) is the other "

@@ -347,11 +347,27 @@ def per_kb_run(factor: float, rows, gp_spec, gp_one, think_ms, costs, jobs, prof
         err = str(e)
     delays = [0.0] + [t for t in (th_ratio, th_best) if t is not None]
     pred = _at_delays(rows, sims, think_ms, delays, jobs, profile, over)
+    return _kb_entry(factor, costs, th_ratio, th_best, abs_err, err, pred)
+
+
+def _kb_entry(factor: float, costs: dict[str, float], th_ratio, th_best, abs_err, err, pred) -> dict:
+    """One factor's line of ``per_kb``: the delays read, the predictions at 0 ms and at them."""
+    kept = {0.0} | {t for t in (th_ratio, th_best) if t is not None}
+    pred = [p for p in pred if p["think_ms"] in kept]
     return {"factor": factor, "costs": {k: costs[k] * factor for k in PER_KB_COSTS},
             "ratio_think_ms": th_ratio, "best_think_ms": th_best, "absolute_reading_error": abs_err, "error": err,
             "predictions": pred, "within_10pct_as_stated": _within(pred, 0.0),
             "within_10pct_at_ratio_delay": None if th_ratio is None else _within(pred, th_ratio),
             "within_10pct_at_best_think": None if th_best is None else _within(pred, th_best)}
+
+
+def per_kb_reads(k: dict, as_stated: bool = True) -> list[tuple[str, float, dict]]:
+    """(reading, delay ms, within ±10 %) of one ``per_kb`` line: 0 ms when ``as_stated``, then each
+    delay read (ratio, absolute) that was."""
+    out = [("as stated", 0.0, k["within_10pct_as_stated"])] if as_stated else []
+    return out + [(n, k[t], k[w]) for n, t, w in (("ratio", "ratio_think_ms", "within_10pct_at_ratio_delay"),
+                                                   ("absolute", "best_think_ms", "within_10pct_at_best_think"))
+                  if k[t] is not None]
 
 
 def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[float] = THINK_GRID_MS,
@@ -378,11 +394,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
     th_best, th_ratio = rd["best_think_ms"], rd["ratio_think_ms"]
     inferred = {th_ratio} if th_best is None else {th_best, th_ratio}
     pred = _at_delays(rows, sims, think_ms, set(think_ms) | inferred, jobs, profile)
-    kb = [{"factor": 1.0, "costs": {k: costs[k] for k in PER_KB_COSTS}, "ratio_think_ms": th_ratio,
-           "best_think_ms": th_best, "absolute_reading_error": rd["absolute_reading_error"], "error": None,
-           "predictions": [p for p in pred if p["think_ms"] in inferred | {0.0}],
-           "within_10pct_as_stated": _within(pred, 0.0), "within_10pct_at_ratio_delay": _within(pred, th_ratio),
-           "within_10pct_at_best_think": None if th_best is None else _within(pred, th_best)}]
+    kb = [_kb_entry(1.0, costs, th_ratio, th_best, rd["absolute_reading_error"], None, pred)]
     kb += [per_kb_run(f, rows, gp_spec, gp_one, think_ms, costs, jobs, profile) for f in factors if f != 1.0]
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -557,12 +569,7 @@ def per_kb_markdown(res: dict) -> list[str]:
     for k in kb:
         cost = " / ".join(f"{v:.2f}" for v in k["costs"].values()) + f" µs/KB (x{k['factor']:g})"
         by = {(p["row"], p["think_ms"]): p for p in k["predictions"]}
-        reads = [("as stated", 0.0, k["within_10pct_as_stated"])]
-        if k["ratio_think_ms"] is not None:
-            reads.append(("ratio", k["ratio_think_ms"], k["within_10pct_at_ratio_delay"]))
-        if k["best_think_ms"] is not None:
-            reads.append(("absolute", k["best_think_ms"], k["within_10pct_at_best_think"]))
-        for label, th, w in reads:
+        for label, th, w in per_kb_reads(k):
             L.append(f"| {cost} | {th:g} ms ({label}) | "
                      + " | ".join(f"{by[(r, th)]['error']:+.1%}" for r in rows) + f" | {w['within']} of {w['cells']} |")
         if k.get("error"):
