@@ -78,6 +78,20 @@ PER_KB_FACTORS = (1.0, 0.85, 0.7, 0.6)
 #: The costs each factor scales.
 PER_KB_COSTS = ("sendfile_per_kb", "tux_per_kb")
 
+#: One outside measurement of what sending costs on Linux 2.4 with zero-copy sendfile, for scale only:
+#: no fit, score or grid uses it.  Andrew Morton, "sendfile+zerocopy: fairly sexy", linux-kernel,
+#: 2001-01-27 (http://lkml.iu.edu/hypermail/linux/kernel/0101.3/0674.html): a 650 MHz Pentium III
+#: sending over saturated 100baseT (11.5 MB/s; 10**6 bytes, as 2**20 would exceed the link's payload
+#: rate) through a 3c59x NIC with scatter/gather and transmit checksums, one interrupt per packet,
+#: 2.4.1-pre10 with the zerocopy patch: 18.2 % of the CPU with sendfile().  Counted by what a spinning
+#: loop is left, so it holds all of the sender's work: the call, the transmit path, the ACKs it receives,
+#: the interrupts.  Scaling it to the thesis's 2.4 GHz Xeon by clock alone ignores the Pentium 4's
+#: lower work per clock (which would raise it) and the e1000's interrupt mitigation (which would lower it).
+OUTSIDE_SEND_COST = {"source": "http://lkml.iu.edu/hypermail/linux/kernel/0101.3/0674.html",
+                     "cpu_share": 0.182, "bytes_per_s": 11.5e6, "clock_mhz": 650.0}
+#: The thesis's server clock (sec. 3.2: two 2.4 GHz Xeons, a uniprocessor kernel).
+THESIS_CLOCK_MHZ = 2400.0
+
 #: The rows simulated: every SPECweb99-like thesis row with a target rate and a
 #: throughput (μserver Accept-1/10/Inf and TUX Accept-1/Inf at 26,000 req/s).
 WORKLOAD = "specweb99"
@@ -155,6 +169,25 @@ def gprof_rows(rows: Iterable[Measured], workload: str) -> list[Measured]:
 def throughput_rows(rows: Iterable[Measured], workload: str = WORKLOAD) -> list[Measured]:
     return [m for m in rows if m.record.workload == workload and m.record.server
             and not math.isnan(m.record.target_rate) and not math.isnan(m.record.replies_per_s)]
+
+
+def per_kib_sent(costs: dict[str, float], mss: int = 1448, send_cost: str = "sendfile_per_kb") -> dict[str, float]:
+    """What the model charges per KiB of a long reply, in us, by part.
+
+    ``send``: the server's per-KB send cost; ``tx``: the transmit path's ``k_tx_per_segment``
+    per full segment; ``ack``: ``k_ack_rx`` for the client's ACK of every second segment
+    (:meth:`simaccept.host.Host.reply_kernel_cost`).  A reply's fixed costs (the call, its
+    first segment's odd ACK) are left out: this is the slope, as a bulk transfer measures it.
+    """
+    return {"send": costs[send_cost], "tx": costs["k_tx_per_segment"] * 1024.0 / mss,
+            "ack": costs["k_ack_rx"] * 1024.0 / (2 * mss)}
+
+
+def outside_per_kib(clock_mhz: float = THESIS_CLOCK_MHZ) -> tuple[float, float]:
+    """(:data:`OUTSIDE_SEND_COST` in us of CPU per KiB sent, the same scaled by clock alone to ``clock_mhz``)."""
+    o = OUTSIDE_SEND_COST
+    us = o["cpu_share"] * 1e6 / (o["bytes_per_s"] / 1024.0)
+    return us, us * o["clock_mhz"] / clock_mhz
 
 
 def per_kb_overrides(costs: dict[str, float], factor: float) -> list[str]:

@@ -434,3 +434,26 @@ def test_the_sweeps_include_the_rates_the_policy_statements_need():
     for sid, _, _, kind, g, _, _, rate, _ in POLICY_STATEMENTS:
         if rate is not None:
             assert rate in swept[g], (sid, sorted(swept[g]))
+
+
+def test_miss_note_falls_back_from_the_policy_to_the_group():
+    from validation.report import MISS_NOTES, _miss_note
+    own = ("userver-one-packet-select", "10", "c_avg")
+    assert _miss_note(*own) == MISS_NOTES[own]
+    # no Accept-1 note of its own for replies/s at 27,000: the group's note for the metric
+    assert ("userver-one-packet-select", "1", "replies_per_s") not in MISS_NOTES
+    assert _miss_note("userver-one-packet-select", "1", "replies_per_s") == \
+        MISS_NOTES[("userver-one-packet-select", "*", "replies_per_s")]
+    assert _miss_note("no-such-group", "1", "replies_per_s") == ""
+
+
+def test_miss_note_says_when_it_was_written_for_another_model(monkeypatch):
+    from validation import report
+    key = ("userver-one-packet-select", "10", "c_avg")
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: report.NOTES_MODEL)
+    assert report._miss_note(*key) == report.MISS_NOTES[key]
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: "0123456789abcdef")
+    note = report._miss_note(*key)
+    assert note.startswith(f"*(written for simulator model {report.NOTES_MODEL}; this report's is 0123456789abcdef")
+    assert note.endswith(report.MISS_NOTES[key])
+

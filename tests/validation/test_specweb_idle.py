@@ -190,3 +190,37 @@ def test_one_factor_writes_no_per_kb_section():
     res = _result(70.0)
     res["per_kb"] = [_kb(1.0, 60.0, 70.0, [0.125, -0.01, -0.03])]
     assert "Two numbers no calibration row measures" not in si.markdown(res)
+
+
+def test_per_kib_sent_is_the_slope_of_what_the_host_charges_a_reply():
+    """The per-KiB figure the report quotes is the simulator's own reply cost, per KiB of a long reply."""
+    sc = simaccept.load_scenario("scenarios/thesis/userver-specweb.toml",
+                                 ["workload.rate=1000", "server.accept_limit=1", "scenario.warmup=0.1", "scenario.duration=0.1",
+                                  "scenario.seed=3"])
+    rec, host = simaccept.simulate(sc, return_host=True)
+    assert rec.status == "ok"
+    costs = scenario_costs(sc).us
+    c = 0
+    for segments in (100, 400):                        # even counts: no odd last segment's ACK
+        n = segments * host.mss
+        host.sizes[host.req_off[c] + host.rq[c]] = n
+        host.rem[c] = n
+        kernel_per_kib = host.reply_kernel_cost(c, n) * 1e6 / (n / 1024.0)
+        parts = si.per_kib_sent(costs, host.mss)
+        assert parts["tx"] + parts["ack"] == pytest.approx(kernel_per_kib)
+    assert parts["send"] == costs["sendfile_per_kb"]
+    assert si.per_kib_sent(costs, host.mss, "tux_per_kb")["send"] == costs["tux_per_kb"]
+
+
+def test_outside_figure_lists_what_the_model_charges_at_each_factor():
+    from validation.report import outside_per_kib_markdown
+    raw, scaled = si.outside_per_kib()
+    assert scaled == pytest.approx(raw * 650.0 / 2400.0)
+    kb = [_kb(1.0, 60.0, 70.0, [0.1, 0.0, 0.0]), _kb(0.5, None, None, [0.3])]
+    costs = load_costs("thesis-2004").us
+    text = outside_per_kib_markdown("thesis-2004", kb)
+    for k in kb:
+        total = sum(si.per_kib_sent({**costs, **k["costs"]}).values())
+        assert f"{total:.2f} at {k['costs']['sendfile_per_kb']:.2f} µs/KB" in text
+    assert f"{scaled:.1f} µs/KiB on the thesis's 2.4 GHz Xeon" in text
+    assert "not shown: profile 'no-such-profile'" in outside_per_kib_markdown("no-such-profile", kb)
