@@ -67,7 +67,7 @@ from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, time_split
 from .sensitivity import format_factor
-from .specweb_idle import outside_per_kib, per_kb_reads, per_kib_sent
+from .specweb_idle import outside_per_kib_markdown, per_kb_reads
 from .records import (DOCS_OUT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
                       repo_path, simulator_supports, thesis_scenario_file)
 
@@ -1568,27 +1568,6 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
         L.append(outside_per_kib_markdown(si.get("profile"), kb))
     return L
 
-
-def outside_per_kib_markdown(profile: str | None, kb: list[dict[str, Any]]) -> str:
-    """One outside measurement of a Linux 2.4 sender's cost per KiB, next to what the model charges per KiB."""
-    try:
-        costs = read_profile(profile or "thesis-2004")
-    except (KeyError, ValueError) as e:
-        return f"(The outside figure for the per-KB cost is not shown: profile {profile!r}: {e}.)\n"
-    raw, scaled = outside_per_kib()
-    charged = []
-    for k in kb:
-        parts = per_kib_sent({**costs, **k["costs"]})
-        charged.append(f"{sum(parts.values()):.2f} at {k['costs']['sendfile_per_kb']:.2f} µs/KB")
-    p1 = per_kib_sent(costs)
-    return ("For scale only, one outside measurement: a 650 MHz Pentium III sending with Linux 2.4's zero-copy "
-            "sendfile (A. Morton, linux-kernel, 2001-01-27; 100baseT, transmit checksums in the NIC, one interrupt "
-            f"per packet) spent {raw:.1f} µs of CPU per KiB sent, all of the sender's work counted: by clock alone "
-            f"{scaled:.1f} µs/KiB on the thesis's 2.4 GHz Xeon.  The model charges per KiB of a long reply the "
-            f"per-KB send cost, the transmit path ({p1['tx']:.2f}: k_tx_per_segment per segment) and the client's "
-            f"ACKs ({p1['ack']:.2f}: k_ack_rx every second segment): " + ", ".join(charged) + ".  It gives no "
-            "reason to lower the per-KB cost; it cannot choose between these either (one run, another "
-            "microarchitecture and NIC, scaled by clock alone).  Not used by any fit or score.\n")
 
 
 def time_split_markdown(cells: list[dict[str, Any]]) -> list[str]:

@@ -213,7 +213,7 @@ def test_per_kib_sent_is_the_slope_of_what_the_host_charges_a_reply():
 
 
 def test_outside_figure_lists_what_the_model_charges_at_each_factor():
-    from validation.report import outside_per_kib_markdown
+    from validation.specweb_idle import outside_per_kib_markdown
     raw, scaled = si.outside_per_kib()
     assert scaled == pytest.approx(raw * 650.0 / 2400.0)
     kb = [_kb(1.0, 60.0, 70.0, [0.1, 0.0, 0.0]), _kb(0.5, None, None, [0.3])]
@@ -224,3 +224,6 @@ def test_outside_figure_lists_what_the_model_charges_at_each_factor():
         assert f"{total:.2f} at {k['costs']['sendfile_per_kb']:.2f} µs/KB" in text
     assert f"{scaled:.1f} µs/KiB on the thesis's 2.4 GHz Xeon" in text
     assert "not shown: profile 'no-such-profile'" in outside_per_kib_markdown("no-such-profile", kb)
+    res = _result(70.0)
+    res["profile"], res["per_kb"] = "thesis-2004", kb
+    assert text in si.markdown(res)                           # specweb-idle.md's per-KB section ends with it
