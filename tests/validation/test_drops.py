@@ -5,8 +5,10 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 
+from simaccept.metrics import per_connection_rows
 from simaccept.scenario import load_scenario
 from simaccept.sim import simulate
 from validation import drops
@@ -47,6 +49,37 @@ def test_per_second_counts_an_absent_category_as_zero():
 def test_syn_drops_per_failed_connection(syn, rate, replies, want):
     got = drops.syn_drops_per_failed(syn, rate, replies)
     assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+
+
+@pytest.mark.parametrize("rate, replies, accepts, want", [
+    (27_000.0, 15_918.0, 18_462.0, 2 - 2_544 / 11_082),      # tables 4.7/4.8, Accept-Inf: 1.770
+    (27_000.0, 9_442.0, 11_365.0, 2 - 1_923 / 17_558),        # Accept-1: 1.890
+    (27_000.0, 15_918.0, 15_000.0, 2.0),                      # fewer accepts than replies: none unanswered
+    (27_000.0, 15_918.0, math.nan, math.nan),                 # no accept rate (TUX's rows): no bound
+    (27_000.0, 26_990.0, 27_000.0, math.nan),                 # almost every connection answered
+])
+def test_syn_drop_bound(rate, replies, accepts, want):
+    got = drops.syn_drop_bound(rate, replies, accepts)
+    assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+
+
+def test_the_scenario_files_clients_stay_within_the_bound_connection_by_connection():
+    # What syn_drop_bound rests on, checked on every connection of an overloaded run: at most two
+    # SYNs refused, none for one that got a reply, at most one for one accepted and never answered.
+    sc = load_scenario("scenarios/thesis/userver-onepacket.toml", ["scenario.warmup=0", "scenario.duration=9",
+                                                                  "workload.rate=27000", "server.accept_limit=inf"])
+    rec, host = simulate(sc, return_host=True)
+    rows = per_connection_rows(host)
+    decided = rows["t_first_syn"] < 2.0          # deadline 3 s, SYNs at 0 and 3 s: decided well before 9 s
+    got_in = np.isfinite(rows["t_established"])
+    refused = rows["syns_sent"] - got_in
+    replied = rows["replies"] > 0
+    unanswered = np.isfinite(rows["t_accepted"]) & ~replied
+    d = decided
+    assert refused[d].max() == 2 and refused[d & replied].max() == 0 and refused[d & unanswered].max() == 1
+    failed = (d & ~replied).sum()
+    assert unanswered[d].sum() > 0.05 * failed                  # the case the bound is about does occur
+    assert refused[d].sum() <= 2 * failed - unanswered[d].sum()
 
 
 def test_implied_replies_spans_the_ratios_and_stays_in_range():
@@ -100,6 +133,12 @@ def test_run_writes_totals_implied_replies_and_traces(tmp_path, monkeypatch):
     md = (tmp_path / "drops.md").read_text()
     assert f"| {TUX_AL1} | thesis |" in md and "## TUX's replies/s that the totals imply" in md
     assert "Each traced run's record equals a plain simulation's: yes for all." in md
+    inf = cells["userver/one-packet/select/accept-inf@27000"]
+    assert inf["thesis_syn_bound"] == pytest.approx(2 - 2_544 / 11_082)
+    assert math.isnan(tux["thesis_syn_bound"])          # no accepts or replies printed for TUX here
+    assert inf["accepts_run_s"] == pytest.approx(2_271_144 / 18_462)
+    assert "## SYN drops per failed connection: the most that the scenario files' clients allow" in md
+    assert f"| {US_AL1} | 17,558 | 1,923 |" in md and f"| {TUX_AL1} | 17," not in md
     n = len(list((tmp_path / "cache").glob("trace1-*.json")))
     assert n == 4
     again = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache")      # from the cache, same figures
