@@ -361,7 +361,9 @@ def bound_markdown(cells: Sequence[dict]) -> list[str]:
                "deadline, or one acted on after the reply came) or sent a third SYN (at 9 s: a deadline past "
                "it).  The simulator's clients stay within their own bound by construction, so no fit of the "
                "kernel's costs or rules can bring their SYN drops, and the drop mix they set, up to these "
-               "totals while the accepts that got no reply stay at table 4.8's."
+               "totals while the accepts that got no reply stay at table 4.8's.  Why the thesis's could, and "
+               "the client change that lets the simulator's (measured, not adopted): "
+               "[connect-race.md](../background/connect-race.md)."
                if over else "No row is beyond the bound over both run lengths (by more than "
                f"{100 * BOUND_SLACK:g} %)."), ""]
     return L

@@ -211,7 +211,10 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "clients allow*), 2,304-2,855 SYN drops/s beyond, about half of the 4,917/s the sim is short.  "
         "Some of the thesis's connections were answered after a refused SYN or sent a third one; the "
         "sim's clients do neither (a connection its 3 s retransmission gets in is closed unanswered), "
-        "so no kernel cost or rule closes that half.  Over seeds.md's four seeds DropRequest's share "
+        "so no kernel cost or rule closes that half.  docs/background/connect-race.md: Linux 2.4 sends "
+        "the retransmission up to a 10 ms tick early and httperf answers the connection if its loop "
+        "sees the socket before the deadline; with that race (a 10 ms client loop, no refit) this row "
+        "refuses 22,177 SYNs/s, 1.93 per failed connection, DropRequest 14.3 %: measured, not adopted.  Over seeds.md's four seeds DropRequest's share "
         "misses by 10.4-12.9 pp, AcceptQFull's by 7.0-9.9 pp (in band): not seed noise.  From 10 s on its "
         "accept queue is full in 64-76 % of 50 ms samples and its SYN queue at the 3/4 line in 9-22 %, "
         "holding ~760 requests, nearly all young (no SYN-ACK retransmitted yet)",
