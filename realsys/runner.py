@@ -96,9 +96,6 @@ def check_real(sc: Scenario) -> None:
         if cl["data_rto"] != 0.2:
             raise ScenarioError("client.data_rto", "the clients' data RTO floor is their kernel's (RTO_min, 0.2 s) "
                                 "and is not set here; use 0.2, or simulate")
-        if cl["timer_lag_ms"] != 0:
-            raise ScenarioError("client.timer_lag_ms", "the generators act on a timeout when it is due (a timerfd); "
-                                "a lag is simulated only, use 0")
         for key, why in _FIXED_ON_THE_TEST_BED.items():
             sec, name = key.split(".")
             if v[sec][name] != SCHEMA[sec][name].default:
@@ -132,12 +129,13 @@ def check_real(sc: Scenario) -> None:
                                 f"{', '.join(nginx_event_methods()) or 'none found'}); set server.mux = \"epoll\"")
 
 
-#: What the C programs refuse past (their option parsing in realsys/c/*.c), for the scenario
-#: keys that reach them: a key the schema allows past these would start the test bed and
-#: then fail with the program's own message lost in its log.  (key, limit, program)
 #: Scenario keys the test bed has one fixed value for: a run given another one used to go ahead
 #: with the test bed's and record the value it was given.
 _FIXED_ON_THE_TEST_BED = {
+    "client.timer_lag_ms": "the generators act on a timeout when it is due (a timerfd): a lag is simulated only",
+    "client.syn_tick_ms": "the clients' SYN retransmissions leave when their kernel's timers fire: the early "
+                          "tick is simulated only",
+    "client.loop_ms": "the generators' event loop takes what it takes: the connect race is simulated only",
     "network.nics": "the test bed has two server NICs (veth pairs)",
     "network.bandwidth_mbps": "the test bed's veth links are not rate-limited",
     "network.delay_ms": "the test bed's links add no delay (this kernel has no netem)",
@@ -147,6 +145,9 @@ _FIXED_ON_THE_TEST_BED = {
     "workload.request_bytes": "the load generators send their own request line (about 50 bytes)",
 }
 
+#: What the C programs refuse past (their option parsing in realsys/c/*.c), for the scenario
+#: keys that reach them: a key the schema allows past these would start the test bed and
+#: then fail with the program's own message lost in its log.  (key, limit, program)
 _C_LIMITS = (("client.timeout", 600.0, "loadgen"),          # loadgen.c --timeout
              ("scenario.duration", 3600.0, "loadgen"),      # loadgen.c --duration
              ("scenario.warmup", 600.0, "loadgen"),         # loadgen.c --warmup

@@ -22,7 +22,18 @@ handshake completes in the client's kernel after the deadline, and the client
 closes the connection without a request when it acts.  The server accepts a
 connection with nothing to read: the thesis's table 4.8 (14-17 % of the
 μserver's accepts), and what realsys measured with stock httperf at a 1 s
-timeout on a loaded client CPU (realsys/results/README.md, dead accepts).  A request the server did not acknowledge (its handshake ACK hit a
+timeout on a loaded client CPU (realsys/results/README.md, dead accepts).
+
+The race at that deadline (docs/background/connect-race.md): the clients'
+kernel arms a retransmission at jiffies + RTO, so it leaves up to one tick
+early (``client.syn_tick_ms``, uniform over the first SYN's phase in its
+tick; 10 ms on the thesis's Linux 2.4), and its connection can be
+established just before the deadline.  httperf cancels the deadline when its
+loop reaches the socket (``client.loop_ms``, uniform): answered if that is
+before the deadline, closed without a request otherwise.  The race's draws
+come from a stream of their own, spawned from the run's seed.
+
+A request the server did not acknowledge (its handshake ACK hit a
 full accept queue) is retransmitted at the client's data RTO, doubling.
 
 The arrival stream is drawn in bulk with NumPy: no process or event per

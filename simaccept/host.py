@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import heapq
 import math
+import random
 
 from .clients import arrival_times
 from .costs import CostModel
@@ -75,6 +76,16 @@ class Host:
         # retransmitting its SYN until then, and closes the socket only then.
         self.lag = cl["timer_lag_ms"] / 1000.0
         self.close_after = self.timeout + self.lag
+        # The connect race (docs/background/connect-race.md): a retransmitted SYN leaves up
+        # to one clients'-kernel tick early, and the client reaches an established socket up
+        # to one loop late.  Its own stream, spawned from the run's seed, so runs without
+        # the race draw exactly what they drew before it existed.
+        self.syn_tick = cl["syn_tick_ms"] / 1000.0
+        self.loop = cl["loop_ms"] / 1000.0
+        self._race = None
+        if self.syn_tick or self.loop:
+            state = sc.seed_sequence().spawn(1)[0].generate_state(4)
+            self._race = random.Random(int.from_bytes(state.tobytes(), "little"))
         self.restart_at_connect = cl["timeout_from"] == "connect"
         self.think = cl["think_ms"] / 1000.0
         self.req_delay = cl["request_delay_ms"] / 1000.0
@@ -113,6 +124,7 @@ class Host:
         self.acked = [False] * n
         self.synack_k = [0] * n
         self.syn_k = [0] * n
+        self.syn_phase = [-1.0] * n if self.syn_tick else None
         self.t_est = [-1.0] * n          # client established (SYN-ACK received)
         self.data_k = [0] * n
         self.retx_pending = [False] * n
@@ -282,14 +294,21 @@ class Host:
             self.young[c] = queued
             d = self.delay
             self.t_est[c] = t + d
-            if self.lag and t + d > self.t0[c] + self.timeout:
-                # Established after the deadline, before the client acted on it: the
-                # handshake completes in its kernel, the client closes without a request.
+            # the client's kernel completes the handshake whatever the client then does
+            self.ackq.append((t + 2 * d, c))
+            if t + 2 * d < self.nt:
+                self.nt = t + 2 * d
+                self.nsrc = 2
+            seen = t + d
+            if self.loop and seen + self.loop > self.t0[c] + self.timeout:
+                # httperf cancels the deadline only when its loop reaches the socket
+                # (core.c core_loop); drawn only where the draw can decide the race.
+                seen += self._race.random() * self.loop
+            if (self.lag or self.loop) and seen > self.t0[c] + self.timeout:
+                # Established after the deadline, before the client acted on it (or just
+                # before it, and the client got to the socket too late): the handshake
+                # completes in its kernel, the client closes without a request.
                 self.no_req[c] = True
-                self.ackq.append((t + 2 * d, c))
-                if t + 2 * d < self.nt:
-                    self.nt = t + 2 * d
-                    self.nsrc = 2
                 return cs.k_syn
             self.t_req[c] = t + d          # the request follows the ACK at once
             if self.req_delay:
@@ -298,10 +317,6 @@ class Host:
                 self.t_req[c] = t + d + self.req_delay
                 self.retx_pending[c] = True
                 self._push(t + 2 * d + self.req_delay, E_DATA_RETX, c)
-            self.ackq.append((t + 2 * d, c))
-            if t + 2 * d < self.nt:
-                self.nt = t + 2 * d
-                self.nsrc = 2
             if self.restart_at_connect:
                 # httperf: the connect timer is cancelled at establishment and a new one
                 # armed when the request is issued.  It is later than the first
@@ -314,6 +329,15 @@ class Host:
         k = self.syn_k[c]
         if k <= self.syn_retries:
             t_send = self.t0[c] + self._syn_off[k]
+            if self.syn_tick:
+                # The timer runs on the tick that makes jiffies reach jiffies + rto (Linux
+                # 2.4's tcp_reset_xmit_timer): the first retransmission leaves early by the
+                # first SYN's phase within its tick, and the later ones, armed on a tick,
+                # keep that offset.
+                ph = self.syn_phase[c]
+                if ph < 0.0:
+                    ph = self.syn_phase[c] = self._race.random() * self.syn_tick
+                t_send -= ph
             if t_send < self.t0[c] + self.close_after:
                 self._push(t_send + self.delay, E_SYN, c)
         return cs.k_syn_drop

@@ -201,6 +201,17 @@ SCHEMA: dict[str, dict[str, Key]] = {
                                 "retransmits a SYN due in that lag, and a handshake completed after the "
                                 "deadline gets no request: the client closes it when it acts, and the "
                                 "server accepts a connection with nothing to read (thesis table 4.8)."),
+        "syn_tick_ms": Key("float", 0.0, "The clients' kernel timer tick (ms).  A SYN retransmission is armed "
+                           "at jiffies + RTO and runs on the tick that reaches it, so it leaves up to one "
+                           "tick *before* its RTO, uniformly (Linux 2.4 at HZ = 100: 10, the thesis's "
+                           "one-packet files).  0: exactly at its RTO.", lo=0.0, hi=1000.0),
+        "loop_ms": Key("float", 0.0, "How long the client's event loop takes to reach a socket that "
+                       "select reported, uniform over [0, loop_ms].  httperf cancels a connection's "
+                       "connect deadline when it reaches the socket: a connection established just "
+                       "before its deadline (on a SYN retransmission sent early, syn_tick_ms) is "
+                       "answered if it is reached before the deadline and closed without a request "
+                       "otherwise.  Only this race is modelled; the request itself leaves at once "
+                       "(request_delay_ms delays it).", lo=0.0, hi=1000.0),
     },
     "costs": {
         "profile": Key("str", "thesis-2004", "Named cost profile (simaccept/costs/<name>.toml), or the path "

@@ -29,7 +29,12 @@ accept, read, close, setsockopt at Accept-1 and Accept-Inf @ 27,000; differences
 shares, as the drop shares): the one calibration number that weighs select against the
 other calls directly.  The shipped fit uses it (stop 58, 2026-11-30: from
 ``validation/data/thesis-fit-start-2026-11-30.toml``, which it kept; residual 0.354 over 22
-residuals).  Without it, the stop-56 fit had left select_per_fd at 0.023 µs (± 0.155), where
+residuals).  With the connect race in the one-packet clients (stop 64,
+``docs/background/connect-race.md``) that start's residual fell to 0.247, and the fit was run
+again from it (``--params select_base,select_per_fd,user_per_request,k_syn_drop --start
+validation/data/thesis-fit-start-2026-11-30.toml --metrics
+peak_replies_per_s,replies_per_s,drop_shares,time_split --max-nfev 3``: 0.242, every cost
+within 3.3 % of the start).  Without it, the stop-56 fit had left select_per_fd at 0.023 µs (± 0.155), where
 the throughput rows barely see it, and Accept-Inf's select at 14.7 % of the listed functions
 against the thesis's 24.7 %; with it, 0.27 ± 0.063 µs and 18.7 %
 (``docs/background/client-timers.md``, *select_per_fd and table 4.9*).

@@ -42,6 +42,8 @@ small = st.fixed_dictionaries({
     "client__timeout": st.sampled_from([0.3, 1.0, 5.0]),
     "client__timeout_from": st.sampled_from(["connect", "first-syn"]),
     "client__timer_lag_ms": st.sampled_from([0.0, 1.0, 20.0]),
+    "client__syn_tick_ms": st.sampled_from([0.0, 10.0]),
+    "client__loop_ms": st.sampled_from([0.0, 10.0]),
     "network__delay_ms": st.sampled_from([0.0, 0.1, 5.0]),
 })
 
@@ -290,6 +292,60 @@ def test_clients_that_act_late_on_their_timer_are_accepted_with_nothing_to_read(
     accepted_dead = no_req & (np.asarray(host.t_acc) >= 0)
     assert accepted_dead.sum() > 100
     assert rec.accept_rate - rec.replies_per_s > 0.05 * rec.accept_rate
+
+
+def _race_run(tick_ms, loop_ms, seed=1):
+    sc = scen(**{"kernel__profile": "linux-2.4", "server__accept_limit": "inf", "workload__rate": 30000.0,
+                 "scenario__warmup": 0.0, "scenario__duration": 6.0, "scenario__seed": seed,
+                 "client__timeout": 3.0, "client__timer_lag_ms": 1.0,
+                 "client__syn_tick_ms": tick_ms, "client__loop_ms": loop_ms})
+    return simulate(sc, raise_errors=True, return_host=True)
+
+
+def test_an_early_syn_retransmission_races_the_clients_loop_to_its_deadline():
+    """The thesis's clients (connect-race.md): Linux 2.4 retransmits a refused SYN up to one
+    10 ms tick before 3 s, so its connection can be established before the deadline; httperf
+    answers it if its loop reaches the socket before the deadline, and closes it without a
+    request otherwise.  Connections are then answered after a refused SYN, which clients with
+    an exact 3 s retransmission never are."""
+    rec, host = _race_run(10.0, 10.0)
+    t0, t_est = np.asarray(host.t0), np.asarray(host.t_est)
+    syns, replies, no_req = np.asarray(host.syn_k), np.asarray(host.replies), np.asarray(host.no_req)
+    d = host.delay
+    again = (syns == 2) & (t_est >= 0)                  # got in on the retransmission
+    assert again.sum() > 1000
+    # sent between 10 ms early and on time, spread over the tick
+    sent = t_est[again] - t0[again] - 2 * d
+    assert sent.min() >= 3.0 - 0.010 - 1e-9 and sent.max() <= 3.0 + 1e-9
+    assert np.quantile(sent, 0.25) < 3.0 - 0.006 and np.quantile(sent, 0.75) > 3.0 - 0.004
+    before = again & (t_est <= t0 + 3.0)
+    answered = before & (replies > 0)
+    # the race goes both ways, and the earlier a connection got in the likelier it won
+    assert answered.sum() > 100 and (before & no_req).sum() > 100
+    margin = (t0 + 3.0 - t_est)
+    assert margin[answered].mean() > margin[before & no_req].mean() + 0.001
+    # every one established after its deadline still loses, and a winner was in by its deadline
+    assert np.all(no_req[again & (t_est > t0 + 3.0)])
+    assert np.all(t_est[answered] <= t0[answered] + 3.0)
+    # the loop's draw decides: a margin longer than the loop always wins
+    assert not (no_req & (margin > 0.010)).any()
+
+
+def test_the_race_needs_the_early_tick_and_has_its_own_random_stream():
+    """A retransmission sent exactly at 3 s gets in after the deadline whatever the loop: the loop
+    alone changes no connection.  And the race's draws come from a stream of their own, so they
+    leave the run's arrivals and service draws as they were."""
+    lag_only, _ = _race_run(0.0, 0.0)
+    with_loop, _ = _race_run(0.0, 10.0)
+    a, b = lag_only.to_dict(), with_loop.to_dict()
+    for k in VOLATILE | {"config"}:
+        a.pop(k), b.pop(k)
+    assert a == b
+    r1, h1 = _race_run(10.0, 10.0, seed=3)
+    r2, h2 = _race_run(10.0, 10.0, seed=3)
+    assert r1.replies_per_s == r2.replies_per_s and h1.t0 == h2.t0 and h1.no_req == h2.no_req
+    _, h0 = _race_run(0.0, 0.0, seed=3)
+    assert h0.t0 == h1.t0
 
 
 def test_tux_releases_a_connection_its_client_has_closed_and_ends_the_accept_phase():

@@ -63,23 +63,39 @@ def test_syn_drop_bound(rate, replies, accepts, want):
     assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
 
 
-def test_the_scenario_files_clients_stay_within_the_bound_connection_by_connection():
-    # What syn_drop_bound rests on, checked on every connection of an overloaded run: at most two
-    # SYNs refused, none for one that got a reply, at most one for one accepted and never answered.
+def _refusals(race: bool):
+    race_keys = [] if race else ["client.syn_tick_ms=0", "client.loop_ms=0"]
     sc = load_scenario("scenarios/thesis/userver-onepacket.toml", ["scenario.warmup=0", "scenario.duration=9",
-                                                                  "workload.rate=27000", "server.accept_limit=inf"])
+                                                                  "workload.rate=27000", "server.accept_limit=inf"]
+                       + race_keys)
     rec, host = simulate(sc, return_host=True)
     rows = per_connection_rows(host)
-    decided = rows["t_first_syn"] < 2.0          # deadline 3 s, SYNs at 0 and 3 s: decided well before 9 s
+    decided = rows["t_first_syn"] < 2.0          # deadline 3 s, SYNs at 0 and ~3 s: decided well before 9 s
     got_in = np.isfinite(rows["t_established"])
     refused = rows["syns_sent"] - got_in
     replied = rows["replies"] > 0
     unanswered = np.isfinite(rows["t_accepted"]) & ~replied
-    d = decided
+    return decided, refused, replied, unanswered
+
+
+def test_clients_with_an_exact_retransmission_stay_within_the_bound_connection_by_connection():
+    # What syn_drop_bound rests on, checked on every connection of an overloaded run of the scenario
+    # file's clients without the connect race: at most two SYNs refused, none for one that got a
+    # reply, at most one for one accepted and never answered.
+    d, refused, replied, unanswered = _refusals(race=False)
     assert refused[d].max() == 2 and refused[d & replied].max() == 0 and refused[d & unanswered].max() == 1
     failed = (d & ~replied).sum()
     assert unanswered[d].sum() > 0.05 * failed                  # the case the bound is about does occur
     assert refused[d].sum() <= 2 * failed - unanswered[d].sum()
+
+
+def test_the_scenario_files_clients_with_the_race_are_answered_after_a_refused_syn():
+    # The files' clients (early SYN retransmission, client loop: connect-race.md) can go past the
+    # bound, as the thesis's Accept-Inf did: some connections are answered after a refused SYN.
+    d, refused, replied, unanswered = _refusals(race=True)
+    assert refused[d].max() == 2 and refused[d & unanswered].max() == 1
+    assert (d & replied & (refused == 1)).sum() > 100
+    assert refused[d & replied].max() == 1
 
 
 def test_implied_replies_spans_the_ratios_and_stays_in_range():
@@ -137,7 +153,7 @@ def test_run_writes_totals_implied_replies_and_traces(tmp_path, monkeypatch):
     assert inf["thesis_syn_bound"] == pytest.approx(2 - 2_544 / 11_082)
     assert math.isnan(tux["thesis_syn_bound"])          # no accepts or replies printed for TUX here
     assert inf["accepts_run_s"] == pytest.approx(2_271_144 / 18_462)
-    assert "## SYN drops per failed connection: the most that the scenario files' clients allow" in md
+    assert "## SYN drops per failed connection: the most that clients with an exact retransmission allow" in md
     assert f"| {US_AL1} | 17,558 | 1,923 |" in md and f"| {TUX_AL1} | 17," not in md
     n = len(list((tmp_path / "cache").glob("trace1-*.json")))
     assert n == 4

@@ -436,8 +436,10 @@ def test_the_sweeps_include_the_rates_the_policy_statements_need():
             assert rate in swept[g], (sid, sorted(swept[g]))
 
 
-def test_miss_note_falls_back_from_the_policy_to_the_group():
+def test_miss_note_falls_back_from_the_policy_to_the_group(monkeypatch):
+    from validation import report
     from validation.report import MISS_NOTES, _miss_note
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: report.NOTES_MODEL)    # no model mark
     own = ("userver-one-packet-select", "10", "c_avg")
     assert _miss_note(*own) == MISS_NOTES[own]
     # no Accept-1 note of its own for replies/s at 27,000: the group's note for the metric
@@ -457,3 +459,33 @@ def test_miss_note_says_when_it_was_written_for_another_model(monkeypatch):
     assert note.startswith(f"*(written for simulator model {report.NOTES_MODEL}; this report's is 0123456789abcdef")
     assert note.endswith(report.MISS_NOTES[key])
 
+
+
+def test_before_now_table_counts_each_metric_and_names_a_missing_file(tmp_path):
+    from validation.report import _before_now_table
+    p = tmp_path / "cells-x.csv"
+    p.write_text("row,metric,predicted,error,kind,ok\n"
+                 "a@1,replies_per_s,100,0.2,rel,False\n"
+                 "a@1,c_avg,5,0.1,rel,True\n"
+                 "a@1,resp_ms_mean,9,0.5,rel,False\n")            # not a compared metric
+    now = [{"row": "a@1", "metric": "replies_per_s", "label": "replies/s", "role": "calibration",
+            "measured": 120.0, "predicted": 118.0, "error": -1 / 60, "kind": "rel", "ok": True},
+           {"row": "a@1", "metric": "c_avg", "label": "C_avg", "role": "held-out",
+            "measured": 5.5, "predicted": 9.0, "error": 0.636, "kind": "rel", "ok": False}]
+    L = _before_now_table(p, "then", now)
+    text = "\n".join(L)
+    assert "before (then)" in text and text.count("| `a@1` |") == 2
+    assert "| `a@1` | replies/s | c | 120 | 100 | +20.0 % ✗ |" in text
+    assert "replies/s 0 -> 1 of 1; C_avg 1 -> 0 of 1." in text
+    assert "not in this install" in _before_now_table(tmp_path / "gone.csv", "then", now)[0]
+
+
+def test_a_note_read_again_for_a_later_model_is_marked_by_its_own(monkeypatch):
+    from validation import report
+    key = next(iter(report.NOTE_MODELS))
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: report.NOTE_MODELS[key])
+    assert report._miss_note(*key) == report.MISS_NOTES[key]
+    other = next(k for k in report.MISS_NOTES if k not in report.NOTE_MODELS and k[1] != "*")
+    assert report._miss_note(*other).startswith(f"*(written for simulator model {report.NOTES_MODEL};")
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: "0123456789abcdef")
+    assert report._miss_note(*key).startswith(f"*(written for simulator model {report.NOTE_MODELS[key]};")
