@@ -107,11 +107,10 @@ def syn_drop_bound(rate: float, replies_per_s: float, accept_rate: float) -> flo
     deadline (a retransmission sent up to a tick early, docs/background/connect-race.md) and can
     go past it.
     """
-    failed = syn_drops_per_failed(1.0, rate, replies_per_s)    # NaN when (almost) all got a reply
-    if math.isnan(failed) or not math.isfinite(accept_rate):
+    # syn_drops_per_failed's guard: NaN when (almost) every connection got a reply
+    if math.isnan(syn_drops_per_failed(1.0, rate, replies_per_s)) or not math.isfinite(accept_rate):
         return math.nan
-    failed = rate - replies_per_s
-    return 2.0 - max(0.0, accept_rate - replies_per_s) / failed
+    return 2.0 - max(0.0, accept_rate - replies_per_s) / (rate - replies_per_s)
 
 
 def accepts_run_s(m) -> float:
