@@ -22,7 +22,7 @@
 * ``python -m validation window [--out DIR] [--jobs N] [--cache DIR]``: every thesis row with a
   target rate simulated in the report's window and in the thesis's (120 s from idle queues)
   (:mod:`validation.window`);
-* ``python -m validation specweb-idle [--out DIR] [--jobs N] [--think-ms 0,50,...] [--per-kb-factors
+* ``python -m validation specweb-idle [--out DIR] [--jobs N] [--cache DIR] [--think-ms 0,50,...] [--per-kb-factors
   1,0.7,...]``: the open connections the thesis's SPECweb99-like select statistics imply, and
   throughput by client delay, also with the per-KB send costs scaled (:mod:`validation.specweb_idle`);
 * ``python -m validation seeds [--out DIR] [--seeds 4] [--jobs N]``: every held-out throughput
@@ -583,6 +583,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="factors on the per-KB send costs (sendfile_per_kb, tux_per_kb), each read again with the "
                          "delay (default 1,0.85,0.7,0.6; 1 alone: the profile as fitted only)")
     si.add_argument("--profile", default="thesis-2004")
+    si.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/specweb-idle)")
     se = sub.add_parser("sensitivity", help="elasticity of every thesis throughput cell to each cost, and which "
                         "costs the calibration rows identify -> docs/validation/sensitivity.md")
     se.add_argument("--out", default=None, help=_OUT_HELP)
@@ -744,7 +745,7 @@ def _main(args) -> int:
     if "cache" in args:             # each command's module names its default
         import importlib
         dirs.append(("--cache", args.cache if args.cache is not None
-                     else importlib.import_module(f"{__package__}.{args.cmd}").DEFAULT_CACHE))
+                     else importlib.import_module(f"{__package__}.{args.cmd.replace('-', '_')}").DEFAULT_CACHE))
     for option, d in dirs:
         why = _dir_problem(d)
         if why:
@@ -754,14 +755,16 @@ def _main(args) -> int:
         # the repository's docs/validation, not one under the working directory (as report's)
         args.out = str(out_dir)
     if args.cmd == "specweb-idle":
+        from .specweb_idle import DEFAULT_CACHE as ICACHE
         from .specweb_idle import PER_KB_FACTORS, THINK_GRID_MS, IdleError, per_kb_reads, run as run_idle
         grid = _numbers(args.think_ms, "--think-ms", THINK_GRID_MS)
         kbf = _numbers(args.per_kb_factors, "--per-kb-factors", PER_KB_FACTORS)
         if grid is None or kbf is None:
             return 2
         res, code = _guarded(lambda: run_idle(out=args.out, jobs=args.jobs, think_ms=grid, profile=args.profile,
-                                              per_kb_factors=kbf),
-                             IdleError, failed=lambda msg: "think_ms" not in msg and "per_kb_factors" not in msg)
+                                              per_kb_factors=kbf, cache=args.cache or ICACHE),
+                             IdleError, failed=lambda msg: not msg.startswith("--cache") and "think_ms" not in msg
+                             and "per_kb_factors" not in msg)
         if code is not None:
             return code
         w0, wb = res["heldout_within_10pct_as_stated"], res["heldout_within_10pct_at_best_think"]

@@ -144,22 +144,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "cost that brings Accept-Inf's select share towards the thesis's (18.3 %, thesis 24.7 %) costs it 2 % "
         "of its peak",
     ("userver-one-packet-select", "*", "replies_per_s"):
-        "thesis-2004 of stop 58 (2026-11-30: select_base, select_per_fd, user_per_request and k_syn_drop "
-        "fitted to throughput, drop shares and table 4.9's time split from a committed start, which the fit "
-        "kept: residual norm 0.354 over 22 residuals) leaves the μserver's throughput past saturation between "
-        "-25 % and +11 %: Accept-1 -1.0 % at 27,000 but -24.6 % at 30,000, Accept-10 +10.8 % and Accept-Inf "
-        "+2.2 % at 27,000 (at the fit's own seeds +11.4 %, -23.4 %, +8.6 %, -0.8 %, *The thesis profile*).  "
-        "Accept-1 falls 30 % from 27,000 to 30,000 req/s where the thesis's falls 7 %: every SYN retransmission "
-        "admitted in the clients' 1 ms lag becomes an accept with nothing to read, the server pays a loop for it, "
-        "fewer connections are served, more retransmit (with the lag at 0: 13,815 replies/s at 30,000, with 1 ms "
-        "5,712, at stop 54's costs; docs/background/client-timers.md).  Accept-10 at 27,000 takes 6.2 connections "
-        "per accept-phase against the thesis's 9.53, in 2,832 selects a second against 1,724: the sim's short "
-        "loop finds fewer than 10 waiting.  No cost of the fit lowers Accept-10 alone; how many admitted "
-        "retransmissions become dead accepts (a lag that varies, or a client tick) is the next step",
-    ("userver-one-packet-select", "10", "accept_rate"): "as its throughput and C_avg",
-    ("userver-one-packet-select", "10", "pct_of_peak"):
-        "as Accept-Inf's: 45.6 % of its peak at 30,000 req/s (10,032 replies/s; peak 22,000), the thesis's 58 "
-        "%, with 33,124 refused SYNs a second, 36 % of the CPU at k_syn_drop",
+        "in band past saturation at every policy and at each of seeds.md's four seeds since the connect race "
+        "(2026-11-30, thesis-2004 fitted again with it): at 27,000 req/s Accept-1 +1.7 to +3.4 %, Accept-10 "
+        "+5.9 to +9.8 %, Accept-Inf -2.4 to -1.7 %, and Accept-1 at 30,000 -8.6 to -7.9 %.  Before it, with "
+        "every connection a 3 s retransmission got in closed unanswered, Accept-1 fell 30 % from 27,000 to "
+        "30,000 where the thesis's fell 7 % (-24.6 % at 30,000) and Accept-10 ran a short loop at some seeds "
+        "(+10.8 %): docs/background/connect-race.md",
     ("userver-one-packet-select", "inf", "pct_of_peak"):
         "the sim's Accept-Inf falls to 57 % of its peak at 30,000 req/s (12,570 replies/s; peak 22,000 at "
         "22,000 req/s), the thesis's to 71 % (50 % before the connect race).  Past saturation the sim pays "
@@ -168,36 +158,38 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "deepens with the offered load faster than the thesis's did from 27,000 to 30,000 (Accept-1 at "
         "30,000, a calibration row, is now in band: -9.7 %)",
     ("userver-one-packet-select", "10", "c_avg"):
-        "counted per loop, as the thesis counts it (userver_c_avg).  The sim's Accept-10 runs one of two "
-        "loops at the same throughput (14,671-15,181 replies/s in each 20 s step after the first, trace.md): "
-        "a full one, 9.4-10.0 connections a loop in 1,834-1,940 loops a second with 26-27 fds per select (the "
-        "thesis's 9.53, 1,724 and 26.4), at 3 of seeds.md's 4 seeds from start to end; and a short one, "
-        "5.0-6.5 a loop in 2,699-3,429 loops a second with 14-19 fds, at the fourth seed after its first 20 s "
-        "and at this report's sweep seed (6.2 a loop in 2,832 loops a second; 7.2-8.7 a loop at 26,000-30,000 "
-        "req/s).  In the short loop DropRequest took 72.8-74.9 % of each step's drops, in the full one "
-        "54.8-60.0 %: a SYN is a DropRequest only when the accept queue has room for it "
-        "(simaccept/kernel.py), so the short loop is the one whose accept queue is more often below full when "
-        "the loop comes to it.  Which loop a run settles in is set by its seed (the phase of the two client "
-        "hosts' SYN streams), not by a cost",
-    ("userver-one-packet-select", "10", "select_calls_per_s"): "see C_avg: the short of the two loops",
-    ("userver-one-packet-select", "10", "fds_per_select"): "see C_avg: the short of the two loops",
+        "counted per loop, as the thesis counts it (userver_c_avg).  In band at each of seeds.md's four seeds "
+        "since the connect race: 9.94-9.99 connections a loop in 1,738-1,744 loops a second with 27.8-28.4 fds "
+        "per select (the thesis's 9.53, 1,724 and 26.4).  Before it the sim's Accept-10 ran one of two loops, "
+        "this full one or a short one (5.0-6.5 a loop in 2,699-3,429 loops a second), by seed (trace.md of "
+        "2026-11-30)",
+    ("userver-one-packet-select", "10", "select_calls_per_s"): "see C_avg",
+    ("userver-one-packet-select", "10", "fds_per_select"): "see C_avg",
     ("userver-one-packet-select", "inf", "c_avg"):
-        "counted per loop, as the thesis counts it (userver_c_avg): 194 at this report's seed, the long loop "
-        "(see fds/select).  Before the connect race this seed ran the short one (75.4, in band)",
+        "counted per loop, as the thesis counts it (userver_c_avg): 194 at this report's seed and 193-195 at "
+        "seeds.md's four, the long loop (see fds/select), from the first 20 s on (trace.md).  Before the "
+        "connect race this seed ran the short one (75.4, in band)",
     ("userver-one-packet-select", "inf", "fds_per_select"):
         "the sim's overloaded Accept-Inf runs a longer loop than the thesis's: at this report's seed 519 fds per "
         "select at 27,000 req/s, 96 selects a second, 194 connections a loop, at the thesis's throughput "
-        "(15,531 replies/s, -2.4 %); 448 at 24,000 and 701 at 30,000 (thesis 107, 205).  The row at its own "
-        "seed runs the same long loop with every client loop tried (5-15 ms: C_avg 192-215, "
-        "docs/background/connect-race.md).  Before the connect race this seed ran the short loop at 27,000 "
-        "(199 fds per select, in band) while seeds.md's four seeds ran the long one from their second 20 s "
-        "(trace.md, both of the model before the race): the race makes the long loop the rule.  Connections "
-        "answered after a refused SYN add work to every loop; with each loop longer, more of the accept queue "
-        "is taken per accept-phase and the next select has more to return.  At 24,000 the sim is past its "
-        "Accept-Inf peak (19,472 replies/s) where the thesis's, peak about 21,000, returned 107 fds a call.  "
-        "The SPECweb99-like Accept-Inf row misses the same way, and there a real kernel was seen to run either "
-        "loop near capacity (see that row's C_avg and fds/select); whether the thesis's one-packet loop was "
-        "such a mix is not known",
+        "(15,531 replies/s, -2.4 %); 448 at 24,000 and 701 at 30,000 (thesis 107, 205).  Per connection "
+        "accepted its select returns 2.67 descriptors, the thesis's 2.72 (191.5 / 70.4): the loop is long "
+        "because each accept-phase takes more, not because a connection is seen more often.  The phase "
+        "takes the whole accept queue (129; full in 91-98 % of drops.md's 50 ms samples from 10 s on) and "
+        "what completes while it runs, and how much that is follows how many of the accepted connections "
+        "are answered.  Scratch runs at trace.md's four seeds (120 s from idle, these costs, 2026-12-01): "
+        "with the connect race off, every connection a 3 s retransmission gets in is closed unanswered (19-22 "
+        "% of the accepts) and the loop is a mix, 86-133 a loop in 153-233 loops a second; with the race "
+        "(16 % unanswered, the thesis 13.8 %) 193-195 in 96 at all four; with every such connection "
+        "answered (the clients' tick without httperf's loop, 1 % unanswered) 228-230 in 73.  An answered "
+        "connection costs its loop a read and a write where a dead one costs a read of EOF; our reading is that "
+        "the loop lengthens with them and more completes during the next accept-phase (not traced).  The thesis's 70.4 a phase is below a "
+        "full queue, yet its 16,795 AcceptQFull drops a second are refused only while the queue is full, and "
+        "a phase that starts then takes at least 129: its loop was a mix of phases that found the queue full "
+        "and phases that did not, as the sim's is without the race and not with it.  At 24,000 the sim is "
+        "past its Accept-Inf peak (19,472 replies/s) where the thesis's, peak about 21,000, returned 107 fds "
+        "a call.  The SPECweb99-like Accept-Inf row misses the same way, and there a real kernel was seen to "
+        "run either loop near capacity (see that row's fds/select)",
     ("userver-one-packet-select", "1", "work_items_per_phase"):
         "the sim counts as work items the descriptors select returned less the listening socket, whose "
         "readiness the accept-phase takes: 2.67 against 3.67 fds per select here (Accept-Inf 517.5 and 518.5, "
@@ -209,44 +201,30 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "inf", "select_calls_per_s"): "as fds per select: fewer, longer loops",
     ("userver-one-packet-select", "inf", "share:drops_acceptq_full"):
         "the other side of the DropRequest share the connect race brought into band (35.3 % -> 15.7 %, thesis "
-        "22.3 %): in its long loop (see fds/select) the sim's accept queue is full when more SYNs come, so "
-        "AcceptQFull takes 76.5 % of its drops against the thesis's 66.0 %, 0.5 pp past the band.  drops.md "
-        "has the totals at the row's own seed over 120 s",
-    ("userver-one-packet-select", "inf", "share:drops_drop_request"): "the sim turns fewer SYNs away at its full accept queue, not more at its SYN queue: over 120 s at the "
-        "row's seed (drops.md) AcceptQFull 10,995/s against the thesis's 16,795 (0.65x), DropRequest 6,563 "
-        "against 5,680 (1.16x), ListenOverflow 1,557 against 2,973, at the same throughput (15,784 replies/s; "
-        "thesis 15,918).  It refuses 1.57 SYNs per connection that got no reply, the thesis 2.03 (1.98 over "
-        "table 4.8's 123 s).  That is more than clients like the sim's can have refused, given the "
-        "thesis's own accepts and replies: at most 1.77 (drops.md, *the most that the scenario files' "
-        "clients allow*), 2,304-2,855 SYN drops/s beyond, about half of the 4,917/s the sim is short.  "
-        "Some of the thesis's connections were answered after a refused SYN or sent a third one; the "
-        "sim's clients do neither (a connection its 3 s retransmission gets in is closed unanswered), "
-        "so no kernel cost or rule closes that half.  docs/background/connect-race.md: Linux 2.4 sends "
-        "the retransmission up to a 10 ms tick early and httperf answers the connection if its loop "
-        "sees the socket before the deadline; with that race (a 10 ms client loop, no refit) this row "
-        "refuses 22,177 SYNs/s, 1.93 per failed connection, DropRequest 14.3 %: measured, not adopted.  Over seeds.md's four seeds DropRequest's share "
-        "misses by 10.4-12.9 pp, AcceptQFull's by 7.0-9.9 pp (in band): not seed noise.  From 10 s on its "
-        "accept queue is full in 64-76 % of 50 ms samples and its SYN queue at the 3/4 line in 9-22 %, "
-        "holding ~760 requests, nearly all young (no SYN-ACK retransmitted yet)",
-    ("userver-one-packet-select", "1", "pct_of_peak"): "follows the Accept-1 peak and decline misses above",
+        "22.3 %; 13.2-15.3 % over seeds.md's four seeds): in its long loop (see fds/select) the sim's accept "
+        "queue is full when more SYNs come (91-98 % of drops.md's 50 ms samples from 10 s on), so AcceptQFull "
+        "takes 76.5 % of its drops at this report's seed and 76.8-79.1 % at seeds.md's, against the thesis's "
+        "66.0 %.  In counts (drops.md, the row's seed, 120 s) AcceptQFull 18,347/s against 16,795, DropRequest "
+        "3,621 against 5,680, ListenOverflow 1,832 against 2,973, all drops 0.94x the thesis's, at 15,596 "
+        "replies/s (thesis 15,918): the sim refuses as many SYNs, more of them at the accept queue",
     ("userver-one-packet-select", "*", "accepted_never_completed"):
-        "in band at every policy since the clients of 2026-11-29 (*The clients' timeout*): a client acts on "
-        "its 3 s deadline 1 ms late, so a SYN retransmission admitted in that millisecond makes a connection "
-        "the server accepts and reads EOF on.  At 27,000 req/s over seeds.md's four seeds the sim leaves "
-        "10.4-23.5 % (Accept-1), 13.8-18.9 % (Accept-10) and 18.2-21.7 % (Accept-Inf) of its accepts "
-        "unanswered, the thesis 16.9, 15.8 and 13.8 % (table 4.8, the text under it: connections httperf had "
-        "closed).  With 10 s on time the sim made 0.02-0.07 %, and no client variant tried then made more "
-        "than 0.7 % (a 2 s timeout; a 3 s RTO for the request; a timed-out client answering SYN-ACK "
-        "retransmissions from FIN_WAIT1).  The real stack here makes them only with slow clients "
-        "(realsys/results/README.md, dead-accepts): Linux 6's userver at 1.4x its peak left 0.00-0.43 % of "
-        "its accepts unanswered with our generator and with httperf 0.9.0 from 2 processes, but 7.8 % "
-        "(accept-limit 1; 8.0 % and 12.6 % in two other runs) and 4.5 % (inf) with httperf from 12 processes "
-        "busy-polling the clients' one CPU at a 1 s timeout, Linux 6's first SYN retransmission: a handshake "
-        "completes as a slow client gives up.  The knot server at accept-limit inf left 27-30 % unanswered in "
-        "the window, as its model does (33 % and 48 %), but its threads still held them when the window "
-        "ended: not dead accepts",
+        "in band at every policy since the clients of 2026-11-29 (*The clients' timeout*): a connection whose "
+        "3 s SYN retransmission gets in is accepted, and, unless httperf answers it before its deadline (the "
+        "connect race, 2026-11-30), closed by its client with nothing sent, so the server reads EOF.  At 27,000 "
+        "req/s over seeds.md's four seeds the sim leaves 15.9-17.1 % (Accept-1), 12.6-15.3 % (Accept-10) and "
+        "16.1-16.7 % (Accept-Inf) of its accepts unanswered, the thesis 16.9, 15.8 and 13.8 % (table 4.8, the "
+        "text under it: connections httperf had closed).  With 10 s on time the sim made 0.02-0.07 %, and no "
+        "client variant tried then made more than 0.7 % (a 2 s timeout; a 3 s RTO for the request; a "
+        "timed-out client answering SYN-ACK retransmissions from FIN_WAIT1).  The real stack here makes them "
+        "only with slow clients (realsys/results/README.md, dead-accepts): Linux 6's userver at 1.4x its peak "
+        "left 0.00-0.43 % of its accepts unanswered with our generator and with httperf 0.9.0 from 2 "
+        "processes, but 7.8 % (accept-limit 1; 8.0 % and 12.6 % in two other runs) and 4.5 % (inf) with "
+        "httperf from 12 processes busy-polling the clients' one CPU at a 1 s timeout, Linux 6's first SYN "
+        "retransmission: a handshake completes as a slow client gives up.  The knot server at accept-limit "
+        "inf left 27-30 % unanswered in the window, as its model does (33 % and 48 %), but its threads still "
+        "held them when the window ended: not dead accepts",
     ("userver-specweb99-select", "1", "replies_per_s"):
-        "too few open connections, not too cheap a select: with requests back to back the sim keeps ~30 open "
+        "too few open connections, not too cheap a select: with requests back to back the sim keeps ~38 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
         "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay after each "
         "reply (not stated in the thesis) would give those counts: at stop 58's costs (select_per_fd 0.27 us) "
@@ -263,7 +241,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "holds 18 and a 100 ms think 388 (realsys specweb-httperf).  Charging the client's ACKs of each "
         "reply (k_ack_rx, stop 10) took this cell from +40 % to +17 %.  The per-KB send cost (sendfile_per_kb = "
         "tux_per_kb, 2 us/KB a priori) is the other number these rows depend on that no calibration row "
-        "measures: at 1.4 us/KB the delays read again from the select statistics (62 ms ratio, 65 ms absolute) "
+        "measures: at stop 58's costs and 1.4 us/KB the delays read again from the select statistics (62 ms ratio, 65 ms absolute) "
         "put all five SPECweb99-like cells within ±10 % (μserver -1.1 to -7.1 %, TUX +2.7 / -3.9 %), at 1.2 "
         "us/KB too, at 1.7 us/KB four of five (specweb-idle.md).  A grid over two numbers the thesis does not "
         "give, not a fit, and not scored.  One outside measurement of a Linux 2.4 sender's cost per KiB, scaled "
@@ -273,22 +251,24 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
         "-8.1 % before the refit of stop 56, -10.2 % after it, -11.1 % at stop 58's select_per_fd (0.27 us: "
-        "this row's select returns ~160 descriptors a loop): the dearer per-request cost stop 56 chose (see "
+        "this row's select returns ~160 descriptors a loop), -11.0 % after the connect race's refit (0.266 "
+        "us; the race itself leaves these clients alone): the dearer per-request cost stop 56 chose (see "
         "Accept-Inf's note), which this row pays 7.2 times a connection, with the excess per-reply cost of "
         "Accept-Inf's note",
     ("userver-specweb99-select", "inf", "replies_per_s"):
-        "the sim's μserver costs ~93 us per SPECweb99-like reply at full CPU, the thesis's ~82 us (1 / replies/s), "
-        "while the sim's TUX (83-88 us) matches the thesis's (79-85 us): the excess is in the μserver's own "
-        "per-reply path (sendfile with its per-KB term, ~30 of the 93 us, write, read, CORK/UNCORK), which no "
+        "the sim's μserver costs ~97 us per SPECweb99-like reply at full CPU, the thesis's ~82 us (1 / replies/s), "
+        "while the sim's TUX (85-91 us, in band) is near the thesis's (79-85 us): the excess is in the μserver's own "
+        "per-reply path (sendfile with its per-KB term, ~34 of the 97 us, write, read, CORK/UNCORK), which no "
         "one-packet row measures (sendfile, sendfile_per_kb and write are unidentified).  The client's ACKs "
         "(k_ack_rx = k_data_rx a priori, ~17 us a reply) are shared with TUX, which is in band; without them this "
         "cell was +7.6 %.  The refit of stop 56 raised user_per_request from 1.47 to 4.26 us (+-3.05): one "
         "request per connection, the one-packet rows cannot tell it from a per-connection cost, and a "
         "SPECweb99-like connection pays it 7.2 times; this cell went from -13.3 % to -15.3 % (~96 us a reply), and "
-        "to -15.8 % at stop 58's select_per_fd (0.27 us over ~2,000 descriptors, 12 times a second).  The "
+        "to -15.8 % at stop 58's select_per_fd (0.27 us over ~2,000 descriptors, 12 times a second), -15.7 % "
+        "after the connect race's refit.  The "
         "fitted drop cost is ~8 % of this row's CPU: k_syn_drop (10.9 us) over ~7,200 refused SYNs a second.  It "
         "is more than an admitted SYN's k_syn (2.97 us), which does all a dropped one does and more; at "
-        "k_syn_drop = k_syn this row is -10.8 %, Accept-10 -4.9 % and Accept-1 +19.2 %, but the calibration rows "
+        "k_syn_drop = k_syn (scratch runs at stop 58's costs, 2026-11-30) this row was -10.8 %, Accept-10 -4.9 % and Accept-1 +19.2 %, but the calibration rows "
         "+24 % (Accept-Inf at 27,000) to +55 % (Accept-1 at 27,000): the fitted drop cost carries the one-packet "
         "rows' collapse past saturation, whatever its real cause (scratch runs, 2026-11-30)",
     ("userver-specweb99-select", "inf", "c_avg"):
@@ -296,7 +276,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "its whole accept queue (129), in 12 loops a second, the thesis's 47 in 35: the sim's loop is three "
         "times as long (~2,000 fds per select against 886), see fds/select",
     ("userver-specweb99-select", "1", "time:select"):
-        "the same evidence as this row's throughput miss: the sim's select scans ~30 open connections, the "
+        "the same evidence as this row's throughput miss: the sim's select scans ~38 open connections, the "
         "thesis's hundreds, so its select is cheap and every other function's share is inflated",
     ("userver-specweb99-select", "1", "time:sendfile"):
         "mostly select's gap (see there); with select left out, sendfile is 52 % of the rest in the thesis and "
@@ -305,11 +285,11 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "the sim's sendfile (5 us + 2 us/KB, hand-set: no one-packet row calls it) takes 2.5 times as long as "
         "the other six functions together, the thesis's about as long; the one-packet split of select, accept, "
         "read, close and setsockopt is within 7 pp, so by this table sendfile's per-KB cost is too high "
-        "relative to them.  That is the direction of this row's throughput miss (-15.8 %, the sim's μserver "
+        "relative to them.  That is the direction of this row's throughput miss (-15.7 %, the sim's μserver "
         "too dear per reply).  Counting the transmit path (k_tx_per_segment), which Linux 2.4 runs inside "
         "sendfile but the sim charges as kernel work, would widen the gap.  Not used to set sendfile_per_kb: "
         "table 4.3 comes from held-out rows.  Tried once, to size it: 0.6 us/KB matches this split (50.6 %) "
-        "but puts this row's throughput at +15.2 % (Accept-10 +22.6 %, Accept-1 +49.0 %), so sendfile alone "
+        "but put this row's throughput at +15.2 % (stop 58's costs; Accept-10 +22.6 %, Accept-1 +49.0 %), so sendfile alone "
         "cannot carry both: the other calls or the kernel's per-reply work would have to be dearer too",
     ("userver-specweb99-select", "inf", "time:read"):
         "with sendfile left out, the other functions split read 35 % / write 16 % in the thesis against 24 % / "
@@ -322,7 +302,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "loop, and a SPECweb99-like connection stays open for about 15 loops (7.3 requests, a read and a "
         "write each), so the open set and the loop grow together.  From idle queues the sim's loop passes the "
         "thesis's and keeps lengthening for ~30 s: 35-38 connections per loop over the first second, 46-52 over "
-        "the first 2 s, 86-92 over 10 s, 108-113 over 30 s at three seeds (scratch runs, 2026-11-30; cumulative "
+        "the first 2 s, 86-92 over 10 s, 108-113 over 30 s at three seeds (scratch runs, 2026-11-30, of the model "
+        "before the connect race, whose refit moved no cost more than 3.3 %; cumulative "
         "from idle, not steps: a SPECweb99-like run is not the start of a longer one, so trace.md cannot "
         "difference it).  A real kernel runs the long loop too: on Linux 6 the μserver-shaped server (realsys "
         "specweb-think-nospin, Accept-Inf, prompt clients, every file through sendfile) accepts 131-133 per "
@@ -333,24 +314,30 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "in a loop of ~400 a second and the rest in one of ~13 a second with a full queue gives ~36 loops a "
         "second and ~46 per loop",
     ("userver-specweb99-select", "inf", "select_calls_per_s"): "as fds/select: fewer, longer loops",
+    ("userver-specweb99-select", "inf", "fd_rate"):
+        "the product of the two select misses above: per reply the sim's select returns 2.23 descriptors, the "
+        "thesis's 2.53 (23,037 and 31,003 a second over 10,325 and 12,249 replies/s), so the rate is short by "
+        "the throughput miss (-15.7 %) and 12 % more",
     # whole configurations
     ("tux-specweb99", "*", "replies_per_s"):
-        "within the band (-6.9 % and -7.6 %) since each reply also pays the client's ACKs (k_ack_rx = k_data_rx a "
+        "within the band (-6.5 % and -7.1 %) since each reply also pays the client's ACKs (k_ack_rx = k_data_rx a "
         "priori, one per second segment, ~5 per 15 KB reply); before, +17 % (+23-27 % with the shorter-window "
         "fit).  tux_per_kb (2 us/KB, the μserver's sendfile_per_kb) is still measured by no row.  The client "
-        "delays inferred from the μserver's select numbers (65 ms ratio reading, 74 ms absolute; 47 ms at stop "
-        "56's costs) take Accept-1 to -14.1 % / -14.0 % (specweb-idle.md)",
+        "delays inferred from the μserver's select numbers at stop 58's costs (65 ms ratio reading, 74 ms "
+        "absolute; 47 ms at stop 56's costs) took Accept-1 to -14.1 % / -14.0 % (specweb-idle.md, of the model "
+        "before the connect race, whose refit moved no cost more than 3.3 %)",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
         "thesis Accept-Inf accepted 504 per phase: its accept queue refilled during phases far longer than the "
-        "sim's (11,083 vs 1,160 work items per phase); follows from the throughput miss",
+        "sim's (11,083 vs 1,065 work items per phase; the sim takes 120 a phase, nearly its whole accept "
+        "queue of 129).  Both servers ran with a 128 backlog (sec 3.2.1: TUX's max_backlog set to 128)",
     ("tux-specweb99", "*", "work_items_per_phase"):
         "the sim's work item is one step on a connection (read a request, send one send-buffer chunk of the "
         "reply, close): 8.9 per accepted connection at Accept-Inf, where the thesis's TUX queued 22 (11,083 "
         "per phase / C_avg 504) and 46 per phase at Accept-1 against the sim's 8.9.  TUX queues more items per "
         "connection than the sim has steps (its write-space and ACK callbacks as a 15 KB reply drains are not "
         "modelled one by one), so the units differ by about 5; the Accept-Inf / Accept-1 ratio (thesis 241, "
-        "sim 129) follows C_avg",
+        "sim 120) follows C_avg",
     ("tux-one-packet", "inf", "c_avg"):
         "batches now larger than the thesis's: 14.8 a phase at this report's seed against 9.54 (6.3 before the "
         "connect race of 2026-11-30; replies/s +2.8 %, accept rate +7.5 %).  An Accept-Inf accept-phase ends at "
@@ -359,66 +346,62 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "so fewer closed ones end phases and each phase takes more; between 6.3 and 14.8 the thesis's 9.54 "
         "says its queue held such connections at a rate the sim does not pin down.  With the earlier clients "
         "(10 s on time) the sim's Accept-Inf tipped into batches of ~100 and stayed there (-17.7 % replies/s)",
-    ("tux-one-packet", "*", "share:drops_drop_request"):
-        "the sim's SYN queue sits at the 3/4 line while its accept queue has room far more often than the "
-        "thesis's did: drops.md (this model, the row's seed, 120 s) has 8,791 DropRequests/s against 4,367 "
-        "and 7,521 AcceptQFulls/s against 15,566 (all drops 0.80x the thesis's), at 16,257 replies/s where "
-        "table 5.2's totals imply 16,705-17,171.  From 10 s on the SYN queue holds ~762 requests, nearly all "
-        "young: ListenOverflowed connections waiting for their clients' request retransmission "
+    ("tux-one-packet", "inf", "share:drops_drop_request"):
+        "the sim's TUX Accept-Inf refuses as many packets as the thesis's but splits them the other way: "
+        "drops.md (this model, the row's seed, 120 s) has 23,404 drops/s against 23,369, DropRequest "
+        "10,963/s against 4,367 and AcceptQFull 8,302/s against 15,566, at 17,099 replies/s where table "
+        "5.2's totals imply 16,705-17,171.  A SYN is a DropRequest only while the accept queue has room and "
+        "the SYN queue is at the 3/4 line: from 10 s on the sim's accept queue is full in 48-57 % of the "
+        "50 ms samples (the μserver Accept-Inf's in 91-98 %; the thesis's AcceptQFull shares of the two are "
+        "alike, 66.6 and 66.0 %) and its SYN queue at the line in 17-24 %, holding ~745 requests, nearly "
+        "all young: ListenOverflowed connections waiting for their clients' request retransmission "
         "(client.data_rto 0.2 s, doubling), which the model times exactly, so requests that overflowed "
-        "together come back together.  With those retransmissions on 10 ms client ticks (Linux 2.4's HZ=100; "
-        "a scratch run, 2026-11-29, docs/background/client-timers.md) this row hardly moves: AcceptQFull / "
-        "DropRequest / ListenOverflow 42.5 / 44.6 / 12.9 % (thesis 66.6 / 18.7 / 14.7; exact timers 39.8 / "
-        "47.9 / 12.3)",
+        "together come back together.  Its accept-phases take 14.8 connections where the thesis's took "
+        "9.54 (see C_avg).  With those retransmissions on 10 ms client ticks (Linux 2.4's HZ=100; a scratch "
+        "run of the model before the connect race, 2026-11-29, docs/background/client-timers.md) this row "
+        "hardly moved: AcceptQFull / DropRequest / ListenOverflow 42.5 / 44.6 / 12.9 % (thesis 66.6 / 18.7 "
+        "/ 14.7; exact timers 39.8 / 47.9 / 12.3)",
     ("tux-one-packet", "inf", "share:drops_acceptq_full"): "see DropRequest share",
-    ("tux-one-packet", "*", "share:drops_listen_overflow"): "see DropRequest share",
-    ("tux-one-packet", "1", "share:drops_drop_request"):
-        "27,000 is 8 % past the sim's Accept-1 peak (25,005 at 25,001, where tux_request was set), and the "
-        "sim falls 24 % there (19,016 replies/s in drops.md, this model) where table 5.2's totals imply "
-        "23,345-23,511 (a 6.5 % fall); it refuses 1.32x the thesis's SYNs and ACKs, DropRequest 9,191/s "
-        "against 5,873.  Its SYN queue holds ~761 young, ListenOverflowed requests the whole run, waiting for "
+    ("tux-one-packet", "1", "share:drops_listen_overflow"):
+        "ListenOverflow itself is at the thesis's rate (drops.md, this model, the row's seed, 120 s: 4,478/s "
+        "against 4,329); its share is low because the sim refuses 1.77x the thesis's SYNs and ACKs in all "
+        "(20,193/s against 11,406: DropRequest 12,614 against 5,873, AcceptQFull 3,101 against 1,204).  "
+        "27,000 is 8 % past the sim's Accept-1 peak (25,008 replies/s at 25,001, where tux_request was set), "
+        "and the sim falls 25 % there (18,876 replies/s) where table 5.2's totals imply 23,345-23,511 (a "
+        "6.5 % fall).  Its SYN queue holds ~745 young, ListenOverflowed requests the whole run, waiting for "
         "their clients' request retransmission, timed exactly (client.data_rto), so they return together and "
-        "overflow again.  With those retransmissions on 10 ms client ticks (scratch, 2026-11-29, "
-        "docs/background/client-timers.md) the sim serves 21,074 replies/s here and splits its drops 21.9 / "
-        "46.3 / 31.8 % (AcceptQFull / DropRequest / ListenOverflow; thesis 10.6 / 51.5 / 38.0): DropRequest "
-        "and ListenOverflow in band.  Not adopted: at stop 54's costs the ticks took the μserver's "
-        "calibration rows from residual norm 0.485 to 0.565 (Accept-1 @30,000 -33.8 % -> -40.7 %); not tried "
-        "with the refit of stop 56",
-    ("tux-one-packet", "1", "share:drops_listen_overflow"): "see DropRequest share",
+        "overflow again.  With those retransmissions on 10 ms client ticks (a scratch run of the model before "
+        "the connect race, 2026-11-29, docs/background/client-timers.md) the sim served 21,074 replies/s "
+        "here and split its drops 21.9 / 46.3 / 31.8 % (AcceptQFull / DropRequest / ListenOverflow; thesis "
+        "10.6 / 51.5 / 38.0): DropRequest and ListenOverflow in band.  Not adopted: at stop 54's costs the "
+        "ticks took the μserver's calibration rows from residual norm 0.485 to 0.565 (Accept-1 @30,000 "
+        "-33.8 % -> -40.7 %); not tried since",
     ("tux-one-packet", "inf", "replies_per_s"):
         "in band since the clients of 2026-11-29, whose late-acting deadline leaves connections TUX releases "
-        "uncounted when no longer ESTABLISHED (*The clients' timeout*): -1.2 % to -1.5 % over seeds.md's four "
-        "seeds, in moderate batches (see C_avg).  Before, over 120 s from idle the sim's Accept-Inf took "
+        "uncounted when no longer ESTABLISHED (*The clients' timeout*): +2.8 % to +3.0 % over seeds.md's four "
+        "seeds (-1.2 % to -1.5 % before the connect race), in moderate batches (see C_avg).  Before, over 120 s from idle the sim's Accept-Inf took "
         "whole accept queues (~100 a phase) in a collapsed, cold-cache regime (-17.7 %); a graded cache-miss "
         "model tried at stop 10 changed its batches, not that level",
     ("knot-one-packet", "50", "open_conns_mean"):
         "at 15,000 req/s the sim's Accept-50 is past its peak (13,959-13,974 replies/s, seeds.md; thesis "
-        "14,000, sec 4.2.3) and serves 13,546-13,617 replies/s at four seeds (trace.md), its open connections "
-        "growing from 9,868-11,852 in the first 20 s to 23,180-23,464 in the last: 20,364-21,033 on average "
-        "over the 120 s against the thesis's 25,000 (-16 % to -19 %, in band at every seed).  The count grows "
+        "14,000, sec 4.2.3) and serves 13,494-13,559 replies/s at four seeds (trace.md), its open connections "
+        "growing from 9,758-11,880 in the first 20 s to 24,164-24,372 in the last: 20,854-21,457 on average "
+        "over the 120 s against the thesis's 25,000 (-17 % to -14 %, in band at every seed).  The count grows "
         "while the server is behind, so its 120 s average depends on how far past its peak the run is: the "
-        "sim's peak is 0.3 % below the thesis's",
+        "sim's peak is 0.2-0.3 % below the thesis's",
 }
 
 
 #: The simulator model (:func:`simaccept.fingerprint.model_fingerprint`) whose runs the figures in
 #: :data:`MISS_NOTES` were read from (seeds.md, trace.md, drops.md, this report, all of that model, with
 #: thesis-2004).  Once the model changes, :func:`_miss_note` says so on every note until they are read again.
-NOTES_MODEL = "27548c6c75d49474"
+#: Figures a note quotes from a scratch run or an analysis of an earlier model say which in the note.
+NOTES_MODEL = "778bf9939bbac689"
 
-#: Notes read again for a later model than :data:`NOTES_MODEL` (the cells the connect race of
-#: 2026-11-30 moved): {key: the model their figures are of}.
-NOTE_MODELS: dict[tuple[str, str, str], str] = {
-    ('tux-one-packet', 'inf', 'c_avg'): "778bf9939bbac689",
-    ('userver-one-packet-select', '1', 'work_items_per_phase'): "778bf9939bbac689",
-    ('userver-one-packet-select', 'inf', 'work_items_per_phase'): "778bf9939bbac689",
-    ('userver-one-packet-select', 'inf', 'select_calls_per_s'): "778bf9939bbac689",
-    ('userver-one-packet-select', '1', 'peak_replies_per_s'): "778bf9939bbac689",
-    ('userver-one-packet-select', 'inf', 'pct_of_peak'): "778bf9939bbac689",
-    ('userver-one-packet-select', 'inf', 'c_avg'): "778bf9939bbac689",
-    ('userver-one-packet-select', 'inf', 'fds_per_select'): "778bf9939bbac689",
-    ('userver-one-packet-select', 'inf', 'share:drops_acceptq_full'): "778bf9939bbac689",
-}
+#: Notes read again for a later model than :data:`NOTES_MODEL` while the others were not (when a model
+#: change moves only some cells): {key: the model their figures are of}.  Empty when every note was
+#: read for :data:`NOTES_MODEL` (2026-12-01, after the connect race).
+NOTE_MODELS: dict[tuple[str, str, str], str] = {}
 
 
 def _miss_note(group: str, policy: str, metric: str) -> str:
@@ -1415,7 +1398,8 @@ def seeds_markdown(sd: dict[str, Any] | None) -> list[str]:
     if sd.get("other_by_metric"):
         from .seeds import by_metric_markdown, metric_spread_columns
         L.append(f"Every other cell scored on a row with a target rate, on the same {n} runs per row and with the "
-                 "tolerances above (any role: the fit used only throughput and drop shares; % of own peak left out, "
+                 "tolerances above (any role: the fit saw only the calibration rows' throughput, drop shares and "
+                 "table 4.9's time split; % of own peak left out, "
                  "it needs a whole line).  Each cell: [seeds.md](seeds.md).\n")
         L += by_metric_markdown(sd["other_by_metric"], n)
         if sd.get("loop_cells"):

@@ -12,8 +12,8 @@ simulated value and of its error.  A peak row is the largest replies/s over its 
 A cell *in band at every seed* is a robust pass; *at no seed*, a miss that is not seed noise.
 
 Every other cell the report scores on a row with a target rate (C_avg, accept rate, select calls/s,
-fds per select, drop shares, the gprof time split, ...; any role, since the fit used only
-throughput and drop shares) is scored the same way on the same runs, with the report's own
+fds per select, drop shares, the gprof time split, ...; any role, since the fit saw only the
+calibration rows' throughput, drop shares and time split) is scored the same way on the same runs, with the report's own
 :func:`validation.report.compare` and tolerances, so a loop metric that one seed puts in band and
 another out is told from one that misses at every seed.  Left out: % of own peak, which needs the
 row's whole line, not one point per seed.
@@ -205,8 +205,8 @@ def other_markdown(res: dict) -> list[str]:
     """The other cells' section of seeds.md: a per-metric count, then every cell."""
     n, cells = res["n_seeds"], res["other_cells"]
     L = ["## Every other cell across the same seeds\n",
-         f"Every other metric the report scores on a row with a target rate, any role (the fit used only "
-         f"throughput and drop shares), on the same {n} runs per row, with the report's tolerances; % of own peak "
+         f"Every other metric the report scores on a row with a target rate, any role (the fit saw only the "
+         f"calibration rows' throughput, drop shares and table 4.9's time split), on the same {n} runs per row, with the report's tolerances; % of own peak "
          "is left out (it needs the row's whole line).  The μserver's C_avg is per loop, as the report's.\n"]
     L += by_metric_markdown(res["other_by_metric"], n)
     L += ["| row | role | metric | thesis | simulated min – max | error min – max | in band (seeds) |",

@@ -63,9 +63,10 @@ from typing import Any, Iterable, Sequence
 from simaccept.costs import load_costs, read_profile
 from simaccept.record import RunRecord
 from simaccept.scenario import model_fingerprint
-from simaccept.sweep import atomic_write, stop_workers, worker_pool
+from simaccept.sweep import atomic_write
 
-from .records import Measured, load_thesis, nan_to_null, scenario_for
+from .fitter import check_run_inputs
+from .records import WORK, Measured, load_thesis, nan_to_null, scenario_for
 
 #: Client delays swept (ms after each reply).
 THINK_GRID_MS = (0.0, 25.0, 50.0, 75.0, 100.0, 125.0, 150.0, 200.0)
@@ -195,30 +196,28 @@ def per_kb_overrides(costs: dict[str, float], factor: float) -> list[str]:
     return [] if factor == 1.0 else [f"costs.{k}={costs[k] * factor!r}" for k in PER_KB_COSTS]
 
 
+#: Where the runs are kept (``--cache``): results are keyed by the resolved scenario and the model.
+DEFAULT_CACHE = WORK / "out" / "validation-cache" / "specweb-idle"
+
+
 def simulate_rows(rows: Sequence[Measured], think_ms: Sequence[float], jobs: int = 1,
-                  profile: str = "thesis-2004", cost_overrides: Sequence[str] = ()) -> dict[tuple[str, float], RunRecord]:
-    """{(row label, think_ms): simulated record}, each row at its own seed (same at every delay)."""
-    keys, todo = [], []
+                  profile: str = "thesis-2004", cost_overrides: Sequence[str] = (),
+                  cache: str | Path = DEFAULT_CACHE) -> dict[tuple[str, float], RunRecord]:
+    """{(row label, think_ms): simulated record}, each row at its own seed (same at every delay).
+    Runs are cached (:func:`validation.fitter.simulate_cached`): the whole analysis is a few hundred
+    SPECweb99-like runs, more than an hour on two cores, so an interrupted one resumes."""
+    from .fitter import simulate_cached, stderr_progress
+    keys, jsons = [], []
     for m in rows:
         for th in think_ms:
             sc = scenario_for(m, overrides=[f'costs.profile="{profile}"', f"client.think_ms={float(th)!r}",
                                             *cost_overrides])
             keys.append((m.label, float(th)))
-            todo.append((sc.to_json(), "<specweb-idle>"))
-    from .fitter import _simulate_json
-    if jobs > 1 and len(todo) > 1:
-        ex = worker_pool(min(jobs, len(todo)))
-        try:
-            dicts = list(ex.map(_simulate_json, *zip(*todo)))
-        except BaseException:
-            stop_workers(ex)
-            raise
-        ex.shutdown()
-    else:
-        dicts = [_simulate_json(*t) for t in todo]
+            jsons.append(sc.to_json())
+    done = simulate_cached(jsons, Path(cache), jobs, source="<specweb-idle>", progress=stderr_progress)
     out = {}
-    for k, d in zip(keys, dicts):
-        rec = RunRecord(**d)
+    for k, js in zip(keys, jsons):
+        rec = RunRecord(**done[js])
         if rec.status != "ok":
             raise IdleError(f"simulation of {k[0]} at think_ms={k[1]:g} failed: {rec.error}")
         out[k] = rec
@@ -351,26 +350,27 @@ def read_delays(gp_spec: Sequence[Measured], gp_one: Sequence[Measured], sims, t
             "ratio_specweb": ratio_spec, "ratio_think_ms": float(round(th_ratio))}
 
 
-def _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile, cost_overrides=()) -> dict:
+def _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile, cost_overrides=(), cache=DEFAULT_CACHE) -> dict:
     labels = {m.label for m in rows}
-    sims = simulate_rows(rows + [m for m in gp_spec if m.label not in labels], think_ms, jobs, profile, cost_overrides)
-    sims.update(simulate_rows(gp_one, [0.0], jobs, profile, cost_overrides))
+    sims = simulate_rows(rows + [m for m in gp_spec if m.label not in labels], think_ms, jobs, profile, cost_overrides,
+                         cache)
+    sims.update(simulate_rows(gp_one, [0.0], jobs, profile, cost_overrides, cache))
     return sims
 
 
-def _at_delays(rows, sims, think_ms, delays, jobs, profile, cost_overrides=()) -> list[dict]:
+def _at_delays(rows, sims, think_ms, delays, jobs, profile, cost_overrides=(), cache=DEFAULT_CACHE) -> list[dict]:
     """Predictions at ``delays``, simulating the ones off the grid first (into ``sims``)."""
     extra = sorted(set(delays) - set(think_ms))
     if extra:
-        sims.update(simulate_rows(rows, extra, jobs, profile, cost_overrides))
+        sims.update(simulate_rows(rows, extra, jobs, profile, cost_overrides, cache))
     return prediction_table(rows, sims, sorted(set(delays)))
 
 
-def per_kb_run(factor: float, rows, gp_spec, gp_one, think_ms, costs, jobs, profile) -> dict:
+def per_kb_run(factor: float, rows, gp_spec, gp_one, think_ms, costs, jobs, profile, cache=DEFAULT_CACHE) -> dict:
     """The delay read again and the throughput at it with the per-KB send costs times ``factor``.
     A factor at which neither reading infers a delay is kept, with its error and the 0 ms point."""
     over = per_kb_overrides(costs, factor)
-    sims = _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile, over)
+    sims = _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile, over, cache)
     try:
         rd = read_delays(gp_spec, gp_one, sims, think_ms, costs)
         th_best, th_ratio, err = rd["best_think_ms"], rd["ratio_think_ms"], None
@@ -379,7 +379,7 @@ def per_kb_run(factor: float, rows, gp_spec, gp_one, think_ms, costs, jobs, prof
         th_best = th_ratio = abs_err = None
         err = str(e)
     delays = [0.0] + [t for t in (th_ratio, th_best) if t is not None]
-    pred = _at_delays(rows, sims, think_ms, delays, jobs, profile, over)
+    pred = _at_delays(rows, sims, think_ms, delays, jobs, profile, over, cache)
     return _kb_entry(factor, costs, th_ratio, th_best, abs_err, err, pred)
 
 
@@ -404,7 +404,8 @@ def per_kb_reads(k: dict, as_stated: bool = True) -> list[tuple[str, float, dict
 
 
 def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[float] = THINK_GRID_MS,
-        profile: str = "thesis-2004", per_kb_factors: Sequence[float] = PER_KB_FACTORS) -> dict:
+        profile: str = "thesis-2004", per_kb_factors: Sequence[float] = PER_KB_FACTORS,
+        cache: str | Path = DEFAULT_CACHE) -> dict:
     think_ms = sorted({float(t) for t in think_ms})
     if not think_ms or any(t < 0 or math.isnan(t) for t in think_ms):
         raise IdleError(f"think_ms: need delays >= 0, got {think_ms}")
@@ -416,19 +417,20 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
     if 1.0 not in factors:
         factors = [1.0] + factors               # the profile as fitted is always the reference
     costs = load_costs(profile).us              # microseconds; KeyError (before any run) if unknown
+    cache = check_run_inputs(profile, cache, IdleError)
     thesis = load_thesis()
     gp_spec = gprof_rows(thesis, WORKLOAD)
     gp_one = gprof_rows(thesis, "one-packet")
     rows = throughput_rows(thesis)
     if len(gp_spec) < 2:
         raise IdleError("thesis.csv has fewer than two SPECweb99-like gprof rows")
-    sims = _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile)
+    sims = _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile, cache=cache)
     rd = read_delays(gp_spec, gp_one, sims, think_ms, costs)
     th_best, th_ratio = rd["best_think_ms"], rd["ratio_think_ms"]
     inferred = {th_ratio} if th_best is None else {th_best, th_ratio}
-    pred = _at_delays(rows, sims, think_ms, set(think_ms) | inferred, jobs, profile)
+    pred = _at_delays(rows, sims, think_ms, set(think_ms) | inferred, jobs, profile, cache=cache)
     kb = [_kb_entry(1.0, costs, th_ratio, th_best, rd["absolute_reading_error"], None, pred)]
-    kb += [per_kb_run(f, rows, gp_spec, gp_one, think_ms, costs, jobs, profile) for f in factors if f != 1.0]
+    kb += [per_kb_run(f, rows, gp_spec, gp_one, think_ms, costs, jobs, profile, cache) for f in factors if f != 1.0]
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model_fingerprint": model_fingerprint(),   # the report flags this file stale when the model changes

@@ -227,3 +227,28 @@ def test_outside_figure_lists_what_the_model_charges_at_each_factor():
     res = _result(70.0)
     res["profile"], res["per_kb"] = "thesis-2004", kb
     assert text in si.markdown(res)                           # specweb-idle.md's per-KB section ends with it
+
+
+def test_cli_refuses_a_cache_that_is_not_a_directory(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    out = tmp_path / "out"
+    assert main(["specweb-idle", "--cache", str(f), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--cache" in err and "not a directory" in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_runs_are_cached_so_an_interrupted_analysis_resumes(tmp_path):
+    from validation.records import load_thesis
+    row = next(m for m in load_thesis() if m.label == "userver/one-packet/select/accept-inf@27000")
+    short = ["scenario.duration=0.3"]             # a short window: the cache, not the result, is tested
+    first = si.simulate_rows([row], [0.0], cost_overrides=short, cache=tmp_path / "c")
+    files = sorted((tmp_path / "c").iterdir())
+    assert len(files) == 1
+    again = si.simulate_rows([row], [0.0], cost_overrides=short, cache=tmp_path / "c")
+    assert sorted((tmp_path / "c").iterdir()) == files
+    key = (row.label, 0.0)
+    assert again[key].replies_per_s == first[key].replies_per_s and first[key].status == "ok"
+    si.simulate_rows([row], [0.0, 25.0], cost_overrides=short, cache=tmp_path / "c")   # one more delay: one more run
+    assert len(list((tmp_path / "c").iterdir())) == 2
