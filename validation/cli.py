@@ -34,6 +34,10 @@
 * ``python -m validation drops [--out DIR] [--jobs N] [--cache DIR]``: tables 5.1 and 5.2's queue-drop
   totals against the simulator's, the TUX replies/s they imply, and a trace of each run's
   queues (:mod:`validation.drops`);
+* ``python -m validation phases [--out DIR] [--jobs N] [--seeds 2] [--from 20] [--rows LABEL,...]``: the
+  μserver's and TUX's Accept-Inf accept-phases one at a time, under three client settings:
+  queued at the start, accepted, completions and the kernel's work inside each phase
+  (:mod:`validation.phases`);
 * ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25] [--rows LABELS|misses]``:
   each thesis throughput cell's elasticity to every cost its server uses, which costs the fitted
   and hand-set rows can see, and what one unidentified cost would do (:mod:`validation.sensitivity`);
@@ -627,6 +631,17 @@ def _parser() -> argparse.ArgumentParser:
     dr.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     dr.add_argument("--profile", default="thesis-2004")
     dr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/drops)")
+    ph = sub.add_parser("phases", help="the μserver's Accept-Inf accept-phases one at a time (queued at the start, "
+                        "accepted, completions and kernel work inside) -> docs/validation/phases.md")
+    ph.add_argument("--out", default=None, help=_OUT_HELP)
+    ph.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
+    ph.add_argument("--seeds", type=int, default=2, help="seeds per client setting: the row's own and the ones after it")
+    ph.add_argument("--from", dest="t_from", type=float, default=20.0,
+                    help="trace the phases that start from this many seconds into the run on (default 20)")
+    ph.add_argument("--rows", default=None, metavar="LABEL,LABEL,...",
+                    help="μserver or TUX accept-inf rows (report labels; default the μserver's at 27000 and TUX's at 23000)")
+    ph.add_argument("--profile", default="thesis-2004")
+    ph.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/phases)")
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation for the full report: "
                                                "--real-profile given, no --quick/--group/--set, profile thesis-2004; "
@@ -829,6 +844,18 @@ def _main(args) -> int:
             return code
         parts = [f"{c['row']} sim/thesis {c['ratio_total']:.2f}" for c in res["cells"]]
         print(f"queue-drop totals per second, simulated over the thesis's: {'; '.join(parts)}; wrote {args.out}/drops.md")
+        return 0
+    if args.cmd == "phases":
+        from .phases import DEFAULT_CACHE as PCACHE, ROWS as PROWS, PhasesError, run as run_phases
+        prows = PROWS if args.rows is None else [x.strip() for x in args.rows.split(",") if x.strip()]
+        res, code = _guarded(lambda: run_phases(out=args.out, jobs=args.jobs, n_seeds=args.seeds, profile=args.profile,
+                                                cache=args.cache or PCACHE, t_from=args.t_from, rows=prows),
+                             PhasesError, failed=lambda msg: "simulation failed" in msg)
+        if code is not None:
+            return code
+        parts = [f"{r['row']} {r['clients']} seed {r['seed']}: {r['phases']['accepted_mean']:.0f} a phase "
+                 f"(q0 {r['phases']['q0_mean']:.0f}, r·d {r['phases']['r_times_d']:.2f})" for r in res["runs"]]
+        print(f"{'; '.join(parts)}; wrote {args.out}/phases.md")
         return 0
     if args.cmd == "sensitivity":
         from .sensitivity import DEFAULT_CACHE, SensitivityError, run as run_sens

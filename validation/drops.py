@@ -39,7 +39,7 @@ import datetime as _dt
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from simaccept.costs import load_costs
 from simaccept.scenario import model_fingerprint
@@ -217,14 +217,18 @@ def _trace_json(js: str) -> dict:
                 "windows": []}
 
 
-def _traced(jsons: list[str], cache: Path, jobs: int) -> dict[str, dict]:
-    """{scenario JSON: trace_run result}, reading finished runs from ``cache`` and writing each
-    new one there as it finishes (an interrupted run keeps them).  The loop of
-    :func:`validation.fitter.simulate_cached`, for a result that is not a RunRecord."""
+def _traced(jsons: list[str], cache: Path, jobs: int, worker: Callable[[str], dict] | None = None,
+            prefix: str = f"trace{TRACE_FORMAT}") -> dict[str, dict]:
+    """{scenario JSON: ``worker(JSON)``, default :func:`_trace_json`}, reading finished runs
+    from ``cache`` (files ``{prefix}-{content hash}.json``) and writing each new one there as
+    it finishes (an interrupted run keeps them).  The loop of
+    :func:`validation.fitter.simulate_cached`, for a result that is not a RunRecord: a dict
+    whose ``record`` is one (a run not ``ok`` is returned, not cached)."""
     from concurrent.futures import as_completed
+    worker = worker or _trace_json
     out, todo = {}, []
     for js in dict.fromkeys(jsons):
-        f = cache / f"trace{TRACE_FORMAT}-{scenario_from_json(js, '<drops>').content_hash()}.json"
+        f = cache / f"{prefix}-{scenario_from_json(js, '<drops>').content_hash()}.json"
         if f.is_file():
             out[js] = json.loads(f.read_text())
         else:
@@ -234,7 +238,7 @@ def _traced(jsons: list[str], cache: Path, jobs: int) -> dict[str, dict]:
     cache.mkdir(parents=True, exist_ok=True)
     ex = worker_pool(max(1, min(jobs, len(todo))))
     try:
-        futs = {ex.submit(_trace_json, js): (js, f) for js, f in todo}
+        futs = {ex.submit(worker, js): (js, f) for js, f in todo}
         for fut in as_completed(futs):
             js, f = futs[fut]
             res = fut.result()
