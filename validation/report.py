@@ -323,7 +323,13 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "a second, no drops, 21,875-22,521 replies/s) and one falls into the long one (132 per loop, 16,525 "
         "replies/s).  So the thesis's 47 per loop is a loop neither has, or a mix of the two: ~6 % of the run "
         "in a loop of ~400 a second and the rest in one of ~13 a second with a full queue gives ~36 loops a "
-        "second and ~46 per loop",
+        "second and ~46 per loop.  Traced one phase at a time (`python -m validation phases --rows "
+        "userver/specweb99/select/accept-inf@26000`, the row's seed and the next, phases from 20 s on): "
+        "every phase starts with the queue full (129) and takes 133 (131-135 from the 10th to the 90th "
+        "percentile), 4 of them completing during its 0.67 ms; the rest of each 94-95 ms loop is the "
+        "work-phase.  So the sim's loop is one full queue per loop at the accept rate its CPU allows "
+        "(133 / 1,427 a second = 93 ms), and the thesis's 47 a phase, about a third of a queue, says most of "
+        "its phases found the queue far from full",
     ("userver-specweb99-select", "inf", "select_calls_per_s"): "as fds/select: fewer, longer loops",
     ("userver-specweb99-select", "inf", "fd_rate"):
         "the product of the two select misses above: per reply the sim's select returns 2.23 descriptors, the "
