@@ -397,7 +397,11 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "here and split its drops 21.9 / 46.3 / 31.8 % (AcceptQFull / DropRequest / ListenOverflow; thesis "
         "10.6 / 51.5 / 38.0): DropRequest and ListenOverflow in band.  Not adopted: at stop 54's costs the "
         "ticks took the μserver's calibration rows from residual norm 0.485 to 0.565 (Accept-1 @30,000 "
-        "-33.8 % -> -40.7 %); not tried since",
+        "-33.8 % -> -40.7 %).  Tried again at this model (scratch, 2026-12-01, the request's timer early by its "
+        "handshake's phase within the 10 ms tick, as the race's SYNs; docs/background/client-timers.md): "
+        "19,444 replies/s and 22.3 / 49.0 / 28.7 % here (DropRequest and ListenOverflow in band, AcceptQFull "
+        "out), but the μserver Accept-Inf calibration row's shares move away (AcceptQFull +15.3 pp) and the "
+        "fit's residual rises from 0.2419 to 0.2707: not adopted",
     ("tux-one-packet", "inf", "replies_per_s"):
         "in band since the clients of 2026-11-29, whose late-acting deadline leaves connections TUX releases "
         "uncounted when no longer ESTABLISHED (*The clients' timeout*): +2.8 % to +3.0 % over seeds.md's four "
