@@ -328,7 +328,7 @@ def markdown(res: dict) -> str:
     L = ["---", "orphan: true", "---", "",
          "# Accept-Inf accept-phases, one phase at a time", "",
          f"Generated {res['generated_at']} by `python -m validation phases` (profile `{res['profile']}`, model "
-         f"`{res['model_fingerprint']}`).  Method in `validation/phases.py`.  Each row over {res['window']}; "
+         f"`{res['model_fingerprint']}`).  Method in `validation/phases.py`.  Each row's window is {res['window']}; "
          f"phases that start from {res['from_s']:g} s on.", "",
          "A phase takes the `q0` connections queued when it starts and every handshake that completes while "
          "it runs; with completions at `r` a second and `d` seconds per accept (the accept's own cost, "

@@ -13,9 +13,9 @@ A cell *in band at every seed* is a robust pass; *at no seed*, a miss that is no
 
 Every other cell the report scores on a row with a target rate (C_avg, accept rate, select calls/s,
 fds per select, drop shares, the gprof time split, ...; any role, since the fit saw only the
-calibration rows' throughput, drop shares and time split) is scored the same way on the same runs, with the report's own
-:func:`validation.report.compare` and tolerances, so a loop metric that one seed puts in band and
-another out is told from one that misses at every seed.  Left out: % of own peak, which needs the
+calibration rows' throughput, drop shares and time split) is scored the same way on the same
+runs, with the report's own :func:`validation.report.compare` and tolerances, so a loop metric
+that one seed puts in band and another out is told from one that misses at every seed.  Left out: % of own peak, which needs the
 row's whole line, not one point per seed.
 
 Runs are cached (:func:`validation.fitter.simulate_cached`): a rerun, or a larger ``n``,
