@@ -60,6 +60,8 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from simaccept.costs import load_costs
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
@@ -91,12 +93,7 @@ class PhasesError(ValueError):
 
 
 def _pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return math.nan
-    s = sorted(xs)
-    i = (len(s) - 1) * q
-    lo = int(i)
-    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (i - lo)
+    return float(np.percentile(xs, 100 * q)) if xs else math.nan
 
 
 def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
@@ -142,7 +139,7 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
     k_cost = {True: collections.Counter(), False: collections.Counter()}
     k_count = {True: collections.Counter(), False: collections.Counter()}
     k_done = {True: collections.Counter(), False: collections.Counter()}
-    left = [0]                        # connections that left the accept queue but by accept()
+    left = 0                          # connections that left the accept queue but by accept()
     plain_accept, plain_next, plain_close = host.accept, host._process_next, host.close
 
     def end_phase(t, closed):
@@ -174,6 +171,7 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
         return plain_close(c)
 
     def process_next():
+        nonlocal left
         src = host.nsrc
         kind = src if src < 3 else 10 + host.heap[0][2]
         t = host.nt
@@ -184,7 +182,7 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
         if grew > 0 and inside:
             cur[4] += grew
         elif grew < 0:
-            left[0] -= grew
+            left -= grew
         if t >= t_from:
             k_cost[inside][kind] += cost
             k_count[inside][kind] += 1
@@ -207,7 +205,7 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
     d0 = costs.tux_accept if srv["kind"] == "tux" else costs.accept + costs.setsockopt
     summary = _summary(phases, span, d0=d0, backlog=host.lsock.backlog,
                        k_in=sum(k_cost[True].values()))
-    summary["left_queue_otherwise"] = left[0]
+    summary["left_queue_otherwise"] = left
     inside_s, outside_s = summary["in_phase_s"], span - summary["in_phase_s"]
     events = {}
     for kind in sorted(set(k_count[True]) | set(k_count[False])):
