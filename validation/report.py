@@ -344,9 +344,18 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "stop 56's costs) take Accept-1 to -14.2 % / -13.9 % (specweb-idle.md, 2026-12-01)",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
-        "thesis Accept-Inf accepted 504 per phase: its accept queue refilled during phases far longer than the "
-        "sim's (11,083 vs 1,065 work items per phase; the sim takes 120 a phase, nearly its whole accept "
-        "queue of 129).  Both servers ran with a 128 backlog (sec 3.2.1: TUX's max_backlog set to 128)",
+        "thesis Accept-Inf accepted 504 per phase at 1,474 accepts a second: 2.9 phases a second, one loop "
+        "per 342 ms.  Both servers ran with a 128 backlog (sec 3.2.1: TUX's max_backlog set to 128), so a "
+        "phase starts with at most 129 queued and at least 375 of its 504 completed while it ran: even if "
+        "every SYN arriving completed (8,800-8,900 a second during the sim's phases, first and "
+        "retransmitted), that is 42 ms or more of accepting.  TUX's accept only queues the connection's first"
+        " work item (net/tux/accept.c, accept_requests: got_request, which for HTTP puts parse_request on "
+        "work_pending).  Traced (`python -m validation phases --rows tux/specweb99/-/accept-inf@26000`, 2 "
+        "seeds, 2026-12-01): 95-97 % of the sim's phases start with the queue full (129); a phase takes "
+        "121-123 in 0.27 ms (2.2 us an accept), 0.6 % of them completing during it, and the loop is 80-82 ms "
+        "(12.2-12.4 phases a second; 11,083 work items per phase in the thesis against the sim's 1,065).  So "
+        "the thesis's figure needs an accept queue longer than 129 or an accept-phase that did far more than "
+        "accept; the thesis's text says neither, and the sim keeps the stated backlog",
     ("tux-specweb99", "*", "work_items_per_phase"):
         "the sim's work item is one step on a connection (read a request, send one send-buffer chunk of the "
         "reply, close): 8.9 per accepted connection at Accept-Inf, where the thesis's TUX queued 22 (11,083 "
