@@ -197,7 +197,13 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "and phases that did not, as the sim's is without the race and not with it.  At 24,000 the sim is "
         "past its Accept-Inf peak (19,472 replies/s) where the thesis's, peak about 21,000, returned 107 fds "
         "a call.  The SPECweb99-like Accept-Inf row misses the same way, and there a real kernel was seen to "
-        "run either loop near capacity (see that row's fds/select)",
+        "run either loop near capacity (see that row's fds/select).  "
+        "On this machine's Linux 6 the loop past saturation takes a full queue every time: the "
+        "μserver-shaped server (select, Accept-Inf, one-packet, 200 us of user work a request; realsys "
+        "onepacket-select and onepacket-select-reps) accepts 127-135 per loop at every rate past its "
+        "saturation (4,000-6,400 conn/s, 16 runs), 26-31 loops a second, 379-406 fds per select (3.0 per "
+        "connection accepted), and the sim of those runs (`simaccept run scenarios/realsys/onepacket-select.toml`, "
+        "realsys-linux6, 4,800 and 6,400) 132-135, 24-26 loops a second, 398-405 fds per select",
     ("userver-one-packet-select", "1", "work_items_per_phase"):
         "the sim counts as work items the descriptors select returned less the listening socket, whose "
         "readiness the accept-phase takes: 2.67 against 3.67 fds per select here (Accept-Inf 517.5 and 518.5, "
