@@ -143,6 +143,40 @@ def test_heldout_figures_are_computed_from_rows(monkeypatch):
         assert d["launched_in_window"] <= d["recv_in_window"]
 
 
+def test_loop_table_compares_the_servers_loop_past_saturation(monkeypatch):
+    """Stand-in simulations: accept-inf's C_avg 10 % high, a finite limit's exact, getevents calls 20 %
+    low, fds per call as measured.  The headline C_avg error is over accept-inf runs only (a finite
+    accept-limit sets C_avg by itself), the table has one row per group and policy past saturation."""
+    def fake(recs, profile, jobs, sim_overrides=(), cache=None):
+        out = []
+        for m in recs:
+            r = m.record
+            inf = realsys_report._policy(r) == "accept-inf"
+            out.append(RunRecord(source="sim", status="ok", replies_per_s=r.replies_per_s,
+                                 c_avg=r.c_avg * (1.1 if inf else 1.0),
+                                 select_calls_per_s=0.8 * r.select_calls_per_s, fds_per_select=r.fds_per_select))
+        return out
+    monkeypatch.setattr(realsys_report, "simulate_records", fake)
+    paths = [str(ROOT / "realsys/results/onepacket-select/results.csv"),
+             str(ROOT / "realsys/results/onepacket-poll/results.csv")]
+    info = realsys_report.realsys_heldout(paths, "realsys-linux6")
+    text = "\n".join(realsys_report.loop_table(info))
+    n_inf = sum(1 for d in info["rows"] if d["role"] == "held-out" and d["past_saturation"]
+                and d["policy"] == "accept-inf")
+    n_all = sum(1 for d in info["rows"] if d["role"] == "held-out" and d["past_saturation"])
+    assert 0 < n_inf < n_all
+    assert f"C_avg (accepts per accept-phase) 10.0 % ({n_inf} runs)" in text
+    assert f"getevents calls/s 20.0 % ({n_all} runs)" in text
+    assert f"fds per getevents call 0.0 % ({n_all} runs)" in text
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| group")]
+    groups = {(ln.split(" | ")[0][2:], ln.split(" | ")[1]) for ln in rows}
+    assert groups == {("select (fit)", "accept-1"), ("select (fit)", "accept-inf"), ("AL10", "accept-10"),
+                      ("poll", "accept-1"), ("poll", "accept-10"), ("poll", "accept-inf")}
+    poll_inf = next(ln for ln in rows if ln.startswith("| poll | accept-inf"))
+    assert "(10.0 %)" in poll_inf and "(20.0 %)" in poll_inf and "(0.0 %)" in poll_inf
+    assert realsys_report.loop_table({"rows": []}) == []
+
+
 def test_summary_json_fields_match_rows():
     s = json.loads((DOCS / "summary.json").read_text())
     for k in ("heldout_median_abs_throughput_error", "policy_order_preserved", "policy_order_definition",
