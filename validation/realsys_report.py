@@ -387,6 +387,7 @@ def check(results: str | Path, profile: str, out: str | Path, jobs: int = 2, fit
                "heldout_median_abs_throughput_error_all_rates": info["median_abs_throughput_error_all_rates"],
                "heldout_by_group": {g: gi["median_abs_error_past_saturation"] for g, gi in info["groups"].items()},
                "policy_order_preserved": info["policy_order_preserved"],
+               "heldout_loop_median_abs_error": loop_errors(info),
                "policy_order": {g: {k: o[k] for k in ("saturation_rate", "preserved", "pairs_ordered",
                                                        "pairs_preserved", "pairs_inverted", "pairs_tied")}
                                 for g, o in info["orders"].items()},
@@ -483,6 +484,25 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
     return L
 
 
+def _loop_err(d: dict[str, Any], k: str) -> float:
+    m, p = d.get(f"measured_{k}", math.nan), d.get(f"predicted_{k}", math.nan)
+    return abs(p - m) / m if m > 0 and not math.isnan(p) else math.nan
+
+
+def loop_errors(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{loop metric: {"median_abs_error", "runs"}} over the held-out runs past saturation where both
+    the measurement and the simulation have it (median None without any run).  A finite accept-limit
+    sets C_avg by itself past saturation (every phase finds the limit queued), so C_avg's is over the
+    accept-inf runs only: the others' 0 % would flatter it."""
+    out = {}
+    for k in LOOP_METRICS:
+        es = [_loop_err(d, k) for d in info.get("rows", [])
+              if d["role"] == "held-out" and d.get("past_saturation") and not math.isnan(_loop_err(d, k))
+              and (k != "c_avg" or d["policy"] == "accept-inf")]
+        out[k] = {"median_abs_error": statistics.median(es) if es else None, "runs": len(es)}
+    return out
+
+
 def loop_table(info: dict[str, Any]) -> list[str]:
     """The server's loop, measured vs simulated, past saturation: the mechanism the thesis's accept
     policies act through, which throughput alone does not show (a run can reach the right replies/s
@@ -494,9 +514,7 @@ def loop_table(info: dict[str, Any]) -> list[str]:
     if not cells:
         return []
 
-    def err(d, k):
-        m, p = d.get(f"measured_{k}", math.nan), d.get(f"predicted_{k}", math.nan)
-        return abs(p - m) / m if m > 0 and not math.isnan(p) else math.nan
+    err = _loop_err
 
     def stats(ds, k):
         """(mean measured, mean simulated, median |error|) over the runs where both are numbers."""
@@ -509,20 +527,15 @@ def loop_table(info: dict[str, Any]) -> list[str]:
     def f(v):
         return "–" if math.isnan(v) else f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
 
-    # A finite accept-limit sets C_avg by itself past saturation (every phase finds the limit queued), so
-    # its headline is over the accept-inf runs only: a 0 % error there would flatter the figure.
-    held = {k: [err(d, k) for d in info["rows"]
-                if d["role"] == "held-out" and d.get("past_saturation") and not math.isnan(err(d, k))
-                and (k != "c_avg" or d["policy"] == "accept-inf")]
-            for k in LOOP_METRICS}
+    held = loop_errors(info)
     L = ["### The server's loop: measured vs simulated\n",
          "The accept policies act through the loop: how many connections an accept-phase takes, how often "
          "getevents runs and how many descriptors it returns.  Means over the runs past saturation, measured / "
          "simulated, and the median |error| of the runs (the same simulations as the throughput above; a "
          "threaded Knot server has no getevents loop).  Over the held-out runs past saturation, median |error| "
          "(C_avg over the accept-inf runs: a finite accept-limit sets it): "
-         + "; ".join(f"{LOOP_METRICS[k]} {100 * statistics.median(v):.1f} % ({len(v)} runs)"
-                     for k, v in held.items() if v) + ".\n",
+         + "; ".join(f"{LOOP_METRICS[k]} {100 * v['median_abs_error']:.1f} % ({v['runs']} runs)"
+                     for k, v in held.items() if v["runs"]) + ".\n",
          "| group | policy | runs | " + " | ".join(f"{h} meas. / sim (median abs err)" for h in LOOP_METRICS.values())
          + " |", "|---|---|---|" + "---|" * len(LOOP_METRICS)]
     for (g, pol), ds in sorted(cells.items()):

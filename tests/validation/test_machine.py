@@ -175,6 +175,9 @@ def test_loop_table_compares_the_servers_loop_past_saturation(monkeypatch):
     poll_inf = next(ln for ln in rows if ln.startswith("| poll | accept-inf"))
     assert "(10.0 %)" in poll_inf and "(20.0 %)" in poll_inf and "(0.0 %)" in poll_inf
     assert realsys_report.loop_table({"rows": []}) == []
+    errs = realsys_report.loop_errors(info)
+    assert errs["c_avg"] == {"median_abs_error": pytest.approx(0.1), "runs": n_inf}
+    assert errs["select_calls_per_s"] == {"median_abs_error": pytest.approx(0.2), "runs": n_all}
 
 
 def test_summary_json_fields_match_rows():
@@ -338,6 +341,12 @@ def test_machine_check_writes_the_heldout_figures(tmp_path):
     assert f"{100 * out['heldout_median_abs_throughput_error']:.1f} %" in md
     assert (tmp_path / "check" / "realsys-select.png").stat().st_size > 0
     assert 0 <= out["heldout_median_abs_throughput_error"] < 0.2
+    loop = out["heldout_loop_median_abs_error"]
+    # accept-10 sets C_avg itself: no run counts for it; the loop's other figures are real simulations
+    assert loop["c_avg"] == {"median_abs_error": None, "runs": 0}
+    assert loop["select_calls_per_s"]["runs"] == loop["fds_per_select"]["runs"] == 3
+    assert 0 <= loop["fds_per_select"]["median_abs_error"] < 0.1
+    assert "### The server's loop" in md and "| AL10 | accept-10 | 3 |" in md
 
 
 def test_another_machines_fit_starts_from_its_own_timings():
