@@ -514,15 +514,13 @@ def loop_table(info: dict[str, Any]) -> list[str]:
     if not cells:
         return []
 
-    err = _loop_err
-
     def stats(ds, k):
         """(mean measured, mean simulated, median |error|) over the runs where both are numbers."""
-        both = [d for d in ds if not math.isnan(err(d, k))]
+        both = [d for d in ds if not math.isnan(_loop_err(d, k))]
         if not both:
             return math.nan, math.nan, math.nan
         return (sum(d[f"measured_{k}"] for d in both) / len(both), sum(d[f"predicted_{k}"] for d in both) / len(both),
-                statistics.median(err(d, k) for d in both))
+                statistics.median(_loop_err(d, k) for d in both))
 
     def f(v):
         return "–" if math.isnan(v) else f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
