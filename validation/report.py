@@ -271,7 +271,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "this row's select returns ~160 descriptors a loop), -11.0 % after the connect race's refit (0.266 "
         "us; the race itself leaves these clients alone): the dearer per-request cost stop 56 chose (see "
         "Accept-Inf's note), which this row pays 7.2 times a connection, with the excess per-reply cost of "
-        "Accept-Inf's note",
+        "Accept-Inf's note.  The workload's 7.3 requests a connection (30 % single, else 5-15: the thesis says "
+        "7.2 and 7.24) against table 4.6's 20,000 / 2,542 = 7.87 (validation/data/README.md, item 10): at 7.87 "
+        "(scratch runs, this model, the rows' seed, 120 s, 2026-12-01) this row is -9.6 %, Accept-Inf -15.2 % "
+        "and Accept-1 +14.2 % (at 7.3: -10.8, -15.9, +12.1 %), so fewer connections make every policy a "
+        "little cheaper and leave the policies' spread as it was (thesis +38 % from Accept-1 to Accept-Inf, "
+        "sim +2 %)",
     ("userver-specweb99-select", "inf", "replies_per_s"):
         "the sim's μserver costs ~97 us per SPECweb99-like reply at full CPU, the thesis's ~82 us (1 / replies/s), "
         "while the sim's TUX (85-91 us, in band) is near the thesis's (79-85 us): the excess is in the μserver's own "
