@@ -34,10 +34,10 @@
 * ``python -m validation drops [--out DIR] [--jobs N] [--cache DIR]``: tables 5.1 and 5.2's queue-drop
   totals against the simulator's, the TUX replies/s they imply, and a trace of each run's
   queues (:mod:`validation.drops`);
-* ``python -m validation phases [--out DIR] [--jobs N] [--seeds 2] [--from 20] [--rows LABEL,...]``: the
-  μserver's and TUX's Accept-Inf accept-phases one at a time, under three client settings:
-  queued at the start, accepted, completions and the kernel's work inside each phase
-  (:mod:`validation.phases`);
+* ``python -m validation phases [--out DIR] [--jobs N] [--seeds 2] [--from 20] [--rows LABEL,... |
+  --scenario FILE [--set K=V ...]]``: the μserver's and TUX's Accept-Inf accept-phases one at a
+  time, under three client settings: queued at the start, accepted, completions and the kernel's
+  work inside each phase, for thesis rows or a scenario of one's own (:mod:`validation.phases`);
 * ``python -m validation sensitivity [--out DIR] [--jobs N] [--step 1.25] [--rows LABELS|misses]``:
   each thesis throughput cell's elasticity to every cost its server uses, which costs the fitted
   and hand-set rows can see, and what one unidentified cost would do (:mod:`validation.sensitivity`);
@@ -636,11 +636,20 @@ def _parser() -> argparse.ArgumentParser:
     ph.add_argument("--out", default=None, help=_OUT_HELP)
     ph.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     ph.add_argument("--seeds", type=int, default=2, help="seeds per client setting: the row's own and the ones after it")
-    ph.add_argument("--from", dest="t_from", type=float, default=20.0,
-                    help="trace the phases that start from this many seconds into the run on (default 20)")
-    ph.add_argument("--rows", default=None, metavar="LABEL,LABEL,...",
-                    help="μserver or TUX accept-inf rows (report labels; default the μserver's at 27000 and TUX's at 23000)")
-    ph.add_argument("--profile", default="thesis-2004")
+    ph.add_argument("--from", dest="t_from", type=float, default=None,
+                    help="trace the phases that start from this many seconds into the run on (default 20 for "
+                         "thesis rows, the warm-up for --scenario)")
+    which = ph.add_mutually_exclusive_group()
+    which.add_argument("--rows", default=None, metavar="LABEL,LABEL,...",
+                       help="μserver or TUX accept-inf rows (report labels; default the μserver's at 27000 and "
+                            "TUX's at 23000)")
+    which.add_argument("--scenario", default=None, metavar="FILE",
+                       help="a scenario of one's own (a file or a bundled name; a μserver or TUX at accept-limit "
+                            "inf, one point: --set picks it) instead of thesis rows")
+    ph.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="with --scenario: an override (repeatable)")
+    ph.add_argument("--profile", default=None,
+                    help="cost profile (default thesis-2004 for thesis rows, the scenario's own for --scenario)")
     ph.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/phases)")
     r = sub.add_parser("report", help="prediction vs measurement for the thesis records -> docs/validation/")
     r.add_argument("--out", default=None, help="output directory (default docs/validation for the full report: "
@@ -659,6 +668,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--group", action="append", default=[], metavar="NAME",
                    help="only these configurations (e.g. userver-one-packet-select); warms the cache in pieces")
     return p
+
+
+def _partial_phases(args) -> bool:
+    """A phases run other than the committed one (its rows, profile and start): it does not go over
+    docs/validation/phases.md when no --out is given."""
+    from .phases import ROWS, T_FROM
+    rows = None if args.rows is None else [x.strip() for x in args.rows.split(",") if x.strip()]
+    return (args.scenario is not None or bool(args.set) or (rows is not None and rows != list(ROWS))
+            or args.profile not in (None, "thesis-2004") or args.t_from not in (None, T_FROM))
 
 
 def main(argv=None) -> int:
@@ -754,6 +772,9 @@ def _main(args) -> int:
     elif args.cmd == "report":      # a partial report does not go over the committed full one
         out_dir = default_out(profile=args.profile, quick=args.quick, sim_overrides=args.set,
                               real_profile=args.real_profile, only=args.group)[0]
+    elif args.cmd == "phases" and _partial_phases(args):
+        from .report import PARTIAL_OUT
+        out_dir = PARTIAL_OUT
     else:
         out_dir = DEFAULT_OUT
     dirs = [("--out", out_dir)]
@@ -848,8 +869,10 @@ def _main(args) -> int:
     if args.cmd == "phases":
         from .phases import DEFAULT_CACHE as PCACHE, ROWS as PROWS, PhasesError, run as run_phases
         prows = PROWS if args.rows is None else [x.strip() for x in args.rows.split(",") if x.strip()]
-        res, code = _guarded(lambda: run_phases(out=args.out, jobs=args.jobs, n_seeds=args.seeds, profile=args.profile,
-                                                cache=args.cache or PCACHE, t_from=args.t_from, rows=prows),
+        res, code = _guarded(lambda: run_phases(out=args.out, jobs=args.jobs, n_seeds=args.seeds,
+                                                profile=args.profile if args.profile or args.scenario else "thesis-2004",
+                                                cache=args.cache or PCACHE, t_from=args.t_from, rows=prows,
+                                                scenario=args.scenario, overrides=args.set),
                              PhasesError, failed=lambda msg: "simulation failed" in msg)
         if code is not None:
             return code

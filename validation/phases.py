@@ -50,6 +50,12 @@ is skipped), at ``--seeds`` seeds each (the row's own and the ones after it), ov
 ``--from`` seconds on (default 20: trace.md has the long loop from then), into
 ``phases.md`` and ``phases.json`` (default ``docs/validation``).  Runs are cached as they
 finish (``out/validation-cache/phases``).
+
+``--scenario FILE [--set SECTION.KEY=VALUE ...]`` traces a scenario of one's own instead of thesis
+rows (a μserver or TUX at accept-limit inf; the file's own cost profile unless ``--profile`` is
+given), over its own warm-up and duration, phases from ``--from`` (default: its warm-up) on, under
+the same client settings and at ``--seeds`` seeds from the scenario's.  Like ``--rows`` other than
+the default, it writes to ``out/validation-partial``, not over the committed ``docs/validation``.
 """
 from __future__ import annotations
 
@@ -96,6 +102,19 @@ def _pct(xs: list[float], q: float) -> float:
     return float(np.percentile(xs, 100 * q)) if xs else math.nan
 
 
+def check_traceable(sc) -> None:
+    """Raise :class:`PhasesError`, naming the key, unless ``sc`` is a μserver or TUX at the plain
+    accept-limit inf (a finite limit ends a phase without a call the probe sees)."""
+    from simaccept.servers.policies import AcceptLimit, make_policy
+    srv = sc["server"]
+    if srv["kind"] not in ("userver", "tux"):
+        raise PhasesError(f"server.kind: the phase probe traces the μserver and TUX, got {srv['kind']!r}")
+    policy = make_policy(srv)
+    if not (type(policy) is AcceptLimit and policy.accept_limit == math.inf):
+        raise PhasesError(f"server.accept_limit: the phase probe needs the plain inf policy (each phase ending "
+                          f"at the EAGAIN it sees), got {srv['accept_limit']!r} ({type(policy).__name__})")
+
+
 def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
     """Simulate ``sc`` (the μserver at accept-limit inf) with the phase probe.
 
@@ -112,14 +131,8 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
     from simaccept.servers import make_server
     from simaccept.sim import Meter, _identity
 
+    check_traceable(sc)
     srv = sc["server"]
-    if srv["kind"] not in ("userver", "tux"):
-        raise PhasesError(f"server.kind: the phase probe traces the μserver and TUX, got {srv['kind']!r}")
-    from simaccept.servers.policies import AcceptLimit, make_policy
-    policy = make_policy(srv)
-    if not (type(policy) is AcceptLimit and policy.accept_limit == math.inf):
-        raise PhasesError(f"server.accept_limit: the phase probe needs the plain inf policy (each phase ending "
-                          f"at the EAGAIN it sees), got {srv['accept_limit']!r} ({type(policy).__name__})")
     rng = np.random.default_rng(sc.seed_sequence())
     costs = scenario_costs(sc)
     warm = sc["scenario"]["warmup"]
@@ -270,32 +283,83 @@ class _PhasesWorker:
                                "error": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"}}
 
 
-def run(out: str | Path = "docs/validation", jobs: int = 1, n_seeds: int = 2, profile: str = "thesis-2004",
-        cache: str | Path = DEFAULT_CACHE, t_from: float = T_FROM, rows: Sequence[str] = ROWS) -> dict:
-    """Trace each of ``rows`` (thesis.csv labels) under every :data:`CLIENTS` setting at
-    ``n_seeds`` seeds; write phases.json and phases.md into ``out``."""
-    from .drops import _traced
-    cache = check_run_inputs(profile, cache, PhasesError)
-    if n_seeds < 1:
-        raise PhasesError(f"--seeds: must be >= 1, got {n_seeds}")
+def _row_targets(rows: Sequence[str], profile: str) -> list[tuple[str, Any, int, Any]]:
+    """[(label, the row's scenario, its first seed, make(overrides, seed) -> scenario)] for thesis
+    rows, each checked traceable."""
     by_label = {m.label: m for m in load_thesis()}
     unknown = [r for r in rows if r not in by_label]
     if unknown or not rows:
         raise PhasesError(f"--rows: no thesis row {unknown[0] if unknown else '(none given)'}; the probe takes "
                           f"μserver or TUX accept-inf rows, such as {', '.join(ROWS)}")
-    plan = []
+    out = []
     for label in rows:
         m = by_label[label]
-        if not 0 <= t_from < m.record.duration_s:
-            raise PhasesError(f"--from: must be in [0, {m.record.duration_s:g}) s ({label}'s window), got {t_from!r}")
+
+        def make(over, seed, m=m):
+            return scenario_for(m, overrides=[f"costs.profile={json.dumps(profile)}"] + list(over), seed=seed)
+        sc = make([], record_seed(m.record))
+        try:
+            check_traceable(sc)
+        except PhasesError as e:
+            raise PhasesError(f"--rows: {label}: {e}") from None
+        out.append((label, sc, record_seed(m.record), make))
+    return out
+
+
+def _scenario_targets(path: str, overrides: Sequence[str], profile: str | None):
+    """([(label, scenario, first seed, make)] as :func:`_row_targets`, {label: None} (no thesis
+    figures), the window in words) for a scenario file or bundled name."""
+    from simaccept.scenario import ScenarioError, load_scenario
+    base = list(overrides) + ([f"costs.profile={json.dumps(profile)}"] if profile else [])
+
+    def make(over, seed=None):
+        return load_scenario(path, overrides=base + list(over) + ([] if seed is None else [f"scenario.seed={seed}"]))
+    try:
+        sc = make([])
+    except (ScenarioError, OSError) as e:
+        raise PhasesError(f"--scenario {path}: {e}") from None
+    if sc.axes:
+        raise PhasesError(f"--scenario {path}: {', '.join(a for a, _ in sc.axes)}: a sweep axis; give one "
+                          f"value with --set")
+    check_traceable(sc)
+    label = sc.name + "".join(f" {o}" for o in overrides)
+    s = sc["scenario"]
+    return ([(label, sc, int(s["seed"]), make)], {label: None},
+            f"the scenario's: {s['warmup']:g} s warm-up + {s['duration']:g} s")
+
+
+def run(out: str | Path = "docs/validation", jobs: int = 1, n_seeds: int = 2, profile: str | None = "thesis-2004",
+        cache: str | Path = DEFAULT_CACHE, t_from: float | None = T_FROM, rows: Sequence[str] = ROWS,
+        scenario: str | None = None, overrides: Sequence[str] = ()) -> dict:
+    """Trace each of ``rows`` (thesis.csv labels), or the one ``scenario`` (a file or a bundled
+    name, with ``overrides``), under every :data:`CLIENTS` setting at ``n_seeds`` seeds; write
+    phases.json and phases.md into ``out``.  ``profile`` None: thesis-2004 for rows, the
+    scenario's own for a scenario.  ``t_from`` None: :data:`T_FROM` for rows, the scenario's warm-up."""
+    from .drops import _traced
+    cache = check_run_inputs(profile or "thesis-2004", cache, PhasesError)
+    if n_seeds < 1:
+        raise PhasesError(f"--seeds: must be >= 1, got {n_seeds}")
+    if overrides and scenario is None:
+        raise PhasesError("--set: only with --scenario (a thesis row is simulated as the thesis ran it)")
+    if scenario is not None:
+        targets, thesis, window = _scenario_targets(scenario, overrides, profile)
+        t_from = targets[0][1]["scenario"]["warmup"] if t_from is None else t_from
+    else:
+        targets, thesis = _row_targets(rows, profile or "thesis-2004"), None
+        window = "the thesis's: 120 s from idle queues"
+        t_from = T_FROM if t_from is None else t_from
+    plan = []
+    for label, base, seed0, make in targets:
+        end = base["scenario"]["warmup"] + base["scenario"]["duration"]
+        if not 0 <= t_from < end:
+            raise PhasesError(f"--from: must be in [0, {end:g}) s ({label}'s window), got {t_from!r}")
         seen = set()
         for name, over in CLIENTS.items():
-            jsons = [scenario_json(scenario_for(m, overrides=[f"costs.profile={json.dumps(profile)}"] + over,
-                                                seed=record_seed(m.record) + k)) for k in range(n_seeds)]
+            jsons = [scenario_json(make(over, seed0 + k)) for k in range(n_seeds)]
             if jsons[0] in seen:        # a setting this row's clients already have (SPECweb99-like: no race)
                 continue
             seen.update(jsons)
-            plan += [(label, name, record_seed(m.record) + k, over, js) for k, js in enumerate(jsons)]
+            plan += [(label, name, seed0 + k, over, js) for k, js in enumerate(jsons)]
     got = _traced([js for *_, js in plan], cache, jobs, worker=_PhasesWorker(t_from),
                   prefix=f"phases{PHASES_FORMAT}-from{t_from:g}")
     raise_if_failed(((f"{label} {name} seed {seed}", got[js]["record"]) for label, name, seed, _, js in plan),
@@ -304,12 +368,17 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, n_seeds: int = 2, pr
              "record": {k: got[js]["record"].get(k) for k in RECORD_KEYS},
              "phases": got[js]["phases"], "events": got[js]["events"]}
             for label, name, seed, over, js in plan]
+    labels = [label for label, *_ in targets]
+    if thesis is None:
+        by_label = {m.label: m for m in load_thesis()}
+        thesis = {label: {k: by_label[label].get(k) for k in RECORD_KEYS} for label in labels}
+    used = targets[0][1]["costs"]["profile"]
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model_fingerprint": model_fingerprint(),
-        "profile": profile, "costs": dict(load_costs(profile).us),
-        "rows": list(rows), "window": "the thesis's: 120 s from idle queues", "from_s": t_from,
-        "thesis": {label: {k: by_label[label].get(k) for k in RECORD_KEYS} for label in rows},
+        "profile": used, "costs": dict(load_costs(used).us),
+        "rows": labels, "window": window, "from_s": t_from,
+        "thesis": thesis, "scenario": scenario, "overrides": list(overrides),
         "runs": runs,
     }
     out = Path(out)
@@ -342,12 +411,17 @@ def markdown(res: dict) -> str:
          "(`client.syn_tick_ms` = `client.loop_ms` = 10).", ""]
     for row in res["rows"]:
         th = res["thesis"][row]
-        known = [f"{_f(th['replies_per_s'], '{:,.0f}')} replies/s"] if th.get("replies_per_s") is not None else []
-        known += [f"{_f(th[k], fmt)} {what}" for k, fmt, what in (
-            ("c_avg", "{:,.2f}", "accepted per phase"), ("accept_rate", "{:,.0f}", "accepts/s"),
-            ("select_calls_per_s", "{:,.0f}", "selects/s"), ("fds_per_select", "{:,.1f}", "fds per select"))
-            if th.get(k) is not None and math.isfinite(th[k])]
-        L += [f"## {row}", "", f"Thesis: {', '.join(known)}.", "",
+        if th is None:          # a scenario of one's own (--scenario): no thesis figures to show
+            what = (f"Scenario `{res['scenario']}`" + (" with " + ", ".join(f"`{o}`" for o in res["overrides"])
+                                                        if res.get("overrides") else "") + ".")
+        else:
+            known = [f"{_f(th['replies_per_s'], '{:,.0f}')} replies/s"] if th.get("replies_per_s") is not None else []
+            known += [f"{_f(th[k], fmt)} {what}" for k, fmt, what in (
+                ("c_avg", "{:,.2f}", "accepted per phase"), ("accept_rate", "{:,.0f}", "accepts/s"),
+                ("select_calls_per_s", "{:,.0f}", "selects/s"), ("fds_per_select", "{:,.1f}", "fds per select"))
+                if th.get(k) is not None and math.isfinite(th[k])]
+            what = f"Thesis: {', '.join(known)}."
+        L += [f"## {row}", "", what, "",
               "| clients | seed | replies/s | phases/s | accepted per phase (p10 / p50 / p90) | q0 | starts full "
               "| ended by a closed one | phase ms | loop ms | µs per accept (nominal) | kernel share in phase "
               "| SYNs/s in phase | completions/s in phase (r) | kernel µs per completion | r·d |",

@@ -90,3 +90,53 @@ def test_cli_refuses_bad_seeds_and_a_file_as_cache(tmp_path, capsys):
     assert main(["phases", "--out", str(tmp_path / "o"), "--rows", "no/such/row", "--cache", str(tmp_path / "c")]) == 2
     assert "--rows: no thesis row no/such/row" in capsys.readouterr().err
     assert not (tmp_path / "o" / "phases.md").exists()
+
+
+# ------------------------------------------------------------------ a scenario of one's own
+_OWN = ["workload.rate=27000", "server.accept_limit=inf", "scenario.warmup=1", "scenario.duration=2"]
+
+
+def test_a_scenario_of_ones_own_is_traced_over_its_own_window(tmp_path):
+    from simaccept.scenario import load_scenario
+    res = phases.run(out=tmp_path / "o", jobs=1, n_seeds=1, profile=None, cache=tmp_path / "c", t_from=None,
+                     scenario="thesis/userver-onepacket", overrides=_OWN)
+    label = "thesis/userver-onepacket " + " ".join(_OWN)
+    assert res["rows"] == [label] and res["thesis"] == {label: None}
+    assert res["from_s"] == 1.0 and res["window"] == "the scenario's: 1 s warm-up + 2 s"
+    assert res["profile"] == "thesis-2004"          # the file's own
+    # the race's three client settings all differ for this file: each traced once, seed 2004
+    assert [(r["clients"], r["seed"]) for r in res["runs"]] == [(c, 2004) for c in phases.CLIENTS]
+    shipped = res["runs"][0]
+    plain = simulate(load_scenario("thesis/userver-onepacket", overrides=_OWN), raise_errors=True).to_dict()
+    assert shipped["record"]["replies_per_s"] == plain["replies_per_s"]
+    assert shipped["phases"]["unbalanced_phases"] == 0 and shipped["phases"]["phases"] > 10
+    md = (tmp_path / "o" / "phases.md").read_text()
+    assert f"## {label}" in md and "Scenario `thesis/userver-onepacket` with `workload.rate=27000`" in md
+    assert "Thesis:" not in md
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--scenario", "thesis/userver-onepacket", "--set", "workload.rate=27000"], "server.accept_limit"),
+    (["--scenario", "thesis/userver-onepacket", "--set", "server.accept_limit=inf"], "workload.rate: a sweep axis"),
+    (["--scenario", "thesis/userver-onepacket", "--set", "server.accept_limt=inf"], "accept_limt"),
+    (["--scenario", "no/such/scenario.toml"], "--scenario no/such/scenario.toml"),
+    (["--set", "workload.rate=27000"], "--set: only with --scenario"),
+    (["--scenario", "thesis/knot-onepacket", "--set", "workload.rate=27000", "--set", "server.accept_limit=inf"],
+     "server.kind"),
+])
+def test_a_scenario_that_cannot_be_traced_is_refused_by_name_before_any_run(tmp_path, capsys, argv, msg):
+    assert main(["phases", "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c"), *argv]) == 2
+    assert msg in capsys.readouterr().err
+    assert not (tmp_path / "o" / "phases.md").exists() and not (tmp_path / "c").exists()
+
+
+def test_rows_and_a_scenario_exclude_each_other_and_a_partial_run_keeps_off_the_committed_page(capsys):
+    from validation.cli import _parser, _partial_phases
+    with pytest.raises(SystemExit) as e:
+        main(["phases", "--rows", phases.ROW, "--scenario", "thesis/userver-onepacket"])
+    assert e.value.code == 2 and "not allowed with" in capsys.readouterr().err
+    p = _parser()
+    assert not _partial_phases(p.parse_args(["phases"]))
+    assert not _partial_phases(p.parse_args(["phases", "--rows", ",".join(phases.ROWS), "--from", "20"]))
+    for argv in (["--rows", phases.ROW], ["--scenario", "x.toml"], ["--profile", "realsys-linux6"], ["--from", "5"]):
+        assert _partial_phases(p.parse_args(["phases", *argv])), argv
