@@ -870,7 +870,7 @@ def _main(args) -> int:
         from .phases import DEFAULT_CACHE as PCACHE, ROWS as PROWS, PhasesError, run as run_phases
         prows = PROWS if args.rows is None else [x.strip() for x in args.rows.split(",") if x.strip()]
         res, code = _guarded(lambda: run_phases(out=args.out, jobs=args.jobs, n_seeds=args.seeds,
-                                                profile=args.profile if args.profile or args.scenario else "thesis-2004",
+                                                profile=args.profile,
                                                 cache=args.cache or PCACHE, t_from=args.t_from, rows=prows,
                                                 scenario=args.scenario, overrides=args.set),
                              PhasesError, failed=lambda msg: "simulation failed" in msg)

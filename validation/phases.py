@@ -307,8 +307,8 @@ def _row_targets(rows: Sequence[str], profile: str) -> list[tuple[str, Any, int,
 
 
 def _scenario_targets(path: str, overrides: Sequence[str], profile: str | None):
-    """([(label, scenario, first seed, make)] as :func:`_row_targets`, {label: None} (no thesis
-    figures), the window in words) for a scenario file or bundled name."""
+    """([(label, scenario, first seed, make)] as :func:`_row_targets`, the window in words) for a
+    scenario file or bundled name."""
     from simaccept.scenario import ScenarioError, load_scenario
     base = list(overrides) + ([f"costs.profile={json.dumps(profile)}"] if profile else [])
 
@@ -324,7 +324,7 @@ def _scenario_targets(path: str, overrides: Sequence[str], profile: str | None):
     check_traceable(sc)
     label = sc.name + "".join(f" {o}" for o in overrides)
     s = sc["scenario"]
-    return ([(label, sc, int(s["seed"]), make)], {label: None},
+    return ([(label, sc, int(s["seed"]), make)],
             f"the scenario's: {s['warmup']:g} s warm-up + {s['duration']:g} s")
 
 
@@ -342,10 +342,10 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, n_seeds: int = 2, pr
     if overrides and scenario is None:
         raise PhasesError("--set: only with --scenario (a thesis row is simulated as the thesis ran it)")
     if scenario is not None:
-        targets, thesis, window = _scenario_targets(scenario, overrides, profile)
+        targets, window = _scenario_targets(scenario, overrides, profile)
         t_from = targets[0][1]["scenario"]["warmup"] if t_from is None else t_from
     else:
-        targets, thesis = _row_targets(rows, profile or "thesis-2004"), None
+        targets = _row_targets(rows, profile or "thesis-2004")
         window = "the thesis's: 120 s from idle queues"
         t_from = T_FROM if t_from is None else t_from
     plan = []
@@ -369,7 +369,9 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, n_seeds: int = 2, pr
              "phases": got[js]["phases"], "events": got[js]["events"]}
             for label, name, seed, over, js in plan]
     labels = [label for label, *_ in targets]
-    if thesis is None:
+    if scenario is not None:        # a scenario of one's own has no thesis figures
+        thesis = {label: None for label in labels}
+    else:
         by_label = {m.label: m for m in load_thesis()}
         thesis = {label: {k: by_label[label].get(k) for k in RECORD_KEYS} for label in labels}
     used = targets[0][1]["costs"]["profile"]
