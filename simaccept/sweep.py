@@ -299,6 +299,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         except OSError as e:
             raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
         _remove_orphans(cache_dir)
+        _remove_orphans(out)        # results.csv's and the plots' (a kill during the last writes)
         # the files written after the last point: a directory in their place was found only
         # then, as an IsADirectoryError traceback once every point had run
         for name in ("results.csv", "results.parquet"):
@@ -316,6 +317,9 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
               f"points are not cached and a rerun computes them again", file=sys.stderr)
     for i, p in enumerate(points):
         if names[i] is not None:
+            if (cache_dir / names[i]).is_dir():     # else an IsADirectoryError after simulating it
+                raise ScenarioError("--out", f"{str(cache_dir / names[i])!r} is a directory; a sweep "
+                                             f"keeps that point's record in that file: move it away")
             cached = _load_cached(cache_dir / names[i])
             if cached is not None and cached.status == "ok":
                 results[i] = cached

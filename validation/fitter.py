@@ -198,6 +198,17 @@ def check_run_inputs(profile: str, cache: str | Path, error: type[Exception]) ->
     return cache
 
 
+def check_run_count(n_runs: int, what: str, error: type[Exception]) -> int:
+    """``n_runs`` after refusing (``error`` naming ``what``, the option that sets it) more
+    simulations than one sweep may have (:data:`simaccept.sweep.MAX_SWEEP_POINTS`), counted before
+    any plan is built: ``--seeds 1e9`` ran out of memory building its plan, not simulating it."""
+    from simaccept.sweep import MAX_SWEEP_POINTS
+    if n_runs > MAX_SWEEP_POINTS:
+        raise error(f"{what}: {n_runs:,} simulations, more than {MAX_SWEEP_POINTS:,} (the sweep's limit): "
+                    f"ask for fewer")
+    return n_runs
+
+
 def raise_if_failed(runs: Iterable[tuple[str, dict]], error: type[Exception]) -> None:
     """Raise ``error`` naming every label whose run (a record dict, as :func:`simulate_cached`
     returns) did not finish ``ok``, with the first one's error line: an analysis writes no table

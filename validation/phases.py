@@ -72,7 +72,7 @@ from simaccept.costs import load_costs
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .fitter import check_run_inputs, raise_if_failed, scenario_from_json, scenario_json
+from .fitter import check_run_count, check_run_inputs, raise_if_failed, scenario_from_json, scenario_json
 from .records import WORK, load_thesis, nan_to_null, record_seed, scenario_for
 
 DEFAULT_CACHE = WORK / "out" / "validation-cache" / "phases"
@@ -348,6 +348,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, n_seeds: int = 2, pr
         targets = _row_targets(rows, profile or "thesis-2004")
         window = "the thesis's: 120 s from idle queues"
         t_from = T_FROM if t_from is None else t_from
+    check_run_count(n_seeds * len(targets), "--seeds", PhasesError)     # x each client setting, below
     plan = []
     for label, base, seed0, make in targets:
         end = base["scenario"]["warmup"] + base["scenario"]["duration"]

@@ -34,7 +34,7 @@ from simaccept.record import RunRecord
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .fitter import check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
+from .fitter import check_run_count, check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
 from .records import WORK, load_thesis, nan_to_null, peak_scenarios, record_seed, scenario_for
 from .report import METRICS, _fmt, compare, role_of, tolerance_str
 
@@ -140,6 +140,7 @@ def run(out: str | Path = "docs/validation", n: int = 4, jobs: int = 1, profile:
     if not rows:
         raise SeedsError("thesis.csv has no held-out row with a measured throughput")
     others = target_rate_rows()
+    check_run_count(n * len({m.label for m, _ in rows + others}), "--seeds", SeedsError)   # a peak row runs more
     todo = {**plan(others, n, profile), **plan(rows, n, profile)}
     done = simulate_cached([j for per_seed in todo.values() for js in per_seed for j in js], cache, jobs,
                            source="<seeds>", progress=stderr_progress)

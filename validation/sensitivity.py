@@ -448,7 +448,7 @@ def run(out: str | Path = DEFAULT_OUT, jobs: int = 2, step: float = STEP, profil
     """The whole analysis -> ``sensitivity.{json,md}``; with ``rows`` (labels, or ``["misses"]``) only those
     cells, no what-if runs, -> ``sensitivity-rows.{json,md}`` (the whole analysis's files are left as they are)."""
     out = Path(out)
-    if not out.is_dir():
+    if out.exists() and not out.is_dir():      # a missing one is made at the end, as every analysis's
         raise SensitivityError(f"--out {str(out)!r}: not a directory")
     try:
         Path(cache).mkdir(parents=True, exist_ok=True)

@@ -407,8 +407,8 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
         profile: str = "thesis-2004", per_kb_factors: Sequence[float] = PER_KB_FACTORS,
         cache: str | Path = DEFAULT_CACHE) -> dict:
     think_ms = sorted({float(t) for t in think_ms})
-    if not think_ms or any(t < 0 or math.isnan(t) for t in think_ms):
-        raise IdleError(f"think_ms: need delays >= 0, got {think_ms}")
+    if not think_ms or any(not (math.isfinite(t) and t >= 0) for t in think_ms):
+        raise IdleError(f"think_ms: need finite delays >= 0, got {think_ms}")
     if 0.0 not in think_ms:
         think_ms = [0.0] + think_ms             # the workload as stated is always the reference
     factors = list(dict.fromkeys(float(f) for f in per_kb_factors))

@@ -30,7 +30,7 @@ from typing import Any
 from simaccept.scenario import model_fingerprint
 from simaccept.sweep import atomic_write
 
-from .fitter import check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
+from .fitter import check_run_count, check_run_inputs, raise_if_failed, simulate_cached, stderr_progress
 from .records import WORK, NotSimulable, load_thesis, nan_to_null, record_seed, scenario_for
 from .report import role_of
 
@@ -140,11 +140,14 @@ def run(out: str | Path = "docs/validation", n: int = 4, step: float = 20.0, row
     ms = _rows(rows)
     cache = check_run_inputs(profile, cache, TraceError)
     prof = [f"costs.profile={json.dumps(profile)}"]
-    plan = []
-    for m in ms:
-        window = float(m.record.duration_s) if until is None else min(until, float(m.record.duration_s))
+    windows = [float(m.record.duration_s) if until is None else min(until, float(m.record.duration_s)) for m in ms]
+    for m, window in zip(ms, windows):
         if step >= window:
             raise TraceError(f"--step: {step:g} s is not shorter than {m.label}'s window ({window:g} s)")
+    # one run per step end: counted from the lengths, before a list of them is built
+    check_run_count(n * sum(math.ceil(w / step - 1e-9) for w in windows), "--seeds x --step", TraceError)
+    plan = []
+    for m, window in zip(ms, windows):
         ends = run_ends(window, step)
         for s in (record_seed(m.record) + k for k in range(n)):
             plan.append((m, s, ends, [scenario_for(m, overrides=prof + [f"scenario.duration={t!r}"], seed=s).to_json()

@@ -67,6 +67,18 @@ def test_sweep_whose_results_file_is_a_directory_is_refused_before_running(tmp_p
     assert "error: --out: " in err and f"{name}' is a directory" in err and "Traceback" not in err, err
 
 
+def test_sweep_whose_point_file_is_a_directory_is_refused_before_running(tmp_path, spec, no_simulation, capsys):
+    # found only after that point had run, as an IsADirectoryError traceback
+    from simaccept.scenario import load_scenario
+    from simaccept.sweep import _cache_name, policy_key
+    p = load_scenario(spec).points()[0]
+    name = _cache_name(p, policy_key(p["server"]["policy"]))
+    (tmp_path / "o" / "points" / name).mkdir(parents=True)
+    assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --out: " in err and f"{name}' is a directory" in err and "Traceback" not in err, err
+
+
 def test_refused_scenario_creates_no_out_directory(tmp_path, spec, capsys):
     out = tmp_path / "o"
     assert cli.main(["sweep", str(spec), "--out", str(out), "--set", "server.kind=nginx", "--no-progress"]) == 2

@@ -380,17 +380,21 @@ def test_workers_die_with_a_sigkilled_parent(tmp_path, reaper):
 
 
 def test_a_sweep_removes_temp_files_a_sigkill_left(tmp_path):
-    # a SIGKILL between atomic_write's write and rename left .<name>.tmp in points/ for good
+    # a SIGKILL between atomic_write's write and rename left .<name>.tmp in points/ for good, and
+    # in OUT itself (results.csv's, the plots') when the kill came during the last writes
     sc = load_scenario(text=SMALL, overrides=["workload.rate=[2000]", "server.accept_limit=1",
                                               "scenario.duration=0.2", "scenario.warmup=0.1"])
     pts = tmp_path / "o" / "points"
     pts.mkdir(parents=True)
     old, fresh = pts / ".abc.json.x1.tmp", pts / ".def.json.x2.tmp"
-    old.write_text("{")
-    fresh.write_text("{")
-    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    old_out, fresh_out = tmp_path / "o" / ".results.csv.x3.tmp", tmp_path / "o" / ".queue-drops.svg.x4.tmp"
+    for f in (old, fresh, old_out, fresh_out):
+        f.write_text("{")
+    for f in (old, old_out):
+        os.utime(f, (time.time() - 3600, time.time() - 3600))
     run_sweep(sc, tmp_path / "o", jobs=1, plots=False)
     assert not old.exists() and fresh.exists()      # a fresh one may be another sweep's, mid-write
+    assert not old_out.exists() and fresh_out.exists()
 
 
 _STOP_THEN_EXIT = """

@@ -85,6 +85,8 @@ def test_cli_refuses_bad_seeds_and_a_file_as_cache(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
     assert main(["phases", "--out", str(tmp_path / "o"), "--seeds", "0", "--cache", str(tmp_path / "c")]) == 2
     assert "--seeds" in capsys.readouterr().err
+    assert main(["phases", "--out", str(tmp_path / "o"), "--seeds", "1000000000", "--cache", str(tmp_path / "c")]) == 2
+    assert "more than 100,000" in capsys.readouterr().err
     assert main(["phases", "--out", str(tmp_path / "o"), "--from", "500", "--cache", str(tmp_path / "c")]) == 2
     assert "--from" in capsys.readouterr().err
     assert main(["phases", "--out", str(tmp_path / "o"), "--rows", "no/such/row", "--cache", str(tmp_path / "c")]) == 2

@@ -92,6 +92,8 @@ def test_cli_refuses_bad_input(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
     assert main(["seeds", "--seeds", "0", "--out", str(tmp_path)]) == 2
     assert "--seeds: must be >= 1, got 0" in capsys.readouterr().err
+    assert main(["seeds", "--seeds", "1000000000", "--out", str(tmp_path)]) == 2      # its plan ran out of memory
+    assert "more than 100,000" in capsys.readouterr().err
     assert main(["seeds", "--jobs", "0", "--out", str(tmp_path)]) == 2
     assert main(["seeds", "--profile", "no-such-profile", "--out", str(tmp_path)]) == 2
     assert not (tmp_path / "seeds.md").exists()

@@ -102,18 +102,23 @@ def test_unused_cost_is_unseen_and_used_cost_is_seen(tmp_path):
 
 def test_bad_input_is_refused(tmp_path, capsys):
     c = cells()[0]
+    (tmp_path / "a-file").write_text("")
     with pytest.raises(SensitivityError, match="no_such_cost"):
         analyse([c], Runner(tmp_path), params={"userver": ("no_such_cost",)})
     with pytest.raises(SensitivityError, match="step"):
         analyse([c], Runner(tmp_path), step=1.0)
     assert cli.main(["sensitivity", "--jobs", "0"]) == 2
     assert "--jobs" in capsys.readouterr().err
-    assert cli.main(["sensitivity", "--out", str(tmp_path / "missing")]) == 2
+    assert cli.main(["sensitivity", "--out", str(tmp_path / "a-file")]) == 2
     assert "not a directory" in capsys.readouterr().err
+    # a missing --out passes (made when the files are written, as by the other analyses): the
+    # refusal that follows is the step's, and nothing was made
+    assert cli.main(["sensitivity", "--out", str(tmp_path / "missing"), "--cache", str(tmp_path / "c"),
+                     "--step", "1"]) == 2
+    assert "not a directory" not in capsys.readouterr().err and not (tmp_path / "missing").exists()
     assert cli.main(["sensitivity", "--out", str(tmp_path), "--step", "1"]) == 2
     assert "step" in capsys.readouterr().err
     blocker = tmp_path / "a-file"
-    blocker.write_text("")
     assert cli.main(["sensitivity", "--out", str(tmp_path), "--cache", str(blocker / "sub")]) == 2
     assert "--cache" in capsys.readouterr().err
 

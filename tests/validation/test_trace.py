@@ -109,6 +109,8 @@ def test_run_writes_steps_that_add_up_to_the_whole_window_and_caches(tmp_path):
     (["--step", "200"], "--step: 200 s is not shorter than"),
     (["--until", "-1"], "--until: must be a positive number of seconds, got -1.0"),
     (["--seeds", "0"], "--seeds: must be >= 1, got 0"),
+    (["--seeds", "1000000000"], "--seeds x --step: 24,000,000,000 simulations, more than 100,000"),   # 4 rows x 6 steps
+    (["--step", "1e-9", "--seeds", "1"], "more than 100,000"),      # its list of run ends ran out of memory
     (["--jobs", "0"], "--jobs: must be >= 1, got 0"),
     (["--profile", "no-such-profile"], "--profile"),
 ])
