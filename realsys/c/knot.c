@@ -228,7 +228,7 @@ int main(int argc, char **argv)
             break;
         case 's': spin_us = (unsigned)opt_long("knot", "spin-us", optarg, 0, 1000000); break;
         case 'd': docroot = optarg; break;
-        case 'o': stats_path = optarg; break;
+        case 'o': stats_path = opt_outpath("knot", "stats", optarg); break;
         case 'S': sample_ms = (int)opt_long("knot", "sample-ms", optarg, 1, 3600000); break;
         case 'i': idle_timeout_s = (int)opt_long("knot", "idle-timeout", optarg, 1, 86400); break;
         case 'm': break; /* accepted and ignored: knot has no getevents-phase */

@@ -748,7 +748,7 @@ int main(int argc, char **argv)
             break;
         case 'H': http10 = 1; break;
         case 'm': max_conns = (int)opt_long("loadgen", "max-conns", optarg, 1, 1L << 22); break;
-        case 'o': out_path = optarg; break;
+        case 'o': out_path = opt_outpath("loadgen", "out", optarg); break;
         case 'z': zipf_alpha = opt_double("loadgen", "zipf", optarg, 0, 100, 0); break;
         case 'W': warmup = opt_double("loadgen", "warmup", optarg, 0, 600, 0); break;
         case 'k': thinkq.delay_ns = (uint64_t)(opt_double("loadgen", "think-ms", optarg, 0, 600000, 0) * 1e6); break;

@@ -11,11 +11,14 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Prints "prog: --opt: WHAT, got 'arg'" and exits with status 2 (bad input). */
 static inline void opt_refuse(const char *prog, const char *opt, const char *what, const char *arg)
@@ -88,6 +91,63 @@ static inline const char *opt_ipv4(const char *prog, const char *opt, const char
         opt_refuse(prog, opt, "expected an IPv4 address (dotted quad)", arg);
     if (out)
         *out = a;
+    return arg;
+}
+
+/* An output file (--stats, --out) is written at the end as "PATH.tmp" and renamed to PATH;
+ * a server's SIGUSR2 snapshot as "PATH.snap.tmp" renamed to "PATH.snap".  Those names are
+ * built in 4096-byte buffers, so the longest path accepted leaves room for the suffix. */
+#define OPT_OUT_SUFFIX ".snap.tmp"
+#define OPT_OUT_MAX (4096 - sizeof OPT_OUT_SUFFIX)
+
+/* Returns arg when a file can be created and renamed into place at that path: not empty,
+ * not too long, not a directory, in a directory that exists and this process can write
+ * (probed by creating a file there).  Anything else exits via opt_refuse.  Checked at
+ * start-up because the file is written only when the run ends: a bad path used to be
+ * found then, losing the whole run's statistics.  Leaves nothing behind. */
+static inline const char *opt_outpath(const char *prog, const char *opt, const char *arg)
+{
+    const char *slash = strrchr(arg, '/'), *base = slash ? slash + 1 : arg;
+    char dir[4096], what[4096 + 128];
+    struct stat st;
+    if (strlen(arg) > OPT_OUT_MAX) {
+        snprintf(what, sizeof what, "expected a path of at most %zu characters", OPT_OUT_MAX);
+        opt_refuse(prog, opt, what, arg);
+    }
+    if (!*arg)
+        opt_refuse(prog, opt, "expected a file path", arg);
+    /* "d/" and an existing directory: the final rename onto a directory would fail (lstat:
+     * rename replaces a symlink, whatever it points to) */
+    if (!*base || (lstat(arg, &st) == 0 && S_ISDIR(st.st_mode)))
+        opt_refuse(prog, opt, "expected a file path, not a directory", arg);
+    if (strlen(base) + strlen(OPT_OUT_SUFFIX) > NAME_MAX) {
+        snprintf(what, sizeof what, "expected a file name of at most %zu characters",
+                 NAME_MAX - strlen(OPT_OUT_SUFFIX));
+        opt_refuse(prog, opt, what, arg);
+    }
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == arg)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - arg), arg);
+    /* O_TMPFILE: an unnamed file, so nothing is left even if killed here.  Filesystems
+     * without it (EOPNOTSUPP; EISDIR from kernels before 3.11) get a named probe instead,
+     * unlinked at once. */
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        char probe[4096 + 64];
+        snprintf(probe, sizeof probe, "%s/.%s-probe-XXXXXX", dir, prog);
+        fd = mkostemp(probe, O_CLOEXEC);
+        if (fd >= 0)
+            unlink(probe);
+    }
+    if (fd < 0) {
+        snprintf(what, sizeof what, "expected a file in an existing, writable directory ('%s': %s)", dir,
+                 strerror(errno));
+        opt_refuse(prog, opt, what, arg);
+    }
+    close(fd);
     return arg;
 }
 

@@ -238,7 +238,7 @@ int main(int argc, char **argv)
             break;
         case 's': spin_us = (unsigned)opt_long("userver", "spin-us", optarg, 0, 1000000); break;
         case 'd': docroot = optarg; break;
-        case 'o': stats_path = optarg; break;
+        case 'o': stats_path = opt_outpath("userver", "stats", optarg); break;
         case 'c': max_conns = (int)opt_long("userver", "max-conns", optarg, 1, 1L << 22); break;
         case 'S': sample_ms = (int)opt_long("userver", "sample-ms", optarg, 1, 3600000); break;
         case 'i':

@@ -9,10 +9,16 @@ Asked for, --help (or -h) is not an error: usage on stdout, exit 0.
 """
 from __future__ import annotations
 
+import json
+import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -92,6 +98,112 @@ def test_bad_value_is_refused_by_name(cbuild, prog, bad, opt, value):
     first = p.stderr.splitlines()[0]
     assert first.startswith(f"{prog}: ") and opt in first and f"'{value}'" in first, first
     assert p.stdout == ""       # refused before a run started: no statistics written
+
+
+# Output files (--stats, --out) are written when the run ends, so a bad path was found only
+# then: "userver: stats: No such file or directory" at SIGTERM, "loadgen: out: ..." after the
+# whole load, exit 1, the run's statistics lost.  Each row is refused at start-up (opt.h,
+# opt_outpath), for every program: exit 2 naming the option, before the server listens or
+# loadgen connects, leaving no file behind.
+OUT_OPT = {"userver": "--stats", "knot": "--stats", "loadgen": "--out"}
+OUT_ROWS = [
+    # (case, path, what the refusal says; {tmp} is the test's directory)
+    ("no such directory", "{tmp}/nodir/s.json",
+     "expected a file in an existing, writable directory ('{tmp}/nodir': No such file or directory)"),
+    ("parent is a file", "{tmp}/file/s.json", "('{tmp}/file': Not a directory)"),
+    ("a directory", "{tmp}", "expected a file path, not a directory"),
+    ("trailing slash", "{tmp}/new/", "expected a file path, not a directory"),
+    ("empty", "", "expected a file path"),
+    # the writers append ".tmp" / ".snap.tmp" (NAME_MAX 255; 4096-byte buffers, which cut a
+    # longer path silently)
+    ("name too long", "{tmp}/" + "n" * 247, "expected a file name of at most 246 characters"),
+    ("path too long", "{tmp}/" + ("d" * 200 + "/") * 21 + "s.json", "expected a path of at most 4086 characters"),
+    ("no files in /proc", "/proc/s.json", "expected a file in an existing, writable directory ('/proc': "),
+    ("read-only directory", "{tmp}/ro/s.json", "('{tmp}/ro': Permission denied)"),     # not as root
+]
+
+
+@pytest.fixture
+def world_searchable_dir():
+    """A directory anyone may enter, below /tmp (pytest's tmp_path is under a 0700 directory of
+    root's, so a program run as nobody could not reach it)."""
+    d = Path(tempfile.mkdtemp(prefix="simaccept-outpath-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("prog", ["userver", "knot", "loadgen"])
+@pytest.mark.parametrize("case,path,says", OUT_ROWS, ids=[r[0] for r in OUT_ROWS])
+def test_bad_output_path_is_refused_at_startup(cbuild, tmp_path, world_searchable_dir, prog, case, path, says):
+    base, exe, as_nobody = tmp_path, cbuild / prog, None
+    if case == "read-only directory" and os.geteuid() == 0:
+        # root writes into a mode-0500 directory, so the program runs as nobody: from a copy in
+        # a directory nobody may enter (a fresh clone's build directory may be under a 0700 one)
+        base = world_searchable_dir
+        exe = base / "bin" / prog
+        exe.parent.mkdir()
+        shutil.copy2(cbuild / prog, exe)
+
+        def as_nobody():
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+    (base / "file").write_text("")
+    (base / "docroot").mkdir()
+    (base / "docroot").chmod(0o755)
+    (base / "ro").mkdir()
+    (base / "ro").chmod(0o500)
+    before = sorted(base.rglob("*"))
+    path, says = path.format(tmp=base), says.format(tmp=base)
+    opt = OUT_OPT[prog]
+    # loadgen aims at a real listener for 3 s: a run not refused connects at once and lasts 3 s
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    srv.setblocking(False)
+    if prog == "loadgen":
+        argv = ["--server", "127.0.0.1", "--port", str(srv.getsockname()[1]), "--rate", "20", "--duration", "3"]
+    else:
+        argv = ["--addr", "127.0.0.1", "--port", "18082", "--docroot", str(base / "docroot")]
+    t0 = time.monotonic()
+    p = subprocess.Popen([str(exe)] + argv + [opt, path], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=as_nobody)
+    try:
+        out, err = p.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail(f"{prog} {opt} {path!r} was not refused: it ran ({err[-300:]})")
+    finally:
+        try:
+            srv.accept()[0].close()
+            connected = True
+        except BlockingIOError:
+            connected = False
+        srv.close()
+    elapsed = time.monotonic() - t0
+    assert p.returncode == 2, (p.returncode, out[-300:], err[-300:])
+    first = err.splitlines()[0]
+    assert first.startswith(f"{prog}: {opt}: ") and says in first and first.endswith(f", got '{path}'"), first
+    assert elapsed < 2.0, elapsed                       # at start-up, not after a run
+    assert not connected and " on 127.0.0.1:" not in err, err   # no load sent; the server never listened
+    assert out == ""
+    assert sorted(base.rglob("*")) == before            # no probe, no .tmp left
+
+
+def test_loadgen_out_is_still_written_whole(cbuild, tmp_path):
+    # The check leaves nothing, and the file still comes from OUT.tmp renamed at the end: a
+    # relative path (the current directory) and a name of 246 characters, the longest, both work.
+    names = ["rel.json", "n" * 246]
+    for name in names:
+        p = subprocess.run([str(cbuild / "loadgen")] + LOADGEN_BASE + ["--rate", "5", "--out", name],
+                           capture_output=True, text=True, timeout=20, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr[-300:]
+        assert p.stdout == ""
+    assert sorted(os.listdir(tmp_path)) == sorted(names)
+    for name in names:
+        assert "attempts" in json.loads((tmp_path / name).read_text())
 
 
 @pytest.mark.parametrize("prog", ["userver", "knot", "loadgen"])
@@ -199,3 +311,5 @@ def test_good_values_still_start_the_server(cbuild, prog, good, tmp_path):
             p.wait()
     assert banner.startswith(f"{prog}: ") and "on 127.0.0.1:18081" in banner, banner
     assert p.returncode == 0, p.stderr.read()
+    # the statistics, and nothing else: the start-up check of --stats left no file
+    assert os.listdir(tmp_path) == ["stats.json"]
