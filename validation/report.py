@@ -1311,11 +1311,6 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
     "3104ad4b972a8a1d": ("823b9c024c9a652fc9c71b0e1e2515d4b0613480", "f58030ce2a522a28",
                          "88f5b0befab7c8fba0d018da2db0fdd689c7cee5",
                          {"scenario.py": ("load_scenario",)}),
-    "778bf9939bbac689": ("ef2896a7a10ef6f647eab5ba009266ac1dc64c4b", "a2b6df672e3f9725",
-                         "5d3064d95e21c226a7765016572a8923e963bcdd",
-                         {"scenario.py": ("MAX_SCENARIO_BYTES", "_check", "_check_one_packet", "_long_integer_error",
-                                          "_parse_value", "_read_capped", "_resolve", "_too_many_digits",
-                                          "load_scenario", "sys")}),
 }
 
 
