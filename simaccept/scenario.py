@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -81,6 +82,12 @@ def _check(key: str, spec: Key, v: Any) -> Any:
     if k == "str":
         if not isinstance(v, str) or not v:
             raise ScenarioError(key, f"must be a non-empty string, got {_fmt(v)}")
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            # a shell argument with bytes that are not UTF-8 (Python keeps them as surrogates): the
+            # record embeds the value, and results.csv failed to write once every point had run
+            raise ScenarioError(key, f"must be UTF-8 text, got {_fmt(v)}") from None
         return v
     if k == "choice":
         if not isinstance(v, str) or v not in spec.choices:
@@ -365,8 +372,17 @@ def _parse_value(text: str, dotted: str = "<override>") -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
-    except ValueError as e:     # an integer past Python's 4,300-digit conversion limit
-        raise ScenarioError(dotted, f"not a usable number: {e}") from None
+    except ValueError:          # an integer past Python's 4,300-digit conversion limit
+        raise ScenarioError(dotted, _too_many_digits(text)) from None
+
+
+def _too_many_digits(text: str) -> str:
+    """The reason for an integer literal in ``text`` that Python will not convert (past
+    ``sys.get_int_max_str_digits()``, 4,300 by default): its length, not Python's advice to
+    raise the limit, which a scenario's author cannot act on."""
+    m = max(re.findall(r"[0-9_]+", text), key=len, default="")
+    return (f"an integer of {len(m.replace('_', '')):,} digits, more than the "
+            f"{sys.get_int_max_str_digits():,} Python reads")
 
 
 def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
@@ -468,6 +484,22 @@ def _check_maybe_list(dotted: str, spec: Key, v: Any) -> Any:
     return _check(dotted, spec, v)
 
 
+#: Most bytes a scenario file may have.  The largest shipped one is under 3 KB; `simaccept run
+#: /dev/zero` read until the kernel's OOM killer stopped it at 24 GB.
+MAX_SCENARIO_BYTES = 1 << 20
+
+
+def _read_capped(p: Path) -> bytes:
+    """The file's bytes; ScenarioError past :data:`MAX_SCENARIO_BYTES` (read no further),
+    OSError as ``read_bytes``."""
+    with open(p, "rb") as f:
+        data = f.read(MAX_SCENARIO_BYTES + 1)
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise ScenarioError("<file>", f"{str(p)!r} is larger than {MAX_SCENARIO_BYTES:,} bytes: not a "
+                                      "scenario file")
+    return data
+
+
 def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (), *,
                   text: str | None = None) -> Scenario:
     """Read a scenario TOML file (or ``text``), apply ``section.key=value`` overrides, validate.
@@ -486,7 +518,7 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
             raise ScenarioError("<path>", "the path is empty")      # Path("") is ".", a directory
         p = Path(path)
         try:
-            data = p.read_bytes()
+            data = _read_capped(p)
         except FileNotFoundError as e:
             # Not a file here: a scenario that comes with simaccept, named (simaccept.bundled).
             from . import bundled
@@ -495,7 +527,7 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
                 raise ScenarioError("<file>", f"cannot read {str(p)!r}: {e.strerror or e}; "
                                     f"{bundled.suggest(p)}") from None
             p = found
-            data = p.read_bytes()
+            data = _read_capped(p)
         except OSError as e:
             raise ScenarioError("<file>", f"cannot read {str(p)!r}: {e.strerror or e}") from None
         source = str(p)
@@ -510,10 +542,25 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
         raise ScenarioError("<file>", f"not UTF-8 (byte offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise _toml_error(e, data) from None
-    except ValueError as e:     # an integer past Python's 4,300-digit conversion limit
-        raise ScenarioError("<file>", f"not a usable number in the file: {e}") from None
+    except ValueError:          # an integer past Python's 4,300-digit conversion limit
+        raise _long_integer_error(data) from None
     _apply_overrides(doc, overrides)
     return _resolve(doc, source)
+
+
+def _long_integer_error(data: bytes) -> ScenarioError:
+    """A ScenarioError naming the key whose integer is too long to read, by its line (tomllib
+    says only that some number was)."""
+    lines = data.decode("utf-8-sig", "replace").splitlines()
+    longest = max(range(len(lines)), key=lambda i: max(map(len, re.findall(r"[0-9_]+", lines[i])), default=0),
+                  default=None)
+    if longest is None:        # pragma: no cover - tomllib read a number from no line
+        return ScenarioError("<file>", "an integer too long to read")
+    key = lines[longest].split("=", 1)[0].strip() if "=" in lines[longest] else f"line {longest + 1}"
+    section = next((s.strip()[1:-1].strip() for s in reversed(lines[:longest])
+                    if s.strip().startswith("[") and s.strip().endswith("]")), None)
+    key = f"{section}.{key}" if section and "=" in lines[longest] else key
+    return ScenarioError(key, f"line {longest + 1}: {_too_many_digits(lines[longest])}")
 
 
 def _toml_error(e: Exception, data: bytes) -> ScenarioError:

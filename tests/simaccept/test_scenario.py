@@ -51,8 +51,14 @@ ROWS = [
     ("[workload]\nrate = 1" + "0" * 400, [], "workload.rate", "finite, got an integer of about 401 digits"),
     ("", ["workload.rate=1" + "0" * 400], "workload.rate", "about 401 digits"),
     ("[scenario]\nseed = 1" + "0" * 400, [], "scenario.seed", "<= 9.22337e+18, got an integer of about 401"),
-    ("", ["scenario.seed=1" + "0" * 5000], "scenario.seed", "4300 digits"),
-    ("[scenario]\nseed = 1" + "0" * 5000, [], "<file>", "4300 digits"),
+    # the key and the length, not Python's advice to raise its limit (the file's key from its line)
+    ("", ["scenario.seed=1" + "0" * 5000], "scenario.seed", "an integer of 5,001 digits, more than the 4,300"),
+    ("[scenario]\nseed = 1" + "0" * 5000, [], "scenario.seed", "line 2: an integer of 5,001 digits"),
+    ("[scenario]\nseed = 1_" + "0" * 5000, [], "scenario.seed", "line 2: an integer of 5,001 digits"),
+    # text that is not UTF-8, from a shell argument (surrogates): results.csv failed to write it
+    # once every point had run
+    ("", ["scenario.name=a\udcffb"], "scenario.name", "must be UTF-8 text"),
+    ("", ["costs.profile=/tmp/p\udcff.toml"], "costs.profile", "must be UTF-8 text"),
     # -0.0 is 0.0: one point named twice, not two points
     ("[scenario]\nwarmup = [0.0, -0.0]", [], "scenario.warmup", "duplicate"),
     # a key set twice is named (tomllib's message gives only the line and column)
@@ -81,6 +87,13 @@ def test_not_toml_and_not_utf8():
         load_scenario(text="[workload]\nrate = 5 5\n")
     with pytest.raises(ScenarioError, match="not UTF-8"):
         load_scenario(text=b"[scenario]\nname = \"\xff\"\n")
+
+
+def test_a_file_that_never_ends_is_refused_not_read_to_the_end():
+    # /dev/zero was read until the OOM killer stopped it at 24 GB
+    with pytest.raises(ScenarioError, match="larger than 1,048,576 bytes") as e:
+        load_scenario("/dev/zero")
+    assert e.value.key == "<file>"
 
 
 def test_the_file_and_a_flag_are_not_named_as_scenario_keys(tmp_path):
