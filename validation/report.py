@@ -1311,6 +1311,10 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
     "3104ad4b972a8a1d": ("823b9c024c9a652fc9c71b0e1e2515d4b0613480", "f58030ce2a522a28",
                          "88f5b0befab7c8fba0d018da2db0fdd689c7cee5",
                          {"scenario.py": ("load_scenario",)}),
+    "778bf9939bbac689": ("d4670ed8d5190bbd092fea0ae3c3cfe031287d53", "350d29f48bc9257d",
+                         "137319221885a9a434522e6deef36ca910f12000",
+                         {"scenario.py": ("MAX_SCENARIO_BYTES", "_check", "_long_integer_error", "_parse_value",
+                                          "_read_capped", "_too_many_digits", "load_scenario", "sys")}),
 }
 
 
