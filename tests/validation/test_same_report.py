@@ -1,0 +1,80 @@
+"""tools/same_report.py: two report directories compared cell by cell; a one-digit change in any
+table or summary key is found, the run's own keys and the keys only one summary has are not."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOL = ROOT / "tools" / "same_report.py"
+COMMITTED = ROOT / "docs" / "validation"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(TOOL), *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def copy(tmp_path):
+    d = tmp_path / "again"
+    d.mkdir()
+    for f in ("cells.csv", "realsys-heldout.csv", "summary.json"):
+        shutil.copy(COMMITTED / f, d / f)
+    return d
+
+
+def _edit_summary(d, fn):
+    s = json.loads((d / "summary.json").read_text())
+    fn(s)
+    (d / "summary.json").write_text(json.dumps(s, indent=1))
+
+
+def test_the_committed_report_is_the_same_as_itself_re_run(copy):
+    # what a re-simulation from an empty directory gives: a new time stamp and fingerprint, and
+    # no headlines of the analyses the report copies from files of its directory
+    def rerun(s):
+        s["generated_at"], s["model_fingerprint"] = "2099-01-01T00:00:00+00:00", "0" * 16
+        for k in ("seeds", "window", "sensitivity", "specweb_idle"):
+            s[k] = None
+    _edit_summary(copy, rerun)
+    r = run(COMMITTED, copy)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "summary.json seeds: only in the first (read from its directory's files)" in r.stdout
+    assert "the same: cells.csv 110 rows, realsys-heldout.csv 200 rows; 0 differences" in r.stdout
+
+
+@pytest.mark.parametrize("name", ["cells.csv", "realsys-heldout.csv"])
+def test_one_changed_digit_in_a_table_is_a_difference(copy, name):
+    lines = (copy / name).read_text().splitlines(keepends=True)
+    row = lines[7]
+    i = next(k for k, ch in enumerate(row) if ch.isdigit())
+    lines[7] = row[:i] + str((int(row[i]) + 1) % 10) + row[i + 1:]
+    (copy / name).write_text("".join(lines))
+    r = run(COMMITTED, copy)
+    assert r.returncode == 1
+    assert [ln for ln in r.stdout.splitlines() if ln.startswith(name)] and f"{name} row 7:" in r.stdout
+    assert "DIFFERENT" in r.stdout
+
+
+def test_a_headline_of_the_report_s_own_that_is_null_is_a_difference(copy):
+    _edit_summary(copy, lambda s: s.update(policy_order_preserved=None))
+    r = run(COMMITTED, copy)
+    assert r.returncode == 1 and "summary.json policy_order_preserved: true != null" in r.stdout
+
+
+def test_a_missing_row_and_a_changed_headline_are_differences(copy):
+    lines = (copy / "cells.csv").read_text().splitlines(keepends=True)
+    (copy / "cells.csv").write_text("".join(lines[:-1]))
+    _edit_summary(copy, lambda s: s.update(heldout_median_abs_throughput_error=s["heldout_median_abs_throughput_error"] + 1e-12))
+    r = run(COMMITTED, copy)
+    assert r.returncode == 1
+    assert f"cells.csv row {len(lines) - 1}:" in r.stdout and "!= None" in r.stdout
+    assert "summary.json heldout_median_abs_throughput_error:" in r.stdout
+
+
+def test_a_directory_without_the_files_is_refused(tmp_path):
+    r = run(COMMITTED, tmp_path)
+    assert r.returncode == 2 and "cells.csv: no such file" in r.stderr

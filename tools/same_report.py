@@ -1,0 +1,106 @@
+"""Are two `python -m validation report` directories the same results?  The check behind
+`validation.report.SAME_RESULTS` (docs/guarantees.md, *Determinism*).
+
+A change to model code moves the model fingerprint, and every committed analysis then reads as
+stale.  A change that only raises where a run went ahead before, or only checks input, can be
+shown to move no result: simulate the whole report again from an empty cache at the new code,
+
+    python -m validation report --real-profile realsys-linux6 --out NEW --cache EMPTY --jobs 2
+
+(about 100 min on two idle CPUs), then
+
+    python tools/same_report.py docs/validation NEW
+
+compares, value by value, every cell of `cells.csv`, every row of `realsys-heldout.csv` and
+every key of `summary.json` but the two that name the run (`generated_at`,
+`model_fingerprint`).  The headlines the report copies from the other analyses' files in its own
+directory (seeds, window, sensitivity, SPECweb99 idle) are null in a fresh output directory,
+which has no such files: one that is null or absent on one side is listed, not failed.
+
+Exit 0: the same.  Exit 1: something differs (each difference printed).  Exit 2: a directory
+lacks a file.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+TABLES = ("cells.csv", "realsys-heldout.csv")
+#: Summary keys that name the run, not its results.
+RUN_KEYS = ("generated_at", "model_fingerprint")
+#: Summary keys copied from other analyses' files in the report's directory (null without them).
+DIRECTORY_KEYS = ("seeds", "sensitivity", "specweb_idle", "window")
+
+
+def _rows(path: Path) -> list[list[str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def table_differences(name: str, a: list[list[str]], b: list[list[str]]) -> list[str]:
+    """One line per row of ``a`` and ``b`` that differs (a row present in one only included);
+    [] when the tables are equal, header and all."""
+    out = []
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else None
+        y = b[i] if i < len(b) else None
+        if x != y:
+            what = "header" if i == 0 else f"row {i}"
+            out.append(f"{name} {what}: {x} != {y}")
+    return out
+
+
+def summary_differences(a: dict, b: dict) -> tuple[list[str], list[str]]:
+    """(differences, notes): every key but :data:`RUN_KEYS` is compared, except that a
+    :data:`DIRECTORY_KEYS` key null or absent on one side is a note."""
+    diff, notes = [], []
+    for k in sorted(a.keys() | b.keys()):
+        x, y = a.get(k), b.get(k)
+        if k in RUN_KEYS or x == y:
+            continue
+        if k in DIRECTORY_KEYS and (x is None or y is None):
+            notes.append(f"summary.json {k}: only in the {'first' if y is None else 'second'} "
+                         "(read from its directory's files)")
+        else:
+            diff.append(f"summary.json {k}: {json.dumps(x)[:200]} != {json.dumps(y)[:200]}")
+    return diff, notes
+
+
+def compare(first: Path, second: Path) -> tuple[list[str], list[str], dict[str, int]]:
+    """(differences, notes, {table: data rows compared}); FileNotFoundError if a file is missing."""
+    diffs, counts = [], {}
+    for name in TABLES:
+        a, b = _rows(first / name), _rows(second / name)
+        diffs += table_differences(name, a, b)
+        counts[name] = max(len(a), len(b)) - 1
+    sa = json.loads((first / "summary.json").read_text(encoding="utf-8"))
+    sb = json.loads((second / "summary.json").read_text(encoding="utf-8"))
+    d, notes = summary_differences(sa, sb)
+    return diffs + d, notes, counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("first", type=Path, help="a report directory (e.g. docs/validation)")
+    ap.add_argument("second", type=Path, help="another one, e.g. simulated again at a new fingerprint")
+    args = ap.parse_args(argv)
+    try:
+        diffs, notes, counts = compare(args.first, args.second)
+    except FileNotFoundError as e:
+        print(f"error: {e.filename}: no such file (not a report directory?)", file=sys.stderr)
+        return 2
+    except (json.JSONDecodeError, UnicodeDecodeError, csv.Error) as e:
+        print(f"error: unreadable report file: {e}", file=sys.stderr)
+        return 2
+    for line in diffs + notes:
+        print(line)
+    rows = ", ".join(f"{n} {c} rows" for n, c in counts.items())
+    print(f"{'DIFFERENT' if diffs else 'the same'}: {rows}; {len(diffs)} differences")
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
