@@ -28,11 +28,15 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from validation.report import DIRECTORY_SUMMARIES  # noqa: E402
+
 TABLES = ("cells.csv", "realsys-heldout.csv")
 #: Summary keys that name the run, not its results.
 RUN_KEYS = ("generated_at", "model_fingerprint")
 #: Summary keys copied from other analyses' files in the report's directory (null without them).
-DIRECTORY_KEYS = ("seeds", "sensitivity", "specweb_idle", "window")
+DIRECTORY_KEYS = tuple(DIRECTORY_SUMMARIES)
 
 
 def _rows(path: Path) -> list[list[str]]:

@@ -58,7 +58,7 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from simaccept.costs import available_profiles, read_profile
 from simaccept.record import RunRecord
@@ -1233,10 +1233,7 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
         "policy_order": order_checks,
         "policy_order_note": ("" if has_real else "thesis μserver one-packet only; realsys not checked (no --real "
                               "runs with a machine profile)"),
-        "specweb_idle": _specweb_idle_summary(out),
-        "sensitivity": _sensitivity_summary(out),
-        "window": _window_summary(out),
-        "seeds": _seeds_summary(out),
+        **{key: read(out) for key, read in DIRECTORY_SUMMARIES.items()},
         "response_time_unscored": unscored,
         "cross_server": cross_server(lines_by_group),
         "policy_statements": policy_statements(lines_by_group),
@@ -1555,6 +1552,16 @@ def _misses_table(misses: list[dict[str, Any]]) -> list[str]:
                          + (f", {format_factor(f)}" if f is not None and math.isfinite(f) else ""))
         L.append(f"| {m['row']} | {100 * m['error']:+.1f} % | {'; '.join(parts)} |")
     return L
+
+
+#: The summary's headlines of other analyses, each read from that analysis's files in the report's
+#: own directory (None when it was not run there): {summary key: its reader}.
+DIRECTORY_SUMMARIES: dict[str, Callable[[Path], dict[str, Any] | None]] = {
+    "specweb_idle": _specweb_idle_summary,
+    "sensitivity": _sensitivity_summary,
+    "window": _window_summary,
+    "seeds": _seeds_summary,
+}
 
 
 def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
