@@ -18,7 +18,7 @@ directory (seeds, window, sensitivity, SPECweb99 idle) are null in a fresh outpu
 which has no such files: one that is null or absent on one side is listed, not failed.
 
 Exit 0: the same.  Exit 1: something differs (each difference printed).  Exit 2: a directory
-lacks a file.
+lacks a file or one cannot be read.
 """
 from __future__ import annotations
 
@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         diffs, notes, counts = compare(args.first, args.second)
     except FileNotFoundError as e:
         print(f"error: {e.filename}: no such file (not a report directory?)", file=sys.stderr)
+        return 2
+    except OSError as e:        # a directory or an unreadable file where a report file should be
+        print(f"error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
     except (json.JSONDecodeError, UnicodeDecodeError, csv.Error) as e:
         print(f"error: unreadable report file: {e}", file=sys.stderr)

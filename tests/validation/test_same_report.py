@@ -78,3 +78,10 @@ def test_a_missing_row_and_a_changed_headline_are_differences(copy):
 def test_a_directory_without_the_files_is_refused(tmp_path):
     r = run(COMMITTED, tmp_path)
     assert r.returncode == 2 and "cells.csv: no such file" in r.stderr
+
+
+def test_a_report_file_that_is_a_directory_is_refused(copy):
+    (copy / "summary.json").unlink()
+    (copy / "summary.json").mkdir()
+    r = run(COMMITTED, copy)
+    assert r.returncode == 2 and "summary.json: Is a directory" in r.stderr and "Traceback" not in r.stderr
