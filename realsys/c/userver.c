@@ -287,6 +287,7 @@ int main(int argc, char **argv)
 
     struct samples sm = {0};
     uint64_t t_start = now_ns(), next_sample = t_start;
+    uint64_t listen_resume = 0; /* != 0: the listener is out of the set until then (ns) */
     char extra[256];
     if (accept_limit < 0)
         snprintf(extra, sizeof extra, "\"server\": \"userver\", \"mux\": \"%s\", \"accept_limit\": \"inf\", "
@@ -310,7 +311,11 @@ int main(int argc, char **argv)
             next_sample = t_start;
         }
         /* getevents-phase */
-        int n = ev->wait(evs, fired, maxfds, 100);
+        if (listen_resume && now_ns() >= listen_resume) {
+            ev->set(evs, lfd, 0, EV_READ);
+            listen_resume = 0;
+        }
+        int n = ev->wait(evs, fired, maxfds, listen_resume ? 10 : 100);
         ST->getevents_calls++;
         if (n < 0)
             continue; /* EINTR: signal */
@@ -335,12 +340,24 @@ int main(int argc, char **argv)
                 if (fd < 0) {
                     if (errno == EAGAIN || errno == EWOULDBLOCK)
                         ST->accepts_eagain++;
-                    else
+                    else {
                         ST->accept_errors++; /* EMFILE, ECONNABORTED, ... */
+                        /* Out of fds or memory (a limit of 64 or less leaves no room above
+                         * maxfds; the docroot's open files eat the rest): the level-triggered
+                         * listener stays readable and the loop spun at full CPU, millions of
+                         * failed accepts a second.  Leave it out of the set for 10 ms. */
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                            ev->set(evs, lfd, EV_READ, 0);
+                            listen_resume = now + 10000000ull;
+                        }
+                    }
                     break;
                 }
                 ST->accepts++;
-                struct conn *c = fd < maxfds ? conn_new() : NULL;
+                /* --max-conns is the number of connections open, as server.max_conns is in
+                 * the simulator; maxfds only sizes the arrays (it had been the cap, off from
+                 * the flag by the descriptors the server holds itself). */
+                struct conn *c = fd < maxfds && nopen < max_conns ? conn_new() : NULL;
                 if (!c || ev->set(evs, fd, 0, EV_READ) < 0) {
                     ST->conns_refused_fd++;
                     TIMED(SC_CLOSE, close(fd));

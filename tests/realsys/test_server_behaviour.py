@@ -489,7 +489,7 @@ def test_userver_idle_timeout_frees_the_slots_half_requests_hold(cbuild, tmp_pat
     try:
         time.sleep(0.3)              # the readiness probe's close is seen: its slot is free again
         t0 = time.monotonic()
-        for _ in range(90):          # more than the slots below maxfds = max-conns + 64
+        for _ in range(30):          # more than the --max-conns slots
             sk = socket.create_connection(("127.0.0.1", port), timeout=5)
             sk.sendall(b"GET /index.html HTTP/1.1\r\nHost")
             held.append(sk)
@@ -510,7 +510,7 @@ def test_userver_idle_timeout_frees_the_slots_half_requests_hold(cbuild, tmp_pat
         for sk in held:
             sk.close()
         st = stop_asan(p, tmp_path)
-    assert st["conns_idle_closed"] >= 25 and st["conns_refused_fd"] > 0, st
+    assert st["conns_idle_closed"] >= 10 and st["conns_refused_fd"] >= 20, st
 
 
 def test_knot_idle_timeout_bounds_a_trickled_request(cbuild, tmp_path):
@@ -637,6 +637,62 @@ def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path, 
         st = stop_asan(p, tmp_path)
     assert st["accept_errors"] == 0 and st["conns_refused_fd"] > 0, st
     assert st["getevents_calls"] < 5000, st["getevents_calls"]
+
+
+def test_userver_backs_off_when_accept_runs_out_of_fds(cbuild, tmp_path):
+    """userver: under a limit of 64 descriptors or fewer maxfds had no room above it, and with
+    the docroot's files open accept() failed with EMFILE; the level-triggered listener stayed
+    readable and the loop spun (an audit: a whole CPU, about 3 million failed accepts in 5 s
+    under a hard limit of 40; 64 here, the docroot's 37 files needing more than 40).  The listener now leaves the set for 10 ms after such a failure,
+    and the server serves again once connections close."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", "epoll", "--idle-timeout", "30",
+                         preexec_fn=cap)
+    held = []
+    try:
+        time.sleep(0.5)
+        held = _connect_many(port, 60)
+        time.sleep(0.5)
+        cpu0 = _cpu_s(p.pid)
+        time.sleep(1.0)
+        cpu = _cpu_s(p.pid) - cpu0
+        for s in held:
+            s.close()
+        held = []
+        time.sleep(0.5)
+        assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
+    finally:
+        for s in held:
+            s.close()
+        st = stop_asan(p, tmp_path)
+    assert st["accept_errors"] > 0, st          # the fd cap was reached
+    assert cpu < 0.3, cpu                       # CPU seconds in one wall-clock second
+    assert st["accept_errors"] < 2000, st["accept_errors"]
+
+
+@pytest.mark.parametrize("mux", ["select", "epoll"])
+def test_userver_max_conns_is_the_number_of_open_connections(cbuild, tmp_path, mux):
+    """userver --max-conns N keeps exactly N connections open and refuses the rest, as
+    server.max_conns does in the simulator: it had capped the descriptor number instead, so
+    --max-conns 1 kept 54 of 200 open (an audit), the descriptors the server holds itself
+    (stdio, listener, poller, statistics, the docroot's files) making up the difference."""
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", mux, "--max-conns", "5",
+                         "--idle-timeout", "30")
+    held = []
+    try:
+        time.sleep(0.5)
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+        time.sleep(0.5)
+    finally:
+        st = stop_asan(p, tmp_path)
+        for s in held:
+            s.close()
+    assert st["open_conns_now"] == 5, st["open_conns_now"]
+    assert st["accepts"] == 20 and st["conns_refused_fd"] == 15, st
 
 
 def test_knot_backs_off_when_out_of_fds(cbuild, tmp_path):
