@@ -14,6 +14,7 @@ from pathlib import Path
 HEADER_TEMPLATE = ("HTTP/1.1 200 OK\r\nServer: realsys\r\nContent-Type: text/html\r\n"
                    "Content-Length: {n}\r\nConnection: keep-alive\r\n\r\n")
 SPECWEB_CLASS_MIX = (0.35, 0.50, 0.14, 0.01)
+SPECWEB_FILES = 4 * 9   # classes x files per class
 
 
 def specweb_size(cls: int, i: int) -> int:
@@ -25,7 +26,7 @@ def onepacket_body(reply_bytes: int) -> int:
     return max(1, reply_bytes - len(HEADER_TEMPLATE.format(n=n)))
 
 
-def make_docroot(root: Path, reply_bytes: int = 1024, n_files: int = 36) -> Path:
+def make_docroot(root: Path, reply_bytes: int = 1024, n_files: int = SPECWEB_FILES) -> Path:
     """Create (idempotently) the document root; returns it.  n_files caps the SPECweb set."""
     root = Path(root)
     (root / "specweb").mkdir(parents=True, exist_ok=True)

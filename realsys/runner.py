@@ -39,7 +39,7 @@ from simaccept.record import COLUMNS, RunRecord
 from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario
 
 from . import C_DIR, kernel
-from .docroot import make_docroot
+from .docroot import SPECWEB_FILES, make_docroot
 from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
                       write_wsesslog)
 from .servers import PORT, ServerConfigError, nginx_event_methods, nginx_version, server_argv
@@ -110,6 +110,15 @@ def check_real(sc: Scenario) -> None:
         if v["realsys"]["httperf"] and cl["timeout_from"] != "connect":
             raise ScenarioError("client.timeout_from", "httperf's timer restarts at connect; "
                                 "first-syn needs our load generator (realsys.httperf = false)")
+        # make_docroot builds at most the SPECweb99-like set's 36 files; fewer leave out
+        # files the SPECweb99-like clients ask for (404s, the point failing its 4xx check).
+        nfiles = v["realsys"]["docroot_files"]
+        if nfiles > SPECWEB_FILES:
+            raise ScenarioError("realsys.docroot_files", f"{nfiles} files: the SPECweb99-like set has "
+                                f"{SPECWEB_FILES} (at most {SPECWEB_FILES})")
+        if nfiles < SPECWEB_FILES and v["workload"]["kind"] == "specweb99":
+            raise ScenarioError("realsys.docroot_files", f"{nfiles} files leave out some the SPECweb99-like "
+                                f"clients ask for; use {SPECWEB_FILES} for workload.kind = \"specweb99\"")
         ncpu = os.cpu_count() or 1
         for key in ("cpu_server", "cpu_clients"):
             if v["realsys"][key] >= ncpu:

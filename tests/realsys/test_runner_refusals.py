@@ -272,6 +272,10 @@ def test_ctrl_c_while_starting_is_one_line_not_a_traceback(tmp_path, delay_s, st
     (["server.sndbuf=16384"], "server.sndbuf", "autotuning"),
     (["server.service_dist=exponential"], "server.service_dist", "fixed amount"),
     (["workload.request_bytes=400"], "workload.request_bytes", "request line"),
+    # more files than make_docroot builds (were silently capped at 36), or a SPECweb99-like
+    # set missing files its clients ask for (404s)
+    (["realsys.docroot_files=1000"], "realsys.docroot_files", "at most 36"),
+    (["workload.kind=specweb99", "realsys.docroot_files=10"], "realsys.docroot_files", "leave out"),
 ])
 def test_what_the_test_bed_cannot_be_set_to_is_exit_2_naming_the_key(overrides, key, says, capsys, tmp_path):
     argv = ["run", SMOKE, "--out", str(tmp_path)]
