@@ -43,7 +43,8 @@ from .docroot import SPECWEB_FILES, make_docroot
 from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
                       write_wsesslog)
 from .servers import PORT, ServerConfigError, nginx_event_methods, nginx_version, server_argv
-from .testbed import TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record
+from .testbed import (TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record,
+                      stop_signals_held)
 
 REPO = Path(__file__).resolve().parent.parent
 # Server and generators run at nice -20: on a shared machine other CPU-bound work then
@@ -817,12 +818,14 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                         time.sleep(pt.values["realsys"]["settle_s"])
         finally:
             os.sched_setaffinity(0, old_aff)
-            shutil.rmtree(work, ignore_errors=True)
-            if recs:            # an interrupted run's plot shows what it finished, too
-                try:
-                    plot(csv_path, out_dir / "throughput.png", log=log)
-                except Exception as e:      # never hide the run's own outcome behind a plot's
-                    log(f"realsys: no plot: {e}")
+            # a second Ctrl-C landing in the plot had ended the run without one
+            with stop_signals_held("realsys: removing the work folder and plotting", log):
+                shutil.rmtree(work, ignore_errors=True)
+                if recs:            # an interrupted run's plot shows what it finished, too
+                    try:
+                        plot(csv_path, out_dir / "throughput.png", log=log)
+                    except Exception as e:      # never hide the run's own outcome behind a plot's
+                        log(f"realsys: no plot: {e}")
     elif csv_path.exists():
         plot(csv_path, out_dir / "throughput.png", log=log)
     return recs

@@ -28,6 +28,7 @@ the caller's namespace, so no traffic can leave the machine.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -39,7 +40,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 MARK_DIR = Path("/run/simaccept-testbed")
 #: Held (flock) while a test bed is up; the kernel lets go when its process ends, even by
@@ -96,6 +97,33 @@ class TestBedInterrupted(SystemExit):
 #: Signals that end a run: the test bed turns them into exceptions, and holds them off
 #: while it tears down.  SIGHUP is a closed terminal or SSH session ending a long sweep.
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def stop_signals_held(doing: str, say: Callable[[str], None]):
+    """SIGINT, SIGTERM and SIGHUP arriving in the block are held, said once (``doing``), and
+    acted on when it ends: KeyboardInterrupt or TestBedInterrupted, unless an exception is
+    already ending the run.  For clean-ups an impatient second Ctrl-C must not cut short.
+    In the main thread only (elsewhere Python delivers no signal to a handler anyway)."""
+    held: list[int] = []
+    saved: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        def hold(signum, frame):
+            if not held:
+                say(f"{doing}; signal {signum} held until it is done")
+            held.append(signum)
+        for sig in _STOP_SIGNALS:
+            if signal.getsignal(sig) is not signal.SIG_IGN:     # an ignored signal stays ignored
+                saved[sig] = signal.signal(sig, hold)
+    try:
+        yield
+    finally:
+        for sig, h in saved.items():
+            signal.signal(sig, h)
+    if held and sys.exc_info()[1] is None:     # else an exception is already ending the run
+        if held[0] == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise TestBedInterrupted(128 + held[0])
 
 
 def _run(cmd: Sequence[str], input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -407,28 +435,13 @@ class TestBed:
         SIGINT, SIGTERM and SIGHUP arriving meanwhile are held and acted on once everything
         is removed (a KeyboardInterrupt or TestBedInterrupted raised then), so an impatient
         second Ctrl-C cannot cut the teardown short and leave the test bed up."""
-        held: list[int] = []
-        saved: dict[int, object] = {}
-        if threading.current_thread() is threading.main_thread():
-            def hold(signum, frame):
-                if not held:
-                    self._say(f"testbed: tearing down; signal {signum} held until it is done")
-                held.append(signum)
-            for sig in _STOP_SIGNALS:
-                if signal.getsignal(sig) is not signal.SIG_IGN:     # an ignored signal stays ignored
-                    saved[sig] = signal.signal(sig, hold)
-        try:
-            self._teardown()
-        finally:
-            for sig, h in saved.items():
-                signal.signal(sig, h)
-            for sig, h in self._old_handlers.items():
-                signal.signal(sig, h)
-            self._old_handlers.clear()
-        if held and sys.exc_info()[1] is None:     # else an exception is already ending the run
-            if held[0] == signal.SIGINT:
-                raise KeyboardInterrupt
-            raise TestBedInterrupted(128 + held[0])
+        with stop_signals_held("testbed: tearing down", self._say):
+            try:
+                self._teardown()
+            finally:
+                for sig, h in self._old_handlers.items():
+                    signal.signal(sig, h)
+                self._old_handlers.clear()
 
     def _teardown(self) -> None:
         try:

@@ -442,3 +442,46 @@ def test_a_resumed_run_says_when_it_mixes_drop_splits(cbuild, tmp_path):
     recs = run_scenario(SMOKE, base + ["workload.rate=[300,400]"], str(tmp_path), log=said.append, use_bpf=True)
     assert [r.status for r in recs] == ["ok"]
     assert any("drop split 'counters only'" in m and "mix" in m for m in said), said
+
+
+_PLOT_UNDER_CTRL_C = """
+import os, signal, sys, time
+sys.path.insert(0, {root!r})
+from realsys import runner
+real_plot, runs = runner.plot, []
+
+def hook(what):                       # the first Ctrl-C, during the second point's load
+    runs.append(what)
+    if len(runs) == 2:
+        os.kill(os.getpid(), signal.SIGINT)
+
+def plot(*a, **k):                    # the impatient second one, while plotting
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)
+    return real_plot(*a, **k)
+
+runner.plot = plot
+try:
+    runner.run_scenario({smoke!r}, ["server.accept_limit=[1,10]", "scenario.duration=0.5",
+                        "scenario.warmup=0.1"], {out!r}, log=lambda m: print(m, file=sys.stderr, flush=True),
+                        use_bpf=False, hook=hook)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_a_second_ctrl_c_while_plotting_still_leaves_the_plot(tmp_path):
+    """An audit's case: Ctrl-C pressed again 50 ms apart ended an interrupted run in its
+    plot (a KeyboardInterrupt there is no Exception), so the finished points had no
+    throughput.png; the run's clean-up now holds it until the plot is written."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "run.py"
+    out = tmp_path / "out"
+    script.write_text(_PLOT_UNDER_CTRL_C.format(root=str(REPO), smoke=SMOKE, out=str(out)))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip() == "interrupted", p.stderr[-2000:]
+    assert "held until it is done" in p.stderr, p.stderr[-2000:]
+    assert len(read_rows(out / "results.csv")) == 1
+    assert (out / "throughput.png").stat().st_size > 0
