@@ -49,7 +49,7 @@ MARK_DIR = Path("/run/simaccept-testbed")
 #: bpftrace runs counted both servers' drops, with nothing to tell.
 LOCK_FILE = MARK_DIR / "lock"
 #: Programs the test bed runs: namespaces and veths, the anchors, CPU pinning, nice levels.
-REQUIRED_TOOLS = ("ip", "sh", "sleep", "taskset", "nice", "chrt")
+REQUIRED_TOOLS = ("ip", "sh", "sleep", "taskset", "nice", "chrt", "setpriv")
 CG_V1 = Path("/sys/fs/cgroup/cpu")          # cgroup v1 cpu controller (this machine)
 CG_V2 = Path("/sys/fs/cgroup")              # cgroup v2 unified hierarchy
 NS_RE = re.compile(r"^sa-(\d+)-(srv|c\d+)$")
@@ -480,10 +480,15 @@ class TestBed:
     def spawn(self, ns: str, argv: Sequence[str], cpu: int | None, nice: int | None = None,
               **kw) -> subprocess.Popen:
         """Start argv inside ns (one of ours), pinned to cpu, optionally at a nice level.
-        ip-netns-exec, chrt, nice and taskset all exec, so the Popen's pid is the program's own."""
+        ip-netns-exec, setpriv, chrt, nice and taskset all exec, so the Popen's pid is the
+        program's own.  It is SIGKILLed when the thread that started it ends: a SIGKILLed run
+        had left its servers listening and its anchors sleeping until the next run or
+        ``realsys clean`` (the namespaces still wait for those; so does a program whose exec
+        chain had not reached setpriv, milliseconds after its spawn).  So start programs from
+        a thread that outlives them (the runner's is the main thread)."""
         if ns not in self.created:
             raise TestBedError(f"{ns} is not a namespace of this test bed")
-        cmd = ["ip", "netns", "exec", ns]
+        cmd = ["ip", "netns", "exec", ns, "setpriv", "--pdeathsig", "KILL"]
         if nice is not None:
             # forked real-time (_forked_real_time), the program itself is not
             cmd += ["chrt", "--other", "0", "nice", "-n", str(nice)]

@@ -43,6 +43,48 @@ def test_build_and_teardown_on_exception(cbuild):
     assert not (testbed.MARK_DIR / f"sa-{pid}.json").exists()
 
 
+def test_a_sigkilled_runs_programs_end_with_it(tmp_path):
+    """SIGKILL runs no teardown: the namespaces wait for the next run or ``realsys clean``,
+    but the programs no longer do (an audit: the point's userver still listened and the
+    anchors slept on until then)."""
+    script = tmp_path / "bed.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(testbed.__file__.rsplit('/realsys/', 1)[0])!r})
+        from realsys.testbed import TestBed
+        tb = TestBed().__enter__()
+        p = tb.spawn(tb.server_ns, ["sleep", "60"], cpu=0, nice=-20)
+        print(" ".join(str(x) for x in [p.pid, *tb.anchors.values()]), flush=True)
+        time.sleep(60)
+    """))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in p.stdout.readline().split()]
+        assert len(pids) == 4 and all(Path(f"/proc/{x}").exists() for x in pids)
+        # a program whose exec chain has not reached setpriv when the run dies is missed
+        # (the parent already gone, no signal comes): a window of milliseconds after spawn
+        time.sleep(0.5)
+        p.kill()
+        p.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(x) for x in pids):
+            time.sleep(0.05)
+        assert not [x for x in pids if _alive(x)], [(x, Path(f"/proc/{x}/cmdline").read_bytes()) for x in pids if _alive(x)]
+    finally:
+        if p.poll() is None:
+            p.kill()
+        testbed.clean_stale()
+    assert _ours(p.pid) == []
+
+
+def _alive(pid: int) -> bool:
+    """Running and not a zombie (a killed child of a dead parent is reaped by init)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def test_teardown_on_sigterm(tmp_path):
     """A run killed with SIGTERM (the way CI or a user stops it) leaves nothing behind."""
     script = tmp_path / "bed.py"
