@@ -86,6 +86,28 @@ def _out_file_problem(out: Path) -> str | None:
     return write_problem(out.parent, out.name)
 
 
+def _same_file(a, b) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file (after ``./``, ``..`` and symlinks; a hard
+    link too when both exist)."""
+    import os
+    try:
+        a, b = Path(a), Path(b)
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except (OSError, ValueError, RuntimeError):     # a name too long, a NUL byte, a symlink loop
+        return False
+
+
+def _records_problem(out: Path, records) -> str | None:
+    """Why ``--out`` cannot be written because it is the ``--records`` file (resolved as
+    :func:`validation.records.records_path` resolves it), or None."""
+    from .records import records_path
+    if _same_file(out, records_path(records)):
+        return "is the --records file, which would be replaced: give another name"
+    return None
+
+
 def _dir_problem(path) -> str | None:
     """Why ``path`` cannot be an output or cache directory (checked before anything runs), or
     None: simaccept's check, reason only.  `report --out /proc/x` (root) used to fail with a
@@ -290,6 +312,7 @@ def fit_main(args) -> int:
         # a profile is named by its .toml path; "out/noext" was written and then not found by
         # name, and "results.csv" was replaced by a profile without a word
         why = "a cost profile is a .toml file (it is then named by that path)"
+    why = why or _records_problem(out, args.records)
     if why:
         _err(f"--out {str(out)!r}: {why}")
         return 2
@@ -364,7 +387,7 @@ def predict_main(args) -> int:
         _err(f"--profile: {e.args[0]}")
         return 2
     out = Path(args.out) if getattr(args, "out", None) else None
-    why = _out_problem(out) if out is not None else None
+    why = (_out_problem(out) or _records_problem(out, args.records)) if out is not None else None
     if why:
         _err(f"--out {str(out)!r}: {why}")
         return 2

@@ -1,0 +1,58 @@
+"""Bad input to `simaccept fit|predict` and `python -m validation fit|predict`, from an audit:
+each is refused with exit 2 naming the option and the reason, before anything runs, and
+nothing the user gave is overwritten (each test says what happened before)."""
+from pathlib import Path
+
+import pytest
+
+import simaccept
+from simaccept.cli import main
+from simaccept.sweep import records_to_csv
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def sim_csv(tmp_path_factory):
+    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                 ["workload.rate=24000", "server.accept_limit=1", "scenario.warmup=0.5",
+                                  "scenario.duration=1", "scenario.seed=3"])
+    rec = simaccept.simulate(sc)
+    assert rec.status == "ok"
+    p = tmp_path_factory.mktemp("refusals") / "results.csv"
+    p.write_text(records_to_csv([rec]))
+    return p
+
+
+@pytest.fixture
+def no_runs(monkeypatch):
+    """What ran: a refusal must come before any fit or simulation."""
+    import validation.fitter as fitter
+    ran = []
+    monkeypatch.setattr(fitter.CostFitter, "fit", lambda self, recs: ran.append("fit"))
+    monkeypatch.setattr(fitter, "simulate_records", lambda *a, **k: ran.append("sim") or [])
+    return ran
+
+
+def _copy(sim_csv, tmp_path, name="r2.csv") -> Path:
+    p = tmp_path / name
+    p.write_bytes(sim_csv.read_bytes())
+    return p
+
+
+@pytest.mark.parametrize("cmd", ["predict", "fit"])
+@pytest.mark.parametrize("how", ["same", "dot", "symlink"])
+def test_out_naming_the_records_file_is_refused(sim_csv, tmp_path, capsys, monkeypatch, no_runs, cmd, how):
+    # predict --records r2.csv --out r2.csv replaced the records with its predictions
+    rec = _copy(sim_csv, tmp_path, "r2.toml" if cmd == "fit" else "r2.csv")
+    before = rec.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    out = {"same": rec.name, "dot": f"./{rec.name}", "symlink": "link" + rec.suffix}[how]
+    if how == "symlink":
+        (tmp_path / out).symlink_to(rec)
+    argv = ([cmd, "--records", rec.name, "--params", "select_base", "--out", out] if cmd == "fit"
+            else [cmd, "--records", rec.name, "--profile", "thesis-2004", "--out", out])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--out {str(Path(out))!r}: is the --records file" in err and "Traceback" not in err, err
+    assert rec.read_bytes() == before and no_runs == []
