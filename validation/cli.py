@@ -99,6 +99,15 @@ def _same_file(a, b) -> bool:
         return False
 
 
+def _under(path, top) -> bool:
+    """Whether ``path`` is ``top`` or under it (both resolved)."""
+    try:
+        p, t = Path(path).resolve(), Path(top).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return p == t or t in p.parents
+
+
 def _records_problem(out: Path, records) -> str | None:
     """Why ``--out`` cannot be written because it is the ``--records`` file (resolved as
     :func:`validation.records.records_path` resolves it), or None."""
@@ -318,6 +327,9 @@ def fit_main(args) -> int:
         return 2
     cache = getattr(args, "cache", None)
     why = _dir_problem(cache) if cache is not None else None
+    if not why and cache is not None and _under(cache, out):
+        # it ran the whole fit, made the cache directory there and could not write the profile
+        why = "is the --out file (or under it): the cache directory would leave no place for the profile"
     if why:
         _err(f"--cache {str(cache)!r}: {why}")
         return 2

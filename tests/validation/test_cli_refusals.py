@@ -56,3 +56,15 @@ def test_out_naming_the_records_file_is_refused(sim_csv, tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert f"--out {str(Path(out))!r}: is the --records file" in err and "Traceback" not in err, err
     assert rec.read_bytes() == before and no_runs == []
+
+
+@pytest.mark.parametrize("cache", ["pc.toml", "pc.toml/sub"])
+def test_fit_cache_at_the_out_file_is_refused_before_the_fit(sim_csv, tmp_path, capsys, monkeypatch, no_runs, cache):
+    # fit --out pc.toml --cache pc.toml ran the whole fit, made pc.toml the cache directory and
+    # then could not write the profile there
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", "pc.toml",
+                 "--cache", cache]) == 2
+    err = capsys.readouterr().err
+    assert f"--cache {cache!r}: is the --out file" in err and "Traceback" not in err, err
+    assert no_runs == [] and not (tmp_path / "pc.toml").exists()
