@@ -117,6 +117,21 @@ def _records_problem(out: Path, records) -> str | None:
     return None
 
 
+def _profile_problem(out: Path, base_profile: str) -> str | None:
+    """Why fit's ``--out`` must not be written because it is a profile in use, or None: a profile
+    that comes with simaccept (a file beside :mod:`simaccept.costs`, used by name by every scenario
+    and analysis that names it; thesis-fit and machine-fit refuse to overwrite one too) or the
+    ``--base-profile`` file the fit starts from (its header would then name itself as the start)."""
+    from simaccept.costs import HERE, is_profile_path
+    for f in sorted(HERE.glob("*.toml")):
+        if _same_file(out, f):
+            return (f"is the packaged cost profile {f.stem!r}, which every scenario and analysis naming it uses: "
+                    f"write the fit elsewhere (e.g. {f.stem}-refit.toml) and name it by that path")
+    if is_profile_path(base_profile) and _same_file(out, Path(base_profile).expanduser()):
+        return "is the --base-profile file, which the fit starts from: write the fit elsewhere"
+    return None
+
+
 def _dir_problem(path) -> str | None:
     """Why ``path`` cannot be an output or cache directory (checked before anything runs), or
     None: simaccept's check, reason only.  `report --out /proc/x` (root) used to fail with a
@@ -321,7 +336,7 @@ def fit_main(args) -> int:
         # a profile is named by its .toml path; "out/noext" was written and then not found by
         # name, and "results.csv" was replaced by a profile without a word
         why = "a cost profile is a .toml file (it is then named by that path)"
-    why = why or _records_problem(out, args.records)
+    why = why or _records_problem(out, args.records) or _profile_problem(out, base_profile)
     if why:
         _err(f"--out {str(out)!r}: {why}")
         return 2

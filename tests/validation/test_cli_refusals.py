@@ -68,3 +68,28 @@ def test_fit_cache_at_the_out_file_is_refused_before_the_fit(sim_csv, tmp_path, 
     err = capsys.readouterr().err
     assert f"--cache {cache!r}: is the --out file" in err and "Traceback" not in err, err
     assert no_runs == [] and not (tmp_path / "pc.toml").exists()
+
+
+def test_fit_out_over_a_packaged_profile_is_refused(sim_csv, capsys, no_runs):
+    # fit --out simaccept/costs/thesis-2004.toml replaced the shipped profile every analysis uses
+    # (thesis-fit and machine-fit refuse to); as a relative path too
+    from simaccept.costs import HERE
+    target = HERE / "thesis-2004.toml"
+    before = target.read_bytes()
+    for out in (str(target), str(Path("simaccept/costs/../costs/thesis-2004.toml"))):
+        assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", out]) == 2
+        err = capsys.readouterr().err
+        assert f"--out {out!r}: is the packaged cost profile 'thesis-2004'" in err and "Traceback" not in err, err
+    assert target.read_bytes() == before and no_runs == []
+
+
+def test_fit_out_over_its_base_profile_is_refused(sim_csv, tmp_path, capsys, no_runs):
+    # the fit overwrote the file it started from, and its header then named itself as the base
+    base = tmp_path / "base.toml"
+    base.write_bytes((Path(simaccept.__file__).parent / "costs" / "thesis-2004.toml").read_bytes())
+    before = base.read_bytes()
+    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--base-profile", str(base),
+                 "--out", str(base)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {str(base)!r}: is the --base-profile file" in err and "Traceback" not in err, err
+    assert base.read_bytes() == before and no_runs == []
