@@ -261,23 +261,55 @@ def records_path(path: str | Path) -> Path:
     return p
 
 
+#: A records file larger than this is refused unread (``--records /dev/zero`` read until a
+#: MemoryError).  Generous: a row of a sweep's results.csv is about 1.9 kB (most of it the
+#: ``config`` column), so the largest sweep (:data:`simaccept.sweep.MAX_SWEEP_POINTS`, 100,000
+#: points) writes about 190 MB; a scenario file's 1 MiB cap (``MAX_SCENARIO_BYTES``) would refuse
+#: a sweep of a few hundred points.
+MAX_RECORDS_BYTES = 256 << 20
+
+
+def _check_regular(p: Path) -> None:
+    """RecordError unless ``p`` is a regular file (or missing: the read then says so): a
+    directory, a device (/dev/zero) or a FIFO is no records file."""
+    import stat
+    try:
+        mode = p.stat().st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISDIR(mode):
+        raise RecordError("is a directory, not a records file", path=str(p))
+    if not stat.S_ISREG(mode):
+        raise RecordError("not a regular file (a device, FIFO or socket): not a records file", path=str(p))
+
+
 def load_records(path: str | Path) -> list[Measured]:
     """Read a records CSV (thesis.csv or any results.csv) or Parquet file (a sweep's
     results.parquet; rows are numbered from 1), or ``"thesis"`` (:func:`records_path`); raise
-    RecordError on bad input."""
+    RecordError on bad input (also a file that is not a regular one, or larger than
+    :data:`MAX_RECORDS_BYTES`)."""
     p = records_path(path)
+    _check_regular(p)
     if p.suffix.lower() == ".parquet":
         return _load_parquet(p)
     try:
-        text = p.read_text(encoding="utf-8-sig")   # -sig: a spreadsheet's byte-order mark is not part of the first column's name
+        with open(p, "rb") as f:
+            data = f.read(MAX_RECORDS_BYTES + 1)
+        if len(data) > MAX_RECORDS_BYTES:
+            raise RecordError(f"larger than {MAX_RECORDS_BYTES:,} bytes: not a records file (the largest sweep "
+                              "writes about 190 MB)", path=str(p))
+        text = data.decode("utf-8-sig")     # -sig: a spreadsheet's byte-order mark is not part of the first column's name
     except OSError as e:
         raise RecordError(f"cannot read: {e.strerror or e}", path=str(p)) from None
     except UnicodeDecodeError as e:
         raise RecordError(f"not UTF-8 (byte offset {e.start})", path=str(p)) from None
     reader = csv.DictReader(text.splitlines())
-    if not reader.fieldnames:
-        raise RecordError("empty file (no header row)", path=str(p))
-    rows = list(reader)
+    try:
+        if not reader.fieldnames:
+            raise RecordError("empty file (no header row)", path=str(p))
+        rows = list(reader)
+    except csv.Error as e:      # a cell over csv's field limit (131,072 characters), a NUL byte
+        raise RecordError(f"not a readable CSV row: {e}", path=str(p), line=reader.line_num + 1) from None   # the line it failed in
     for i, row in enumerate(rows):
         # DictReader pads a short row with None: it was read as "not measured" (predict showed
         # measured nan and exited 0) where a long row was refused
@@ -306,6 +338,10 @@ def _load_parquet(p: Path) -> list[Measured]:
     except ImportError as e:
         raise RecordError(str(e), path=str(p)) from None
     try:
+        names = list(pq.read_schema(p).names)
+        dup = sorted({c for c in names if names.count(c) > 1})
+        if dup:     # read_table refused them with a 70-line dump of the schema
+            raise RecordError(f"duplicate column(s): {', '.join(dup)}", path=str(p), column=dup[0])
         table = pq.read_table(p)
     except OSError as e:                    # missing or unreadable
         raise RecordError(f"cannot read: {e.strerror or e}", path=str(p)) from None

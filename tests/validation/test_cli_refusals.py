@@ -93,3 +93,13 @@ def test_fit_out_over_its_base_profile_is_refused(sim_csv, tmp_path, capsys, no_
     err = capsys.readouterr().err
     assert f"--out {str(base)!r}: is the --base-profile file" in err and "Traceback" not in err, err
     assert base.read_bytes() == before and no_runs == []
+
+
+@pytest.mark.parametrize("cmd", ["predict", "fit"])
+def test_records_that_are_a_device_are_exit_2_unread(tmp_path, capsys, no_runs, cmd):
+    # predict --records /dev/zero read until a MemoryError
+    argv = ([cmd, "--records", "/dev/zero", "--params", "select_base", "--out", str(tmp_path / "p.toml")]
+            if cmd == "fit" else [cmd, "--records", "/dev/zero", "--profile", "thesis-2004"])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "/dev/zero: not a regular file" in err and "Traceback" not in err, err

@@ -236,3 +236,44 @@ def test_a_committed_realsys_results_path_is_found_from_anywhere(tmp_path, monke
     (tmp_path / "realsys/results/onepacket-select").mkdir(parents=True)
     _write(tmp_path / "realsys/results/onepacket-select", [GOOD], name="results.csv")
     assert len(load_records("realsys/results/onepacket-select/results.csv")) == 1
+
+
+@pytest.mark.parametrize("where, why", [("/dev/zero", "not a regular file"), ("dir", "is a directory"),
+                                        ("dir.parquet", "is a directory")])
+def test_a_records_path_that_is_no_file_is_refused_unread(tmp_path, where, why):
+    # /dev/zero was read until a MemoryError; a directory named *.parquet was "missing required column(s)"
+    p = Path(where) if where.startswith("/") else tmp_path / where
+    if not where.startswith("/"):
+        p.mkdir()
+    with pytest.raises(RecordError, match=why):
+        load_records(p)
+
+
+def test_a_records_file_past_the_size_cap_is_refused(tmp_path, monkeypatch):
+    import validation.records as records
+    p = _write(tmp_path, [GOOD])
+    monkeypatch.setattr(records, "MAX_RECORDS_BYTES", p.stat().st_size - 1)
+    with pytest.raises(RecordError, match="larger than"):
+        load_records(p)
+    monkeypatch.setattr(records, "MAX_RECORDS_BYTES", p.stat().st_size)
+    assert len(load_records(p)) == 1
+
+
+def test_a_cell_csv_cannot_read_is_a_record_error_with_its_line(tmp_path):
+    # a cell over 131,072 characters was a _csv.Error traceback
+    p = _write(tmp_path, [GOOD, dict(GOOD, cite="x" * 200_000)])
+    with pytest.raises(RecordError, match="field larger than field limit") as e:
+        load_records(p)
+    assert e.value.line == 3 and str(e.value).startswith(f"{p}:3:")
+
+
+def test_a_parquet_file_with_a_duplicate_column_says_so(tmp_path):
+    # read_table refused it with a 70-line dump of the schema
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    p = tmp_path / "dup.parquet"
+    cols = list(GOOD) + ["cite"]
+    pq.write_table(pa.Table.from_arrays([pa.array([GOOD[c]]) for c in cols], names=cols), p)
+    with pytest.raises(RecordError, match=r"duplicate column\(s\): cite") as e:
+        load_records(p)
+    assert len(str(e.value).splitlines()) == 1
