@@ -479,7 +479,7 @@ class CostFitter:
     def _cost_overrides(self, values: Mapping[str, float]) -> list[str]:
         allc = dict(self.overrides)
         allc.update(values)
-        return [f'costs.profile="{self.base_profile}"'] + [f"costs.{k}={float(v)!r}" for k, v in allc.items()]
+        return [f"costs.profile={json.dumps(str(self.base_profile))}"] + [f"costs.{k}={float(v)!r}" for k, v in allc.items()]
 
     def _targets(self, m: Measured) -> list[tuple[str, float, float]]:
         """(metric, measured value, weight) for every residual this record gives."""

@@ -563,7 +563,7 @@ def group_sweep(g, rows: list[Measured], base: str, cost_over: dict[str, float],
 
 def _run_overrides(base: str, cost_over: dict[str, float], quick: bool, sim_overrides: Iterable[str]) -> list[str]:
     """The overrides every simulated run of a report takes: costs, quick mode, the user's --set."""
-    over = [f'costs.profile="{base}"'] + [f"costs.{k}={v!r}" for k, v in cost_over.items()]
+    over = [f"costs.profile={json.dumps(str(base))}"] + [f"costs.{k}={v!r}" for k, v in cost_over.items()]
     if quick:
         over += ["scenario.warmup=10", "scenario.duration=5"]
     return over + list(sim_overrides)

@@ -70,7 +70,7 @@ def target_rate_rows(thesis=None):
 
 def plan(rows, n: int, profile: str) -> dict[str, list[list[str]]]:
     """{row label: per seed, the scenario JSONs whose max replies/s is the cell's value}."""
-    prof = [f'costs.profile="{profile}"']
+    prof = [f"costs.profile={json.dumps(str(profile))}"]
     out = {}
     for m, metric in rows:
         base = record_seed(m.record)

@@ -213,7 +213,7 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
     if not (step > 0 and math.isfinite(step)) or step == 1:
         raise SensitivityError(f"--step: must be finite, > 0 and != 1, got {step}")
     costs = load_costs(profile).as_dict()
-    base_over = [f'costs.profile="{profile}"'] + list(sim_overrides)
+    base_over = [f"costs.profile={json.dumps(str(profile))}"] + list(sim_overrides)
 
     def over_for(p: str, f: float) -> list[str]:
         return base_over + [f"costs.{p}={costs[p] * f!r}"]

@@ -210,7 +210,7 @@ def simulate_rows(rows: Sequence[Measured], think_ms: Sequence[float], jobs: int
     keys, jsons = [], []
     for m in rows:
         for th in think_ms:
-            sc = scenario_for(m, overrides=[f'costs.profile="{profile}"', f"client.think_ms={float(th)!r}",
+            sc = scenario_for(m, overrides=[f"costs.profile={json.dumps(str(profile))}", f"client.think_ms={float(th)!r}",
                                             *cost_overrides])
             keys.append((m.label, float(th)))
             jsons.append(sc.to_json())

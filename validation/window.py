@@ -98,7 +98,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     rows = rows_with_rates()
     if not rows:
         raise WindowError("thesis.csv has no row with a target rate")
-    prof = [f'costs.profile="{profile}"']
+    prof = [f"costs.profile={json.dumps(str(profile))}"]
     scen = {m.label: (scenario_for(m, overrides=prof + file_window(m)),
                       scenario_for(m, overrides=prof + list(THESIS_WINDOW))) for m in rows}
     windows = {(a["scenario"]["warmup"], a["scenario"]["duration"]) for a, _ in scen.values()}

@@ -122,3 +122,21 @@ def test_a_metric_no_record_measures_is_named_in_the_header():
     f.fit(recs)
     assert f.unmeasured_metrics_ == ["cpu_share_poll"]
     assert "Metrics: replies_per_s, cpu_share_poll (measured by no record, so not fitted: cpu_share_poll)" in f.header()
+
+
+def test_a_base_profile_path_with_a_quote_or_backslash_is_simulated_as_given(tmp_path):
+    # the override was written f'costs.profile="{path}"': a '"' or '\' in the path made it
+    # another string or no TOML at all
+    import re
+
+    import simaccept
+    d = tmp_path / 'my "fits" \\ here'
+    d.mkdir()
+    base = d / "base.toml"
+    base.write_bytes((Path(simaccept.__file__).parent / "costs" / "realsys-linux6.toml").read_bytes())
+    f = CostFitter(params=["user_per_request"], base_profile=str(base))
+    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml", f._cost_overrides({}))
+    assert sc["costs"]["profile"] == str(base)
+    # the other analyses build the same override: none by pasting the name into quotes
+    for py in (REPO / "validation").glob("*.py"):
+        assert not re.search(r"""costs\.profile=\\?["']\{""", py.read_text()), py
