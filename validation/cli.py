@@ -393,7 +393,7 @@ def predict_main(args) -> int:
     from simaccept.costs import read_profile
     from simaccept.record import _TEXT, COLUMNS
     from simaccept.sweep import atomic_write
-    from .fitter import simulate_records
+    from .fitter import _RECORD_KEYS, simulate_records
     from .records import NotSimulable, RecordError, load_records, scenario_for, simulator_supports
     given = getattr(args, "metrics", None)
     metrics = [m.strip() for m in str("replies_per_s" if given is None else given).split(",") if m.strip()]
@@ -413,6 +413,16 @@ def predict_main(args) -> int:
     except (KeyError, ValueError) as e:
         _err(f"--profile: {e.args[0]}")
         return 2
+    for o in getattr(args, "set", None) or ():
+        key = str(o).split("=", 1)[0].strip()
+        # as fit refuses them: workload.rate=5 compared every record with a run at 5 req/s, and
+        # costs.profile replaced --profile without a word
+        if key in _RECORD_KEYS:
+            _err(f"--set: {key}: each record sets it from its own columns")
+            return 2
+        if key == "costs.profile":
+            _err("--set: costs.profile: give the profile as --profile")
+            return 2
     out = Path(args.out) if getattr(args, "out", None) else None
     why = (_out_problem(out) or _records_problem(out, args.records)) if out is not None else None
     if why:

@@ -103,3 +103,15 @@ def test_records_that_are_a_device_are_exit_2_unread(tmp_path, capsys, no_runs, 
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "/dev/zero: not a regular file" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("over, why", [("workload.rate=5", "each record sets it from its own columns"),
+                                       ("server.accept_limit=10", "each record sets it from its own columns"),
+                                       (' costs.profile = "thesis-2004-hand"', "give the profile as --profile")])
+def test_predict_set_of_a_record_key_or_the_profile_is_refused(sim_csv, capsys, no_runs, over, why):
+    # predict --set workload.rate=5 simulated every record at 5 req/s and compared it with the
+    # record's measurement; --set costs.profile=... silently replaced --profile (fit refuses both)
+    assert main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--set", over]) == 2
+    err = capsys.readouterr().err
+    assert f"--set: {over.split('=')[0].strip()}: {why}" in err and "Traceback" not in err, err
+    assert no_runs == []
