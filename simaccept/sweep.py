@@ -255,12 +255,27 @@ def stop_workers(ex: ProcessPoolExecutor) -> None:
                 signal.signal(sig, h)
 
 
-def _load_cached(path: Path) -> RunRecord | None:
+def read_cached(path: Path) -> dict | None:
+    """The record dict a cache file holds, or None when it is missing, torn or incomplete (its
+    run is then simulated again and the file rewritten): a JSON object with every record column
+    and nothing else.  ``{"status": "ok"}`` made a RunRecord of defaults, an all-empty row of
+    results.csv counted as a finished point ("0 failed")."""
     try:
         d = json.loads(path.read_text())
-        return RunRecord(**d)
-    except (OSError, ValueError, TypeError):
-        return None     # missing or torn: recompute
+    except (OSError, ValueError):
+        return None
+    if not isinstance(d, dict) or set(d) != set(COLUMNS):
+        return None
+    try:
+        RunRecord(**d)
+    except (TypeError, ValueError):
+        return None
+    return d
+
+
+def _load_cached(path: Path) -> RunRecord | None:
+    d = read_cached(path)
+    return RunRecord(**d) if d is not None else None     # None: missing, torn or incomplete: recompute
 
 
 def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: str | None = None,

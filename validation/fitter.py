@@ -229,7 +229,9 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     profile but not its costs, so a refitted profile (or a changed simulator) must not be
     answered from runs made with the old one.
     A run that finished ``ok`` is written (atomically) as soon as it finishes, so an
-    interrupted batch keeps what it did.  Failed runs are returned, not cached.
+    interrupted batch keeps what it did.  Failed runs are returned, not cached.  A cache file
+    that cannot be read whole (torn, not a complete record: :func:`simaccept.sweep.read_cached`)
+    counts as missing: its run is simulated again and the file rewritten.
     ``on_done(js, d)`` is called for each run simulated here.
     ``progress(msg)``, if given, is told how many runs are to be simulated and how many were
     cached before the first starts, then how many are done at most once per ``every`` seconds,
@@ -239,7 +241,7 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     """
     from concurrent.futures import as_completed
 
-    from simaccept.sweep import _cache_name, atomic_write, policy_key
+    from simaccept.sweep import _cache_name, atomic_write, policy_key, read_cached
     cache = Path(cache)
     out, todo = {}, []
     keys: dict[str, str | None] = {}
@@ -253,9 +255,10 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
             keys[pol] = policy_key(pol)
         name = _cache_name(sc, keys[pol])
         f = cache / name if name is not None else None
-        if f is not None and f.is_file():
-            out[js] = json.loads(f.read_text())
-        else:
+        d = read_cached(f) if f is not None and f.is_file() else None
+        if d is not None and d.get("status") == "ok":
+            out[js] = d
+        else:       # not there, or torn or incomplete (a JSONDecodeError, a TypeError, or a run of nans): simulated again
             todo.append((js, f))
     if not todo:
         return out

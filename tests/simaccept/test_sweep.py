@@ -441,3 +441,15 @@ def test_an_empty_out_is_refused_and_writes_nothing(tmp_path, monkeypatch):
     with pytest.raises(ScenarioError, match="--out: must name a directory, got an empty string"):
         run_sweep(load_scenario(text=TINY), out="", plots=False)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("junk", ['{"status": "ok"}', "[1]", '{"status": "ok", "repl', ""])
+def test_an_incomplete_point_file_is_simulated_again(tmp_path, junk):
+    # a points/X.json holding {"status": "ok"} gave an all-empty row in results.csv, "0 failed"
+    sc = load_scenario(text=TINY)
+    first, = run_sweep(sc, tmp_path, plots=False)
+    f, = (tmp_path / "points").glob("*.json")
+    f.write_text(junk)
+    again, = run_sweep(sc, tmp_path, plots=False)
+    assert again.status == "ok" and again.replies_per_s == first.replies_per_s > 0
+    assert json.loads(f.read_text())["replies_per_s"] == first.replies_per_s

@@ -116,3 +116,17 @@ def test_progress_counts_what_is_run_and_what_was_cached(tmp_path):
     slow = []
     simulate_cached([js(5000), js(6000)], tmp_path / "cache", progress=slow.append, every=3600.0)
     assert len(slow) == 2                                # start and end only: no line within the hour
+
+
+def test_a_torn_or_incomplete_cache_file_is_simulated_again_and_rewritten(tmp_path):
+    # a truncated file was a JSONDecodeError traceback, [1] a TypeError, and {"status": "ok"} a
+    # run of nans that fit blamed on the simulation
+    js = _json("thesis-2004")
+    good = simulate_cached([js], tmp_path)[js]
+    f, = tmp_path.glob("*.json")
+    whole = f.read_text()
+    for junk in (whole[: len(whole) // 2], "[1]", '{"status": "ok"}', "", json.dumps({**good, "extra": 1})):
+        f.write_text(junk)
+        again = simulate_cached([js], tmp_path)[js]
+        assert again["status"] == "ok" and again["replies_per_s"] == good["replies_per_s"], junk[:40]
+        assert json.loads(f.read_text())["replies_per_s"] == good["replies_per_s"]
