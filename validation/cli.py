@@ -328,7 +328,9 @@ def fit_main(args) -> int:
         # CostFitter's messages start with the argument at fault ("params: ...", "metrics: ...")
         msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
         arg, _, reason = msg.partition(": ")
-        flag = {"params": "--params", "metrics": "--metrics", "sim_overrides": "--set"}.get(arg)
+        flag = {"params": "--params", "metrics": "--metrics", "sim_overrides": "--set", "verbose": "--verbose",
+                "max_nfev": "--max-nfev", "n_jobs": "--jobs", "base_profile": "--base-profile",
+                "cache": "--cache"}.get(arg)
         _err(f"{flag}: {reason}" if flag else msg)
         return 2
     why = _out_problem(out)
@@ -428,6 +430,8 @@ def predict_main(args) -> int:
     if why:
         _err(f"--out {str(out)!r}: {why}")
         return 2
+    if isinstance(getattr(args, "select", None), str):      # one selector given as a plain string
+        args.select = [args.select]
     try:
         loaded = load_records(args.records)
         records = select_records(loaded, getattr(args, "select", None))
@@ -591,7 +595,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
     f.add_argument("--max-nfev", type=int, default=None,
                    help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
-    f.add_argument("--verbose", type=int, default=0)
+    f.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2),
+                   help="scipy least_squares' progress: 0 none, 1 a summary, 2 every iteration (default 0)")
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and show "
                                      "the error (the held-out half of a fit)"))
     mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml (or --profile NAME) to "

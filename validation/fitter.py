@@ -337,6 +337,16 @@ def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None) -> dict[str, flo
     return out
 
 
+def _is_int(v) -> bool:
+    import numbers
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    import numbers
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
 #: Scenario keys :func:`~validation.records.scenario_for` takes from each record's own columns.
 _RECORD_KEYS = frozenset({"workload.rate", "workload.kind", "server.kind", "server.mux", "server.accept_limit"})
 
@@ -350,6 +360,11 @@ class CostFitter:
                  n_jobs: int = 1, diff_step: float = 0.05, max_nfev: int | None = None,
                  ftol: float = 1e-3, xtol: float = 1e-3, gtol: float = 1e-8, base_dir=None, verbose: int = 0,
                  accept_max_nfev: bool = False, cache: str | Path | None = None):
+        for name, v in (("params", params), ("metrics", metrics), ("sim_overrides", sim_overrides),
+                        ("overrides", overrides)):
+            if isinstance(v, (str, bytes)):
+                # a str was iterated character by character: "user_per_request" was 16 unknown costs
+                raise TypeError(f"{name}: a list of names, got the str {v!r} (put it in a list: [{v!r}])")
         params = list(params)
         if not params:
             raise ValueError("params: give at least one cost name")
@@ -360,6 +375,8 @@ class CostFitter:
         if len(set(params)) != len(params):
             raise ValueError("params: duplicate names")
         metrics = list(metrics)
+        if not metrics:
+            raise ValueError(f"metrics: give at least one metric (default: {', '.join(DEFAULT_METRICS)})")
         bad = [m for m in metrics if m not in GROUPED + (PEAK,) and (m not in COLUMNS or m in _TEXT)]
         if bad:
             raise ValueError(f"metrics: unknown metric(s): {', '.join(bad)} "
@@ -405,23 +422,40 @@ class CostFitter:
                                  f"profile's (or a fixed override's, for another start)")
             else:
                 self.overrides.update(_cost_items([o]))
-        if int(n_jobs) < 1:
-            raise ValueError(f"n_jobs: must be >= 1, got {n_jobs!r}")
+        # checked here, as run_sweep checks its jobs: 2.7 was truncated to 2, and a bad max_nfev,
+        # tolerance or verbose failed inside scipy once the fit started (--verbose 5: a traceback)
+        if not _is_int(n_jobs) or n_jobs < 1:
+            raise ValueError(f"n_jobs: must be an integer >= 1, got {n_jobs!r}")
         self.n_jobs = int(n_jobs)
-        if not (math.isfinite(float(diff_step)) and float(diff_step) > 0):
+        if not _is_number(diff_step) or not (math.isfinite(float(diff_step)) and float(diff_step) > 0):
             raise ValueError(f"diff_step: a finite number > 0, got {diff_step!r}")
         self.diff_step = float(diff_step)
-        self.max_nfev = max_nfev
+        if max_nfev is not None and (not _is_int(max_nfev) or max_nfev < 1):
+            raise ValueError(f"max_nfev: an integer >= 1 (or None: scipy's default), got {max_nfev!r}")
+        self.max_nfev = None if max_nfev is None else int(max_nfev)
+        for name, tol in (("ftol", ftol), ("xtol", xtol), ("gtol", gtol)):
+            if tol is not None and (not _is_number(tol) or not (math.isfinite(float(tol)) and float(tol) >= 0)):
+                raise ValueError(f"{name}: a finite number >= 0 (or None: that test off), got {tol!r}")
+        if not any(t for t in (ftol, xtol, gtol)):
+            raise ValueError("ftol, xtol, gtol: at least one must be > 0, or the fit never stops but at max_nfev")
         self.ftol, self.xtol, self.gtol = ftol, xtol, gtol
         self.base_dir = base_dir
-        self.verbose = verbose
+        if not _is_int(verbose) or verbose not in (0, 1, 2):
+            raise ValueError(f"verbose: 0, 1 or 2 (scipy's least_squares levels), got {verbose!r}")
+        self.verbose = int(verbose)
         #: Keep the last iterate when least_squares stops at max_nfev (status 0) instead of
         #: raising; the header and summary say so (``stopped_at_max_nfev_``).
         self.accept_max_nfev = bool(accept_max_nfev)
         #: Directory of finished simulations (:func:`simulate_cached`): a fit that is stopped keeps
         #: them, and the same fit run again replays its deterministic path from them and goes on.
         self.cache = Path(cache) if cache is not None else None
-        start_costs = load_costs(base_profile, self.overrides).us
+        if self.cache is not None and self.cache.exists() and not self.cache.is_dir():
+            # it failed only at the first simulation, once the fit had started
+            raise ValueError(f"cache: {str(cache)!r} exists and is not a directory")
+        try:
+            start_costs = load_costs(base_profile, self.overrides).us
+        except KeyError as e:       # an unknown profile: a bad argument, named like the others
+            raise ValueError(f"base_profile: {e.args[0] if e.args else e}") from None
         self.start_ = {p: float(start_costs[p]) for p in params}
         self.bounds = self._bounds(bounds)
 
@@ -637,8 +671,14 @@ class CostFitter:
 
     def _prepare(self, records: Iterable[RunRecord | Measured]) -> list[Measured]:
         """The records that can be simulated and have a target (the rest in ``skipped_``); FitError if none."""
+        if isinstance(records, (str, bytes, Path)):
+            raise TypeError(f"records: the records themselves (load_records({str(records)!r})), got a path")
         recs, skipped = [], []
-        for r in records:
+        for i, r in enumerate(records):
+            if not isinstance(r, (RunRecord, Measured)):
+                # a dict or a CSV row was an AttributeError deep inside
+                raise TypeError(f"records: item {i} is a {type(r).__name__}, not a Measured or RunRecord "
+                                f"(load_records(path) reads a records file)")
             m = _as_measured(r)
             ok, why = simulable(m, self.base_dir, peaks=PEAK in self.metrics)
             if not ok:

@@ -629,6 +629,10 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
     ``accept_limit`` compares as a limit (``01`` is 1, ``Inf`` is inf).  A value that cannot be
     one of its column's (``target_rate==1600``, ``target_rate=1600=2``) is a ValueError: it
     used to match nothing, and the error said only that no record was left."""
+    if isinstance(selectors, (str, bytes)):
+        # one string was iterated character by character ("t" has no operator)
+        raise TypeError(f"selectors: a list of 'column=value' strings, got the str {selectors!r} "
+                        f"(put it in a list: [{selectors!r}])")
     out = list(records)
     for s in selectors or ():
         op = next((o for o in _SELECT_OPS if o in s), None)

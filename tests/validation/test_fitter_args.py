@@ -46,13 +46,28 @@ def test_simulation_overrides_that_would_hide_what_was_fitted_are_refused(over, 
     ({"bounds": 5}, "not a (lower, upper) pair"),
     ({"diff_step": 0}, "diff_step"),
     ({"n_jobs": 0}, "n_jobs"),
+    # these failed inside scipy once the fit had started (or were truncated: n_jobs 2.7 ran on 2)
+    ({"n_jobs": 2.7}, "n_jobs: must be an integer >= 1, got 2.7"),
+    ({"n_jobs": "2"}, "n_jobs: must be an integer"),
+    ({"max_nfev": 0}, "max_nfev: an integer >= 1"),
+    ({"max_nfev": -1}, "max_nfev: an integer >= 1"),
+    ({"max_nfev": "x"}, "max_nfev: an integer >= 1"),
+    ({"max_nfev": 2.5}, "max_nfev: an integer >= 1"),
+    ({"ftol": float("nan")}, "ftol: a finite number >= 0"),
+    ({"ftol": -1}, "ftol: a finite number >= 0"),
+    ({"xtol": "a"}, "xtol: a finite number >= 0"),
+    ({"ftol": None, "xtol": None, "gtol": 0}, "at least one must be > 0"),
+    ({"verbose": 5}, "verbose: 0, 1 or 2"),
+    ({"verbose": "1"}, "verbose: 0, 1 or 2"),
+    ({"metrics": []}, "metrics: give at least one metric"),
+    ({"base_profile": "no-such-profile"}, "base_profile: no cost profile named 'no-such-profile'"),
 ])
 def test_bad_arguments_are_refused_by_name(kw, msg):
     # they failed after simulating (NaN weight, diff_step 0), in numpy or scipy (bounds), or
     # silently became something else (n_jobs 0 ran as 1)
-    kw = {"metrics": ["replies_per_s"], **kw}
+    kw = {"metrics": ["replies_per_s"], "base_profile": "realsys-linux6", **kw}
     with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
-        CostFitter(params=["user_per_request", "k_syn_drop"], base_profile="realsys-linux6", **kw)
+        CostFitter(params=["user_per_request", "k_syn_drop"], **kw)
 
 
 def test_none_is_no_bound():
@@ -140,3 +155,44 @@ def test_a_base_profile_path_with_a_quote_or_backslash_is_simulated_as_given(tmp
     # the other analyses build the same override: none by pasting the name into quotes
     for py in (REPO / "validation").glob("*.py"):
         assert not re.search(r"""costs\.profile=\\?["']\{""", py.read_text()), py
+
+
+@pytest.mark.parametrize("arg", ["params", "metrics", "sim_overrides", "overrides"])
+def test_a_str_where_a_list_belongs_is_a_type_error_naming_it(arg):
+    # a str was iterated per character: params="user_per_request" was 16 unknown one-letter costs
+    kw = {"params": ["user_per_request"], "metrics": ["replies_per_s"], "base_profile": "realsys-linux6",
+          arg: {"params": "user_per_request", "metrics": "replies_per_s", "sim_overrides": "scenario.duration=1",
+                "overrides": "k_syn=30"}[arg]}
+    with pytest.raises(TypeError, match=f"^{arg}: a list of names, got the str"):
+        CostFitter(**kw)
+
+
+def test_a_cache_that_is_a_file_is_refused_before_the_fit(tmp_path):
+    f = tmp_path / "cache"
+    f.write_text("")
+    with pytest.raises(ValueError, match="cache: .* exists and is not a directory"):
+        CostFitter(params=["user_per_request"], base_profile="realsys-linux6", cache=f)
+
+
+@pytest.mark.parametrize("records, why", [(str(SELECT), "got a path"), (SELECT, "got a path"),
+                                          ([{"server": "userver"}], "item 0 is a dict")])
+def test_fit_of_something_that_is_no_records_is_a_type_error(records, why):
+    # fit("file.csv") and fit([{...}]) were an AttributeError deep inside
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    with pytest.raises(TypeError, match=f"records: .*{why}"):
+        f.fit(records)
+
+
+def test_select_records_refuses_one_str():
+    from validation.records import select_records
+    with pytest.raises(TypeError, match="selectors: a list of 'column=value' strings, got the str"):
+        select_records(load_records(SELECT), "target_rate=4000")
+
+
+def test_fit_verbose_out_of_scipys_levels_is_exit_2(tmp_path, capsys):
+    # python -m validation fit ... --verbose 5 was a scipy traceback once the fit had started
+    from validation.cli import main as vmain
+    with pytest.raises(SystemExit) as e:
+        vmain(["fit", "--records", str(SELECT), "--params", "user_per_request", "--out", str(tmp_path / "p.toml"),
+               "--verbose", "5"])
+    assert e.value.code == 2 and "--verbose: invalid choice: 5" in capsys.readouterr().err
