@@ -168,6 +168,12 @@ def _numbers(text: str | None, flag: str, default):
         return None
 
 
+def _twice(names) -> str | None:
+    """"given more than once: a, b" for the names ``names`` repeats, or None."""
+    twice = list(dict.fromkeys(n for n in names if list(names).count(n) > 1))
+    return f"given more than once: {', '.join(twice)}" if twice else None
+
+
 def _absent_metrics(path, metrics) -> str | None:
     """Which of ``metrics`` the records file has no column for (with the names closest to each),
     or None; ``drop_shares`` needs the three drop columns, ``time_split`` some ``cpu_share_<fn>``."""
@@ -405,6 +411,10 @@ def predict_main(args) -> int:
     bad = [m for m in metrics if m not in COLUMNS or m in _TEXT]
     if bad:
         _err(f"--metrics: not numeric record columns: {', '.join(bad)}")
+        return 2
+    why = _twice(metrics)
+    if why:         # every row was printed twice, and counted twice in the median
+        _err(f"--metrics: {why}")
         return 2
     jobs = getattr(args, "jobs", 1)
     if jobs is None or int(jobs) < 1:
@@ -796,6 +806,10 @@ def _main(args) -> int:
             if badm or not metrics:
                 _err(f"--metrics: {', '.join(badm) or 'none given'}: not among the thesis fit's metrics "
                      f"({', '.join(FIT_METRICS + EXTRA_METRICS)})")
+                return 2
+            why = _twice(metrics)
+            if why:
+                _err(f"--metrics: {why}")
                 return 2
             params = tuple(p.strip() for p in args.params.split(",") if p.strip()) if args.params else FIT_PARAMS
             bad = [p for p in params if p not in FIT_PARAMS]

@@ -377,6 +377,9 @@ class CostFitter:
         metrics = list(metrics)
         if not metrics:
             raise ValueError(f"metrics: give at least one metric (default: {', '.join(DEFAULT_METRICS)})")
+        twice = list(dict.fromkeys(m for m in metrics if metrics.count(m) > 1))
+        if twice:       # its residuals counted twice: a weight of 2 nobody asked for
+            raise ValueError(f"metrics: given more than once: {', '.join(map(str, twice))}")
         bad = [m for m in metrics if m not in GROUPED + (PEAK,) and (m not in COLUMNS or m in _TEXT)]
         if bad:
             raise ValueError(f"metrics: unknown metric(s): {', '.join(bad)} "

@@ -115,3 +115,23 @@ def test_predict_set_of_a_record_key_or_the_profile_is_refused(sim_csv, capsys, 
     err = capsys.readouterr().err
     assert f"--set: {over.split('=')[0].strip()}: {why}" in err and "Traceback" not in err, err
     assert no_runs == []
+
+
+@pytest.mark.parametrize("cmd", ["predict", "fit"])
+def test_a_metric_given_twice_is_refused(sim_csv, tmp_path, capsys, no_runs, cmd):
+    # predict printed every row twice (and counted it twice in the median); fit counted its
+    # residuals twice, a weight of 2 nobody asked for
+    argv = ([cmd, "--records", str(sim_csv), "--params", "select_base", "--out", str(tmp_path / "p.toml")]
+            if cmd == "fit" else [cmd, "--records", str(sim_csv), "--profile", "thesis-2004"])
+    assert main(argv + ["--metrics", "replies_per_s,accept_rate,replies_per_s"]) == 2
+    err = capsys.readouterr().err
+    assert "--metrics: given more than once: replies_per_s" in err and "Traceback" not in err, err
+    assert no_runs == []
+
+
+def test_thesis_fit_metric_given_twice_is_refused(capsys, monkeypatch):
+    import validation.thesis_fit as tf
+    from validation.cli import main as vmain
+    monkeypatch.setattr(tf, "fit", lambda *a, **k: pytest.fail("fitted"))
+    assert vmain(["thesis-fit", "--metrics", "replies_per_s,replies_per_s"]) == 2
+    assert "--metrics: given more than once: replies_per_s" in capsys.readouterr().err

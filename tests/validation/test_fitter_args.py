@@ -60,6 +60,7 @@ def test_simulation_overrides_that_would_hide_what_was_fitted_are_refused(over, 
     ({"verbose": 5}, "verbose: 0, 1 or 2"),
     ({"verbose": "1"}, "verbose: 0, 1 or 2"),
     ({"metrics": []}, "metrics: give at least one metric"),
+    ({"metrics": ["replies_per_s", "replies_per_s"]}, "metrics: given more than once: replies_per_s"),
     ({"base_profile": "no-such-profile"}, "base_profile: no cost profile named 'no-such-profile'"),
 ])
 def test_bad_arguments_are_refused_by_name(kw, msg):
