@@ -317,10 +317,15 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         _remove_orphans(out)        # results.csv's and the plots' (a kill during the last writes)
         # the files written after the last point: a directory in their place was found only
         # then, as an IsADirectoryError traceback once every point had run
-        for name in ("results.csv", "results.parquet"):
+        names = ["results.csv", "results.parquet"]
+        if plots:
+            from .plots import FIGURES
+            names += [f"{stem}.{fmt}" for _, _, stem in FIGURES for fmt in ("png", "svg")]
+        for name in names:
             if (out / name).is_dir():
                 raise ScenarioError("--out", f"{str(out / name)!r} is a directory; a sweep writes its "
-                                             f"results to that file: move it away")
+                                             f"{'results' if name.startswith('results.') else 'figure'} "
+                                             f"to that file: move it away")
     results: dict[int, RunRecord] = {}
     todo = []
     keys = {pol: policy_key(pol) for pol in {p["server"]["policy"] for p in points}}    # read each source once
@@ -398,6 +403,10 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
                 thesis_plots(records, out)
             except ImportError as e:
                 print(f"plots skipped: {e} (pip install matplotlib)", file=sys.stderr)
+            except OSError as e:    # a full disk, a file made unwritable meanwhile: a traceback after every point ran
+                raise SweepError(f"{out / 'results.csv'} is written, but the figures could not be: "
+                                 f"{e.strerror or e}{f' ({e.filename})' if e.filename else ''}; rerun to draw "
+                                 f"them (the points are cached)") from None
     return records
 
 

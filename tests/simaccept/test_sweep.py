@@ -453,3 +453,30 @@ def test_an_incomplete_point_file_is_simulated_again(tmp_path, junk):
     again, = run_sweep(sc, tmp_path, plots=False)
     assert again.status == "ok" and again.replies_per_s == first.replies_per_s > 0
     assert json.loads(f.read_text())["replies_per_s"] == first.replies_per_s
+
+
+@pytest.mark.parametrize("name", ["throughput.png", "queue-drops.svg"])
+def test_a_directory_where_a_figure_goes_is_refused_before_any_point(tmp_path, capsys, name):
+    # mkdir -p o9/throughput.png; simaccept sweep tiny.toml --out o9: an IsADirectoryError
+    # traceback once every point had run
+    from simaccept.cli import main
+    (tmp_path / "o9" / name).mkdir(parents=True)
+    (tmp_path / "tiny.toml").write_text(TINY)
+    assert main(["sweep", str(tmp_path / "tiny.toml"), "--out", str(tmp_path / "o9"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{str(tmp_path / 'o9' / name)!r} is a directory; a sweep writes its figure to that file" in err, err
+    assert not list((tmp_path / "o9" / "points").glob("*.json"))
+
+
+def test_figures_that_cannot_be_written_keep_the_results_and_say_so(tmp_path, monkeypatch, capsys):
+    import simaccept.plots as plots
+    from simaccept.cli import main
+
+    def full(records, out):
+        raise OSError(28, "No space left on device", str(out / "throughput.png"))
+    monkeypatch.setattr(plots, "thesis_plots", full)
+    (tmp_path / "tiny.toml").write_text(TINY)
+    assert main(["sweep", str(tmp_path / "tiny.toml"), "--out", str(tmp_path / "o"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "results.csv is written, but the figures could not be: No space left on device" in err, err
+    assert "Traceback" not in err and len(read_csv(tmp_path / "o" / "results.csv")) == 1
