@@ -74,7 +74,8 @@ from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
 from simaccept.sweep import stop_workers, worker_pool
 
-from .records import Measured, _as_measured, is_peak_row, peak_scenarios, repo_path, scenario_for, simulable
+from .records import (PEAK_FACTORS, Measured, _as_measured, is_peak_row, peak_scenarios, repo_path, scenario_for,
+                      simulable)
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
 DROP_CATEGORIES = ("drops_acceptq_full", "drops_drop_request", "drops_listen_overflow")
@@ -656,10 +657,14 @@ class CostFitter:
 
     # ------------------------------------------------------------------ fit
     @contextlib.contextmanager
-    def _pooled(self):
+    def _pooled(self, points: int):
         """Worker processes for the simulations of one fit or residual call (none with a cache:
-        :func:`simulate_cached` runs its own)."""
-        self._pool = worker_pool(self.n_jobs) if self.n_jobs > 1 and self.cache is None else None
+        :func:`simulate_cached` runs its own): no more than ``points`` residual vectors' worth of
+        simulations run at once (a fit's Jacobian: one point per parameter and the centre), so
+        ``--jobs 40`` forked 40 workers for 12 simulations."""
+        per_point = sum(len(PEAK_FACTORS) if is_peak_row(m) else 1 for m in self._recs)
+        jobs = min(self.n_jobs, per_point * points)
+        self._pool = worker_pool(jobs) if jobs > 1 and self.cache is None else None
         try:
             yield
         except BaseException:
@@ -720,7 +725,7 @@ class CostFitter:
             raise FitError(f"values for parameters not fitted here: {sorted(unknown)}")
         v.update(values or {})
         u = np.array([v[p] for p in self.params]) / self._scale()
-        with self._pooled():
+        with self._pooled(1):
             r = self._fun(u)
         return [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)], r
 
@@ -741,7 +746,7 @@ class CostFitter:
         lo, hi = self.bounds
         self._ubounds = (lo / scale, hi / scale)
         u0 = np.array([self.start_[p] for p in self.params]) / scale
-        with self._pooled():
+        with self._pooled(len(self.params) + 1):
             kw = {} if self.max_nfev is None else {"max_nfev": self.max_nfev}
             res = least_squares(self._fun, u0, jac=self._jac, bounds=self._ubounds, method="trf", x_scale=1.0,
                                 ftol=self.ftol, xtol=self.xtol, gtol=self.gtol, verbose=self.verbose, **kw)

@@ -197,3 +197,24 @@ def test_fit_verbose_out_of_scipys_levels_is_exit_2(tmp_path, capsys):
         vmain(["fit", "--records", str(SELECT), "--params", "user_per_request", "--out", str(tmp_path / "p.toml"),
                "--verbose", "5"])
     assert e.value.code == 2 and "--verbose: invalid choice: 5" in capsys.readouterr().err
+
+
+def test_the_fits_pool_is_no_larger_than_the_simulations_it_runs_at_once(monkeypatch):
+    # fit --jobs 40 forked 40 workers for 12 simulations (3 records, 3 parameters and the centre)
+    import validation.fitter as fitter
+    asked = []
+
+    class Pool:
+        def shutdown(self, **kw):
+            pass
+    monkeypatch.setattr(fitter, "worker_pool", lambda jobs: asked.append(jobs) or Pool())
+    recs = [m for m in load_records(SELECT) if simulator_supports(m)[0]][:3]
+    assert len(recs) == 3
+    f = CostFitter(params=["user_per_request", "k_syn_drop", "k_syn"], base_profile="realsys-linux6",
+                   metrics=["replies_per_s"], n_jobs=40)
+    f._prepare(recs)
+    with f._pooled(len(f.params) + 1):
+        pass
+    with f._pooled(1):
+        pass
+    assert asked == [12, 3]
