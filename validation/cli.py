@@ -435,6 +435,10 @@ def predict_main(args) -> int:
         if key == "costs.profile":
             _err("--set: costs.profile: give the profile as --profile")
             return 2
+    if getattr(args, "out", None) is not None and not str(args.out).strip():
+        # it was taken for no --out, and nothing was written (fit refuses it)
+        _err(f"--out {args.out!r}: give a file name (a CSV of the rows), or leave --out out")
+        return 2
     out = Path(args.out) if getattr(args, "out", None) else None
     why = (_out_problem(out) or _records_problem(out, args.records)) if out is not None else None
     if why:

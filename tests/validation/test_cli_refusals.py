@@ -135,3 +135,11 @@ def test_thesis_fit_metric_given_twice_is_refused(capsys, monkeypatch):
     monkeypatch.setattr(tf, "fit", lambda *a, **k: pytest.fail("fitted"))
     assert vmain(["thesis-fit", "--metrics", "replies_per_s,replies_per_s"]) == 2
     assert "--metrics: given more than once: replies_per_s" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("out", ["", " "])
+def test_predict_out_empty_is_refused(sim_csv, capsys, no_runs, out):
+    # predict --out "" was taken for no --out: the rows were printed and nothing written (fit refuses it)
+    assert main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out!r}: give a file name" in err and no_runs == [], err
