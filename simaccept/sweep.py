@@ -283,6 +283,12 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
               on_point: Callable[[RunRecord], None] | None = None, parquet: bool = False) -> list[RunRecord]:
     """Run every point; return records in grid order.  ``parquet`` (needs ``out``) also
     writes ``OUT/results.parquet``; pyarrow is checked before any point runs."""
+    if not isinstance(sc, Scenario):    # a path was an AttributeError on its first use
+        raise TypeError(f"sc: a Scenario (simaccept.load_scenario(path) reads one), got a {type(sc).__name__}"
+                        + (f" {sc!r}" if isinstance(sc, (str, Path)) else ""))
+    if dask is not None and not str(dask).strip():
+        # "" was taken for no --dask: the points ran locally without a word
+        raise ScenarioError("--dask", "must be a scheduler address or 'local', got an empty string")
     # as the CLI's --jobs: 0 or -5 ran serially and 2.5 or "2" failed later as a bare TypeError
     if not isinstance(jobs, numbers.Integral) or isinstance(jobs, bool) or jobs < 1:
         raise ScenarioError("--jobs", f"must be an integer >= 1, got {jobs!r}")

@@ -480,3 +480,19 @@ def test_figures_that_cannot_be_written_keep_the_results_and_say_so(tmp_path, mo
     err = capsys.readouterr().err
     assert "results.csv is written, but the figures could not be: No space left on device" in err, err
     assert "Traceback" not in err and len(read_csv(tmp_path / "o" / "results.csv")) == 1
+
+
+def test_an_empty_dask_address_is_refused(tmp_path, capsys):
+    # --dask "" was taken for no --dask: the points ran locally without a word
+    from simaccept.cli import main
+    (tmp_path / "tiny.toml").write_text(TINY)
+    assert main(["sweep", str(tmp_path / "tiny.toml"), "--out", str(tmp_path / "o"), "--dask", ""]) == 2
+    assert "--dask: must be a scheduler address or 'local', got an empty string" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "results.csv").exists()
+
+
+@pytest.mark.parametrize("sc", ["tiny.toml", Path("tiny.toml"), {"workload": {"rate": 1}}])
+def test_run_sweep_of_something_that_is_no_scenario_is_a_type_error(sc):
+    # run_sweep("tiny.toml") was an AttributeError
+    with pytest.raises(TypeError, match="sc: a Scenario .*load_scenario"):
+        run_sweep(sc, plots=False)
