@@ -34,6 +34,9 @@ def add_predict_args(pr) -> None:
     pr.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
     pr.add_argument("--out", default=None, help="also write the rows as CSV (row, seed, metric, measured, "
                     "predicted, error, difference)")
+    pr.add_argument("--cache", default=None, metavar="DIR",
+                    help="keep each finished simulation here: the same predict run again (after Ctrl-C, or with "
+                         "other --metrics) reuses them")
 
 
 def _out_dir(path: str, option: str = "--out") -> None:
@@ -261,12 +264,13 @@ def _main(args) -> int:
         by = f" by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else ""
         if args.cmd in ("sweep", "figures"):    # they cache each finished point under OUT
             print(f"interrupted{by}; finished points are kept (rerun to resume)", file=sys.stderr)
-        elif args.cmd == "fit" and getattr(args, "cache", None):
-            print(f"interrupted{by}; no profile written; finished simulations are kept in {args.cache} "
-                  f"(rerun the same fit to reuse them)", file=sys.stderr)
+        elif args.cmd in ("fit", "predict") and getattr(args, "cache", None):
+            print(f"interrupted{by}; {'no profile' if args.cmd == 'fit' else 'nothing'} written; finished "
+                  f"simulations are kept in {args.cache} (rerun the same {args.cmd} to reuse them)", file=sys.stderr)
         else:                                   # run, fit, predict write nothing until the end
             print(f"interrupted{by}; nothing written ({args.cmd} keeps no partial results"
-                  + ("; fit --cache DIR keeps its simulations" if args.cmd == "fit" else "") + ")", file=sys.stderr)
+                  + (f"; {args.cmd} --cache DIR keeps its simulations" if args.cmd in ("fit", "predict") else "")
+                  + ")", file=sys.stderr)
         return 128 + e.signum if isinstance(e, Terminated) else 130
     except SweepError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -5,8 +5,8 @@
   ``args.out``; the extra options below are read with defaults when absent);
 * ``python -m validation fit ...``: the same, with every option;
 * ``simaccept predict --records FILE --profile NAME|FILE.toml [--select COLUMN>=VALUE ...]
-  [--metrics a,b] [--out ROWS.csv]`` (or ``python -m validation predict``): each record simulated
-  with the profile, prediction against measurement (:func:`predict_main`);
+  [--metrics a,b] [--out ROWS.csv] [--cache DIR]`` (or ``python -m validation predict``): each record
+  simulated with the profile, prediction against measurement (:func:`predict_main`);
 * ``python -m validation report [--out DIR] [--profile thesis-2004] [--quick]
   [--real RESULTS.csv ...] [--real-profile realsys-linux6]`` (``--real-profile`` alone takes the
   held-out realsys results listed in :data:`validation.machine.HELDOUT`; ``--real`` needs it: a
@@ -444,6 +444,13 @@ def predict_main(args) -> int:
     if why:
         _err(f"--out {str(out)!r}: {why}")
         return 2
+    cache = getattr(args, "cache", None)
+    why = _dir_problem(cache) if cache is not None else None
+    if not why and cache is not None and out is not None and _under(cache, out):
+        why = "is the --out file (or under it): the cache directory would leave no place for the rows"
+    if why:
+        _err(f"--cache {str(cache)!r}: {why}")
+        return 2
     if isinstance(getattr(args, "select", None), str):      # one selector given as a plain string
         args.select = [args.select]
     try:
@@ -484,7 +491,7 @@ def predict_main(args) -> int:
         why = "".join(f"; {a}: {b}" for a, b in skipped[:3]) + ("; ..." if len(skipped) > 3 else "")
         _err(f"{args.records}: no record to predict (after --select; {len(skipped)} not simulable{why})")
         return 2
-    sims = simulate_records(todo, args.profile, int(jobs), sim_overrides, source="<predict>")
+    sims = simulate_records(todo, args.profile, int(jobs), sim_overrides, source="<predict>", cache=cache)
     labels = _distinct_labels(todo)
     rows, failed = [], []
     for m, s, label in zip(todo, sims, labels):

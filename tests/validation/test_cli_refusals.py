@@ -143,3 +143,20 @@ def test_predict_out_empty_is_refused(sim_csv, capsys, no_runs, out):
     assert main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--out", out]) == 2
     err = capsys.readouterr().err
     assert f"--out {out!r}: give a file name" in err and no_runs == [], err
+
+
+def test_predict_cache_keeps_its_simulations_and_refuses_a_file(sim_csv, tmp_path, capsys, monkeypatch):
+    import validation.fitter as fitter
+    ran = []
+    real = fitter._simulate_json
+    monkeypatch.setattr(fitter, "_simulate_json", lambda js, src: ran.append(js) or real(js, src))
+    short = ["--set", "scenario.warmup=0.1", "--set", "scenario.duration=0.2"]
+    argv = ["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--cache", str(tmp_path / "c"), *short]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert main(argv + ["--metrics", "replies_per_s,accept_rate"]) == 0
+    assert len(ran) == 1 and len(list((tmp_path / "c").glob("*.json"))) == 1
+    assert first.splitlines()[1] in capsys.readouterr().out
+    (tmp_path / "f").write_text("")
+    assert main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--cache", str(tmp_path / "f")]) == 2
+    assert "--cache " in capsys.readouterr().err and len(ran) == 1
