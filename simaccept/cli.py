@@ -113,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--out", required=True, help="profile TOML to write")
     f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
                    "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories, "
+                   "'time_split' the split of the records' cpu_share_<fn> among the functions listed, "
                    "'peak_replies_per_s' fits peak rows")
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario overrides for every simulated record")

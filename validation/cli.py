@@ -604,7 +604,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--params", required=True, help="comma-separated cost names")
     f.add_argument("--out", required=True, help="profile TOML to write")
     f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
-                   "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories")
+                   "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories, "
+                   "'time_split' the split of the records' cpu_share_<fn> among the functions listed")
     f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
                    help="fit only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -719,7 +720,8 @@ def _parser() -> argparse.ArgumentParser:
     dr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/drops)")
     ph = sub.add_parser("phases", help="the μserver's Accept-Inf accept-phases one at a time (queued at the start, "
                         "accepted, completions and kernel work inside) -> docs/validation/phases.md")
-    ph.add_argument("--out", default=None, help=_OUT_HELP)
+    ph.add_argument("--out", default=None, help=_OUT_HELP[:-1] + "; out/validation-partial with --scenario "
+                    "or rows other than the default)")
     ph.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     ph.add_argument("--seeds", type=int, default=2, help="seeds per client setting: the row's own and the ones after it")
     ph.add_argument("--from", dest="t_from", type=float, default=None,
