@@ -444,7 +444,7 @@ class CostFitter:
             raise ValueError("ftol, xtol, gtol: at least one must be > 0, or the fit never stops but at max_nfev")
         self.ftol, self.xtol, self.gtol = ftol, xtol, gtol
         self.base_dir = base_dir
-        if not _is_int(verbose) or verbose not in (0, 1, 2):
+        if not (_is_int(verbose) or isinstance(verbose, bool)) or verbose not in (0, 1, 2):   # True: 1, as scipy
             raise ValueError(f"verbose: 0, 1 or 2 (scipy's least_squares levels), got {verbose!r}")
         self.verbose = int(verbose)
         #: Keep the last iterate when least_squares stops at max_nfev (status 0) instead of

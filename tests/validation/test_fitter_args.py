@@ -71,6 +71,11 @@ def test_bad_arguments_are_refused_by_name(kw, msg):
         CostFitter(params=["user_per_request", "k_syn_drop"], **kw)
 
 
+def test_verbose_true_is_scipys_level_1():
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", verbose=True)
+    assert f.verbose == 1
+
+
 def test_none_is_no_bound():
     f = CostFitter(params=["user_per_request", "k_syn_drop"], base_profile="realsys-linux6",
                    bounds={"k_syn_drop": (None, 50)})
