@@ -43,8 +43,8 @@ value); ``xtol`` / ``ftol`` are correspondingly loose (1e-3).  Jacobian columns
 (one simulation per record per parameter) run in parallel on ``n_jobs`` processes.
 
 Uncertainties: ``stderr_ = sqrt(diag((J^T J)^-1) * s^2)`` with
-``s^2 = sum(r^2) / (m - n)`` (NaN when there are no more residuals than
-parameters), converted back to cost units.  It is a *local, linear* estimate at the end
+``s^2 = sum(r^2) / (m - n)``, m the residuals of weight > 0 (NaN when there are no more
+of them than parameters), converted back to cost units.  It is a *local, linear* estimate at the end
 point, and on this piecewise-constant objective it can understate the error several-fold:
 records simulated at realsys-linux6's user_per_request 11.389 and k_syn_drop 13.299 (2 s
 windows), fitted from 8 and 20, stopped ("xtol satisfied") at 10.085 +- 0.283 and
@@ -732,16 +732,19 @@ class CostFitter:
     #: What a fit sets.  A failed refit used to keep the earlier fit's params_ beside the new
     #: result_ and records_, so save() wrote old values under the new fit's header.
     _FITTED = ("params_", "stderr_", "cov_", "result_", "records_", "residual_names_", "stopped_at_max_nfev_",
-               "residual_norm_", "start_residual_norm_", "unmeasured_metrics_")
+               "residual_norm_", "start_residual_norm_", "unmeasured_metrics_", "n_residuals_")
 
     def fit(self, records: Iterable[RunRecord | Measured]) -> "CostFitter":
         from scipy.optimize import least_squares
         for a in self._FITTED:
             self.__dict__.pop(a, None)
         recs = self._prepare(records)
-        n_res = sum(len(self._targets(m)) for m in recs)
+        # a residual of weight 0 is always 0 and its Jacobian row too: it measures nothing, so it
+        # counts neither here nor in the degrees of freedom of the stderr (m in s^2 below)
+        n_res = sum(1 for m in recs for _, _, w in self._targets(m) if w != 0)
         if n_res < len(self.params):
-            raise FitError(f"{n_res} residual(s) for {len(self.params)} parameter(s): underdetermined")
+            raise FitError(f"{n_res} residual(s) of weight > 0 for {len(self.params)} parameter(s): "
+                           f"underdetermined")
         scale = self._scale()
         lo, hi = self.bounds
         self._ubounds = (lo / scale, hi / scale)
@@ -774,7 +777,8 @@ class CostFitter:
         if np.linalg.matrix_rank(J) < len(self.params) or np.linalg.cond(JTJ) > 1e12:
             raise FitError(f"singular Jacobian (cond(J^T J) = {np.linalg.cond(JTJ):.3g}): the parameters "
                            f"{', '.join(self.params)} are not separately identifiable from these records")
-        m, n = len(res.fun), len(self.params)
+        m, n = n_res, len(self.params)
+        self.n_residuals_ = n_res
         s2 = float(res.fun @ res.fun) / (m - n) if m > n else math.nan
         cov_u = np.linalg.inv(JTJ) * s2
         sd = np.sqrt(np.clip(np.diag(cov_u), 0, None)) * scale
@@ -852,7 +856,9 @@ class CostFitter:
         elif math.isfinite(hi) and hi - v <= tol:
             why.append(f"at its upper bound {hi:g}")
         if math.isnan(self.stderr_[p]):
-            why.append(f"no stderr: {len(self.result_.fun)} residuals for {len(self.params)} parameters, none spare")
+            k = getattr(self, "n_residuals_", len(self.result_.fun))
+            why.append(f"no stderr: {k} residuals{' of weight > 0' if k != len(self.result_.fun) else ''} "
+                       f"for {len(self.params)} parameters, none spare")
         return f"  [{'; '.join(why)}]" if why else ""
 
     def save(self, path: str | Path) -> Path:

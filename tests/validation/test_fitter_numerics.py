@@ -1,0 +1,91 @@
+"""CostFitter's numerics against a linear model with a closed form: the simulations are replaced
+by ``sim = A @ costs`` per record, so the fit is ordinary weighted least squares and its values
+and standard errors are known exactly.  No simulator runs here."""
+import copy
+import math
+
+import numpy as np
+import pytest
+
+from simaccept.record import RunRecord
+from validation.fitter import CostFitter
+
+PARAMS = ["select_base", "k_syn_drop"]
+TRUTH = np.array([11.0, 6.0])
+START = {"select_base": 14.0, "k_syn_drop": 8.0}
+
+
+def _records(n, metrics=("replies_per_s",), seed=0):
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0.5, 2.0, size=(n, 2))
+    recs = []
+    for i in range(n):
+        d = dict(source="paper", server="userver", workload="one-packet", mux="select", accept_limit="1",
+                 target_rate=1000.0 + i, status="ok")
+        for k in metrics:
+            d[k] = float(A[i] @ TRUTH) * (1 + 0.05 * rng.standard_normal())
+        recs.append(RunRecord(**d))
+    return recs, A
+
+
+class LinearFitter(CostFitter):
+    """Every metric of record i simulates as A[i] @ costs; records which points were evaluated."""
+    A = None
+
+    def _run_many(self, us):
+        out = []
+        for u in us:
+            x = np.asarray(u, float) * self._scale()
+            self.evaluated.append(x)
+            out.append(np.array([w * (self.A[i] @ x - t) / abs(t)
+                                 for i, m in enumerate(self._recs) for _, t, w in self._targets(m)]))
+        return out
+
+    def fit(self, records):
+        self.evaluated = []
+        return super().fit(records)
+
+
+def _closed_form(A, y, rows_weight):
+    """Weighted least squares of r = w (A x - y) / |y|: values and 1-sigma errors, with the
+    degrees of freedom counted over the rows that carry weight."""
+    X = A / np.abs(y)[:, None] * rows_weight[:, None]
+    t = np.sign(y) * rows_weight
+    x, *_ = np.linalg.lstsq(X, t, rcond=None)
+    r = X @ x - t
+    dof = int(np.count_nonzero(rows_weight)) - X.shape[1]
+    cov = (r @ r) / dof * np.linalg.inv(X.T @ X)
+    return x, np.sqrt(np.diag(cov))
+
+
+def _fitter(A, **kw):
+    LinearFitter.A = A
+    return LinearFitter(params=PARAMS, overrides=START, ftol=1e-12, xtol=1e-12, gtol=1e-12, **kw)
+
+
+def test_values_and_stderr_match_the_closed_form_linear_fit():
+    recs, A = _records(8)
+    y = np.array([r.replies_per_s for r in recs])
+    x, sd = _closed_form(A, y, np.ones(len(y)))
+    f = _fitter(A, metrics=["replies_per_s"]).fit(recs)
+    assert [f.params_[p] for p in PARAMS] == pytest.approx(x, rel=1e-6)
+    assert [f.stderr_[p] for p in PARAMS] == pytest.approx(sd, rel=1e-4)
+    # a weight on the only metric scales residuals and Jacobian alike: the errors do not move
+    g = _fitter(A, metrics=["replies_per_s"], weights={"replies_per_s": 3.0}).fit(recs)
+    assert [g.stderr_[p] for p in PARAMS] == pytest.approx(sd, rel=1e-4)
+
+
+def test_a_metric_of_weight_zero_adds_no_degrees_of_freedom_to_the_stderr():
+    # Its residuals are always 0 but were counted in m of s^2 = sum(r^2) / (m - n): with c_avg at
+    # weight 0 beside replies_per_s, 16 residuals for 8 measurements gave stderr 0.283 and 0.368
+    # instead of 0.433 and 0.562 (x sqrt(6 / 14)), the fitted values unchanged.
+    recs, A = _records(8, metrics=("replies_per_s", "c_avg"))
+    y = np.array([r.replies_per_s for r in recs])
+    x, sd = _closed_form(A, y, np.ones(len(y)))
+    f = _fitter(A, metrics=["replies_per_s", "c_avg"], weights={"c_avg": 0}).fit(recs)
+    assert [f.params_[p] for p in PARAMS] == pytest.approx(x, rel=1e-6)
+    assert [f.stderr_[p] for p in PARAMS] == pytest.approx(sd, rel=1e-4)
+    # as many weighted residuals as parameters: no stderr, and the header says why
+    two = _fitter(A[:2], metrics=["replies_per_s", "c_avg"], weights={"c_avg": 0}).fit(recs[:2])
+    assert all(math.isnan(v) for v in two.stderr_.values())
+    assert "no stderr: 2 residuals of weight > 0 for 2 parameters" in two.header()
