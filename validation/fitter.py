@@ -547,6 +547,22 @@ class CostFitter:
                     out.append((metric, v, w))
         return out
 
+    def _bad_measured(self, m: Measured) -> tuple[str, float] | None:
+        """The first measured value the chosen metrics read from ``m`` that is infinite or
+        negative (every one is a rate, count, time or share), as (column, value); else None."""
+        if is_peak_row(m):
+            return None         # its peak is finite (is_peak_row) and > 0 (simulable)
+        cols = [k for k in self.metrics if k not in GROUPED + (PEAK,)]
+        if "drop_shares" in self.metrics:
+            cols += DROP_CATEGORIES
+        if "time_split" in self.metrics:
+            cols += [f"cpu_share_{fn}" for fn in TIME_FUNCTIONS]
+        for c in cols:
+            v = m.get(c)
+            if math.isinf(v) or v < -1e-9:      # as load_records: a share 1 - sum may round below 0
+                return c, v
+        return None
+
     # ------------------------------------------------------------------ objective
     def _scenarios(self, u: np.ndarray) -> list[list[str]]:
         """Per record, the scenarios to simulate: one, or one per peak rate of a peak row."""
@@ -693,6 +709,13 @@ class CostFitter:
                 skipped.append((m.label, why))
             elif m.record.status not in ("ok", ""):      # as predict: a failed run measured nothing to fit
                 skipped.append((m.label, f"status {m.record.status}: not a finished run"))
+            elif bad := self._bad_measured(m):
+                # load_records refuses these; a record built in memory reached scipy, whose
+                # "Residuals are not finite in the initial point" named no record (inf), or was
+                # fitted against its absolute value (negative)
+                c, v = bad
+                raise ValueError(f"records: item {i} ({m.label}): {c} = {v!r}: a measured value must be "
+                                 f"finite and >= 0")
             elif not self._targets(m):
                 zero = [k for k in self.metrics if k not in GROUPED + (PEAK,) and m.get(k) == 0]
                 skipped.append((m.label, f"{', '.join(zero)} measured 0: a relative residual needs a nonzero value"

@@ -89,3 +89,15 @@ def test_a_metric_of_weight_zero_adds_no_degrees_of_freedom_to_the_stderr():
     two = _fitter(A[:2], metrics=["replies_per_s", "c_avg"], weights={"c_avg": 0}).fit(recs[:2])
     assert all(math.isnan(v) for v in two.stderr_.values())
     assert "no stderr: 2 residuals of weight > 0 for 2 parameters" in two.header()
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, -5000.0])
+def test_a_measured_value_that_is_not_finite_or_is_negative_is_refused_naming_the_record(value):
+    # an inf replies_per_s (a RunRecord built in memory: load_records refuses it) was scipy's
+    # "ValueError: Residuals are not finite in the initial point", naming no record; a negative
+    # one was fitted against its absolute value
+    recs, A = _records(6, metrics=("replies_per_s", "c_avg"))
+    recs = copy.deepcopy(recs)
+    recs[2].c_avg = value
+    with pytest.raises(ValueError, match=r"accept-1@1002.*c_avg"):
+        _fitter(A, metrics=["replies_per_s", "c_avg"]).fit(recs)
