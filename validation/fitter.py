@@ -660,7 +660,13 @@ class CostFitter:
         for j in range(len(u)):
             h = self.diff_step * max(1.0, abs(u[j]))
             if u[j] + h > ub[j]:
-                h = -h
+                if u[j] - h >= lb[j]:
+                    h = -h
+                else:
+                    # bounds narrower than two steps: a step down left them too (13.3 for bounds
+                    # 13.8..14.2 at 14), and the simulator ran costs they exclude; step as far as
+                    # they allow, to the side with more room
+                    h = ub[j] - u[j] if ub[j] - u[j] >= u[j] - lb[j] else lb[j] - u[j]
             p = u.copy()
             p[j] += h
             steps.append(p[j] - u[j])

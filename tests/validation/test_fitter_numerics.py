@@ -101,3 +101,13 @@ def test_a_measured_value_that_is_not_finite_or_is_negative_is_refused_naming_th
     recs[2].c_avg = value
     with pytest.raises(ValueError, match=r"accept-1@1002.*c_avg"):
         _fitter(A, metrics=["replies_per_s", "c_avg"]).fit(recs)
+
+
+def test_jacobian_steps_stay_within_bounds_narrower_than_two_steps():
+    # select_base bounded to 13.8..14.2 from 14: the 5 % step up left the bounds, so it was taken
+    # down, to 13.3, also outside them: the simulator ran costs the bounds exclude
+    recs, A = _records(8)
+    f = _fitter(A, metrics=["replies_per_s"], bounds={"select_base": (13.8, 14.2)}).fit(recs)
+    sb = [x[0] for x in f.evaluated]
+    assert min(sb) >= 13.8 - 1e-9 and max(sb) <= 14.2 + 1e-9, (min(sb), max(sb))
+    assert f.params_["select_base"] == pytest.approx(13.8, abs=1e-4)   # the unbounded optimum is ~11
