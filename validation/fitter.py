@@ -49,7 +49,12 @@ point, and on this piecewise-constant objective it can understate the error seve
 records simulated at realsys-linux6's user_per_request 11.389 and k_syn_drop 13.299 (2 s
 windows), fitted from 8 and 20, stopped ("xtol satisfied") at 10.085 +- 0.283 and
 14.606 +- 0.147, 4.6 and 8.9 standard errors from the truth.  Fits from several starts,
-or over records at other seeds, show the spread that matters.  ``result_`` is scipy's
+or over records at other seeds, show the spread that matters.  The residuals of one
+record's ``drop_shares`` or ``time_split`` group sum to 0, so such a group has one fewer
+independent residual than m counts: thesis-2004 (22 residuals in 4 groups, 4 parameters)
+divides by 18 where 14 is arguable, so its stderr_ is about 13 % smaller (x sqrt(14/18))
+than with that count; its values are unaffected (an audit, 2026-12-01; left as fitted,
+since counting so would change the committed profile's header).  ``result_`` is scipy's
 OptimizeResult in the normalised coordinates: ``result_.x`` and ``result_.jac`` are per
 unit of cost / start (``params_`` and ``stderr_`` are in µs).  A fit that does not converge
 (``result.success`` false) or whose Jacobian is singular (a parameter that moves
