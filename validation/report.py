@@ -288,7 +288,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "SPECweb99-like connection pays it 7.2 times; this cell went from -13.3 % to -15.3 % (~96 us a reply), and "
         "to -15.8 % at stop 58's select_per_fd (0.27 us over ~2,000 descriptors, 12 times a second), -15.7 % "
         "after the connect race's refit.  The "
-        "fitted drop cost is ~8 % of this row's CPU: k_syn_drop (10.9 us) over ~7,200 refused SYNs a second.  It "
+        "fitted drop cost is ~8 % of this row's CPU: k_syn_drop (10.85 us) over ~7,200 refused SYNs a second.  It "
         "is more than an admitted SYN's k_syn (2.97 us), which does all a dropped one does and more; at "
         "k_syn_drop = k_syn (scratch runs at stop 58's costs, 2026-11-30) this row was -10.8 %, Accept-10 -4.9 % and Accept-1 +19.2 %, but the calibration rows "
         "+24 % (Accept-Inf at 27,000) to +55 % (Accept-1 at 27,000): the fitted drop cost carries the one-packet "
