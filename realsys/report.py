@@ -85,6 +85,36 @@ def _check_numbers(path: Path, rows) -> None:
                 raise ResultsFileError(f"{path}: line {i}, column {k}: {v!r} is not a number") from None
 
 
+#: A point file is a few kB; anything past this is not one (``/dev/zero`` read until MemoryError).
+MAX_POINT_BYTES = 64 << 20
+
+
+def read_point_file(f: Path) -> dict:
+    """A ``points/*.json`` file's object.  Raises ResultsFileError naming the file when it is not
+    one (a directory, a device, not UTF-8 or not JSON, not an object, or an object whose ``drops``
+    or ``server_stats`` is not one): the report ended in a traceback."""
+    import stat
+    try:
+        st = f.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ResultsFileError(f"{f}: not a point file ({'a directory' if stat.S_ISDIR(st.st_mode) else 'not a regular file'}); move it away")
+        if st.st_size > MAX_POINT_BYTES:
+            raise ResultsFileError(f"{f}: not a point file (larger than {MAX_POINT_BYTES:,} bytes); move it away")
+        with open(f, "rb") as fh:
+            x = json.loads(fh.read(MAX_POINT_BYTES + 1).decode("utf-8"))
+    except OSError as e:
+        raise ResultsFileError(f"{f}: cannot read it ({e.strerror or e})") from None
+    except ValueError as e:             # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise ResultsFileError(f"{f}: not a point file ({e}); move it away") from None
+    if not isinstance(x, dict):
+        raise ResultsFileError(f"{f}: not a point file (a JSON {type(x).__name__}, not an object); move it away")
+    for k in ("drops", "server_stats"):
+        if x.get(k) is not None and not isinstance(x[k], dict):
+            raise ResultsFileError(f"{f}: not a point file ({k} is a JSON {type(x[k]).__name__}, not an object); "
+                                   "move it away")
+    return x
+
+
 def _mean(rows, key):
     v = [float(r[key]) for r in rows if r.get(key) not in (None, "")]
     return sum(v) / len(v) if v else math.nan
@@ -139,18 +169,16 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
     if past:
         dr = drops_rate if drops_rate is not None else past[min(len(past) - 1, 2)]
         table = {}
+        point_files = None
         for lab, pts in ser.items():
             if dr not in pts:
                 continue
-            h = None
-            pj = d / "points"
-            for f in pj.glob("*.json"):
-                x = json.loads(f.read_text())
-                if x.get("point") == pts[dr][0]["point"] and x.get("sysctls") is not None:
-                    h = x
-                    break
+            if point_files is None:     # each read once, in the directory's order (the first match is shown)
+                point_files = [read_point_file(f) for f in (d / "points").glob("*.json")]
+            h = next((x for x in point_files if x.get("point") == pts[dr][0]["point"]
+                      and x.get("sysctls") is not None), None)
             if h:
-                dd = h["drops"]
+                dd = h.get("drops") or {}
                 table[lab] = {k: dd.get(k) for k in ("AcceptQFull", "DropRequest", "ListenOverflow", "SynQFull",
                                                      "total", "ListenDrops", "ListenOverflows", "source")}
                 table[lab]["duration_s"] = float(pts[dr][0]["duration_s"])

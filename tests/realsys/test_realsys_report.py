@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +145,30 @@ def test_accepted_unanswered_only_where_a_connection_carries_one_request(tmp_pat
     t = summarize(tmp_path, 8000.0)["drops"]["userver/select/accept-1"]
     assert t["accepted_unanswered_pct"] == (pytest.approx(want) if want is not None else None)
     assert t["open_conns_at_end"] == 3
+
+
+def _with_points(tmp_path):
+    """A copy of a committed folder with points past saturation (the drops table reads their files)."""
+    import shutil
+    d = tmp_path / "sel"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "realsys" / "results" / "onepacket-select", d)
+    return d
+
+
+@pytest.mark.parametrize("make,why", [
+    (lambda f: f.write_text("garbage"), "not a point file (Expecting value"),
+    (lambda f: f.mkdir(), "not a point file (a directory)"),
+    (lambda f: f.write_bytes(b"\xff\xfe\x00garbage"), "not a point file ('utf-8' codec"),
+    (lambda f: f.write_text("[1, 2]"), "not a point file (a JSON list, not an object)"),
+    (lambda f: f.write_text('{"drops": 5}'), "drops is a JSON int, not an object"),
+    (lambda f: f.symlink_to("/dev/zero"), "not a regular file"),
+])
+def test_a_damaged_point_file_is_exit_2_naming_it(tmp_path, capsys, make, why):
+    # it ended the report in a traceback (JSONDecodeError, IsADirectoryError, UnicodeDecodeError,
+    # AttributeError); /dev/zero was read until MemoryError
+    d = _with_points(tmp_path)
+    bad = d / "points" / "0000-damaged.json"
+    make(bad)
+    rc, _, err = _main_exit([str(d)], capsys)
+    assert rc == 2 and f"{bad}: " in err and why in err and "Traceback" not in err, err
+
