@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 from .loadgen import requests_per_conn
@@ -203,6 +204,14 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:       # a big folder takes a while: Ctrl-C printed a traceback
+        print("python -m realsys.report: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m realsys.report")
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--drops-rate", type=float, default=None)

@@ -172,3 +172,14 @@ def test_a_damaged_point_file_is_exit_2_naming_it(tmp_path, capsys, make, why):
     rc, _, err = _main_exit([str(d)], capsys)
     assert rc == 2 and f"{bad}: " in err and why in err and "Traceback" not in err, err
 
+
+def test_ctrl_c_is_exit_130_without_a_traceback(tmp_path, capsys, monkeypatch):
+    # Ctrl-C over a big folder printed a KeyboardInterrupt traceback (exit -2)
+    import realsys.report as report
+    d = _with_points(tmp_path)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(report, "summarize", interrupted)
+    assert report.main([str(d)]) == 130
+    assert capsys.readouterr().err.strip() == "python -m realsys.report: interrupted"
