@@ -236,6 +236,7 @@ def machine_fit_target(args) -> dict:
         raise ValueError(f"--results: {results}: no such directory")
     try:
         machine.fit_min_rate(results)
+        machine.fixed_costs(results)        # reads the fit set's point files: a damaged one is named now
     except (OSError, ValueError) as e:
         raise ValueError(f"--results: {e}") from None
     if args.fit_json and Path(args.fit_json).suffix != ".json":

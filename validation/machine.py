@@ -134,10 +134,14 @@ def results_dir(d: str | Path, results: str | Path | None = None) -> Path:
 
 
 def _points(dirs) -> list[dict]:
+    """The point files (with the server's statistics) of the folders ``dirs``.  A file that is not
+    one raises ValueError naming it (:func:`realsys.report.read_point_file`): a damaged one ended
+    machine-fit and machine-check in a traceback, or with only json's "Expecting value"."""
+    from realsys.report import read_point_file
     out = []
     for d in dirs:
         for f in sorted(glob.glob(glob.escape(str(results_dir(d))) + "/points/*.json")):
-            j = json.loads(Path(f).read_text())
+            j = read_point_file(Path(f))
             if j.get("server_stats"):
                 j["_dir"] = Path(d).name
                 out.append(j)

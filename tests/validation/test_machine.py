@@ -327,6 +327,28 @@ def test_machine_check_refusals(tmp_path, capsys):
         assert msg in capsys.readouterr().err, argv
 
 
+
+@pytest.mark.parametrize("make,why", [
+    (lambda f: f.write_text("garbage"), "not a point file (Expecting value"),
+    (lambda f: f.mkdir(), "not a point file (a directory)"),
+    (lambda f: f.write_text('{"server_stats": [1]}'), "server_stats is a JSON list, not an object"),
+])
+@pytest.mark.parametrize("cmd", ["machine-fit", "machine-check"])
+def test_a_damaged_point_file_is_refused_naming_it(tmp_path, capsys, make, why, cmd):
+    # machine-fit and machine-check ended in a traceback (IsADirectoryError, AttributeError) or
+    # exit 2 with json's bare "Expecting value: line 1 column 1 (char 0)", naming no file
+    from validation.cli import main
+    for name in ("onepacket-select", "onepacket-select-reps"):
+        _copy_runs(tmp_path, name)
+    bad = tmp_path / "onepacket-select" / "points" / "0000-damaged.json"
+    make(bad)
+    argv = (["machine-fit", "--results", str(tmp_path), "--profile", "mybox-damaged"] if cmd == "machine-fit" else
+            ["machine-check", "--results", str(tmp_path), "--profile", "realsys-linux6", "--out", str(tmp_path / "o")])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: " in err and why in err, err
+    assert not (ROOT / "simaccept/costs/mybox-damaged.toml").exists() and not (tmp_path / "o").exists()
+
 def test_machine_check_writes_the_heldout_figures(tmp_path):
     """Held-out runs kept in a folder of one's own, predicted with a profile: the page, the plot and
     the headline JSON, the median computed from the rows it simulated."""
