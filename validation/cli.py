@@ -276,12 +276,13 @@ def machine_check_main(args) -> int:
     if why:
         _err(f"--out {str(args.out)!r}: {why}")
         return 2
-    if args.fit_json:       # read before the simulations, not after them
-        import json
+    from .machine import default_fit_json, read_fit_record
+    fit_json = args.fit_json or default_fit_json(args.results, profile)
+    if args.fit_json or Path(fit_json).exists():    # read before the simulations, not after them
         try:
-            json.loads(Path(args.fit_json).read_text())
-        except (OSError, ValueError) as e:
-            _err(f"--fit-json: {args.fit_json}: {getattr(e, 'strerror', None) or e}")
+            read_fit_record(fit_json)
+        except ValueError as e:
+            _err(f"--fit-json: {e}")
             return 2
     try:
         check(args.results, profile, args.out, args.jobs, args.fit_json)

@@ -527,6 +527,41 @@ def measured_link_delay(results: str | Path | None = None) -> dict[str, Any]:
     return {"connect_ms_p50_median": med, "runs": len(p50), "delay_ms": round(med / 2, 4)}
 
 
+#: A fit's record is a few hundred kB; past this it is not one (/dev/zero was read until MemoryError).
+MAX_FIT_JSON_BYTES = 64 << 20
+
+
+def read_fit_record(path: str | Path) -> dict[str, Any]:
+    """A machine fit's record (``--fit-json``, :func:`default_fit_json`).  Raises ValueError naming
+    the file when it is not one: a directory or a device, larger than :data:`MAX_FIT_JSON_BYTES`,
+    not UTF-8 JSON, not an object, or ``sim_overrides`` not a list of strings.  machine-check read
+    ``--fit-json /dev/zero`` until MemoryError, and a list or ``"sim_overrides": 5`` ended it in a
+    traceback."""
+    import stat
+    p = Path(path)
+    try:
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{p}: {'a directory' if stat.S_ISDIR(st.st_mode) else 'not a regular file'}, "
+                             "not a fit's record")
+        if st.st_size > MAX_FIT_JSON_BYTES:
+            raise ValueError(f"{p}: larger than {MAX_FIT_JSON_BYTES:,} bytes, not a fit's record")
+        with open(p, "rb") as f:
+            rec = json.loads(f.read(MAX_FIT_JSON_BYTES + 1).decode("utf-8"))
+    except OSError as e:
+        raise ValueError(f"{p}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not UTF-8 ({e.reason} at byte {e.start}), not a fit's record") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: {e}") from None
+    if not isinstance(rec, dict):
+        raise ValueError(f"{p}: a JSON {type(rec).__name__}, not a fit's record (an object)")
+    over = rec.get("sim_overrides")
+    if over is not None and not (isinstance(over, list) and all(isinstance(x, str) for x in over)):
+        raise ValueError(f"{p}: sim_overrides: {json.dumps(over)[:80]} is not a list of SECTION.KEY=VALUE strings")
+    return rec
+
+
 def fit_sim_overrides(fit_record: dict[str, Any] | None) -> list[str]:
     """The scenario overrides a machine fit simulated with (``sim_overrides`` in its record; none in
     records from before it was kept, and for the committed runs), which its checks must apply too."""

@@ -368,7 +368,8 @@ def check(results: str | Path, profile: str, out: str | Path, jobs: int = 2, fit
                                 + ", ".join(sorted({d for v in machine.HELDOUT.values() for d in v}))
                                 + ") has a results.csv (measure them with validation/measure_realsys.sh)")
     fit_json = Path(fit_json) if fit_json else machine.default_fit_json(results, profile)
-    fit_rec = json.loads(fit_json.read_text()) if fit_json.is_file() else None
+    # a --fit-json given is read whatever it is (machine_check_main has checked it); the default only if there
+    fit_rec = machine.read_fit_record(fit_json) if fit_json.exists() else None
     # What the fit simulated with (its measured link delay), the held-out runs are simulated with.
     over = machine.fit_sim_overrides(fit_rec)
     log(f"machine-check: simulating the runs of {len(paths)} results files with {profile}"

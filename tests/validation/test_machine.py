@@ -349,6 +349,36 @@ def test_a_damaged_point_file_is_refused_naming_it(tmp_path, capsys, make, why, 
     assert f"{bad}: " in err and why in err, err
     assert not (ROOT / "simaccept/costs/mybox-damaged.toml").exists() and not (tmp_path / "o").exists()
 
+
+@pytest.mark.parametrize("content,why", [
+    (None, "/dev/zero: not a regular file, not a fit's record"),
+    ("[1, 2]", "a JSON list, not a fit's record"),
+    ('{"sim_overrides": 5}', "sim_overrides: 5 is not a list of SECTION.KEY=VALUE strings"),
+    (b"\xff\xfe{}", "not UTF-8"),
+])
+@pytest.mark.parametrize("given", [True, False])
+def test_machine_check_refuses_a_fit_record_that_is_not_one(tmp_path, capsys, content, why, given):
+    # --fit-json /dev/zero was read until MemoryError; a list or "sim_overrides": 5 ended in a
+    # traceback (AttributeError, TypeError); the default DIR/NAME-fit.json, damaged, was exit 2 with
+    # json's bare "Expecting value", naming no file
+    from validation.cli import main
+    runs = tmp_path / "mybox"
+    _copy_runs(runs, keep=lambda r: r["accept_limit"] == "10" and float(r["target_rate"]) >= 4800)
+    f = Path("/dev/zero") if content is None else runs / "realsys-linux6-fit.json"
+    if content is None and not given:
+        (runs / "realsys-linux6-fit.json").symlink_to("/dev/zero")
+        f = runs / "realsys-linux6-fit.json"
+        why = "not a regular file, not a fit's record"
+    elif isinstance(content, bytes):
+        f.write_bytes(content)
+    elif content is not None:
+        f.write_text(content)
+    argv = ["machine-check", "--results", str(runs), "--profile", "realsys-linux6", "--out", str(tmp_path / "o")]
+    assert main(argv + (["--fit-json", str(f)] if given else [])) == 2
+    err = capsys.readouterr().err
+    assert f"--fit-json: {f}: " in err and why in err, err
+    assert not (tmp_path / "o").exists()
+
 def test_machine_check_writes_the_heldout_figures(tmp_path):
     """Held-out runs kept in a folder of one's own, predicted with a profile: the page, the plot and
     the headline JSON, the median computed from the rows it simulated."""
