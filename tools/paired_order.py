@@ -17,7 +17,6 @@ It simulates what machine-check simulates (the held-out files, with the fit's si
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -65,6 +64,14 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", required=True, help="the machine profile fitted to them")
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args(argv)
+    try:
+        return _run(ap, a)
+    except KeyboardInterrupt:       # it simulates every held-out run: Ctrl-C printed a traceback
+        print("paired_order: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(ap, a) -> int:
     from simaccept.costs import available_profiles
     if a.profile not in available_profiles():
         ap.error(f"--profile: no cost profile named {a.profile!r} (have: {', '.join(available_profiles())})")
@@ -72,7 +79,14 @@ def main(argv=None) -> int:
         ap.error(f"--results: {a.results} holds none of the realsys results folders "
                  "(measure them with validation/measure_realsys.sh)")
     fit_json = machine.default_fit_json(a.results, a.profile)
-    over = machine.fit_sim_overrides(json.loads(fit_json.read_text()) if fit_json.is_file() else None)
+    try:
+        # a damaged fit record or point file ended in a traceback (JSONDecodeError, AttributeError,
+        # IsADirectoryError); each is named, before the simulations
+        over = machine.fit_sim_overrides(machine.read_fit_record(fit_json) if fit_json.exists() else None)
+        for p in machine.heldout_files(a.results):
+            machine._points([Path(p).parent])
+    except ValueError as e:
+        ap.error(str(e))
     info = realsys_heldout(machine.heldout_files(a.results), a.profile, a.jobs, over)
     unpaired = {(g, p["rate"], p["a"], p["b"]): p for g, o in info["orders"].items() for p in o["pairs"]}
     rows = paired(info["rows"])

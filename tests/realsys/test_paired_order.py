@@ -70,3 +70,37 @@ def test_rows_below_saturation_or_without_a_seed_are_not_paired():
 def test_bad_arguments_are_refused(args, msg):
     r = subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 2 and msg in r.stderr, r.stderr
+
+
+def _runs(tmp_path):
+    import shutil
+    for name in ("onepacket-select", "onepacket-select-reps"):
+        shutil.copytree(ROOT / "realsys" / "results" / name, tmp_path / name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("where,content,msg", [
+    ("realsys-linux6-fit.json", "[1]", "realsys-linux6-fit.json: a JSON list, not a fit's record"),
+    ("realsys-linux6-fit.json", "not json", "realsys-linux6-fit.json: Expecting value"),
+    ("onepacket-select/points/0000.json", "not json", "0000.json: not a point file (Expecting value"),
+    ("onepacket-select/points/0000.json", None, "0000.json: not a point file (a directory)"),
+])
+def test_a_damaged_fit_record_or_point_file_is_refused_naming_it(tmp_path, where, content, msg):
+    # each ended in a traceback (JSONDecodeError, AttributeError, IsADirectoryError)
+    d = _runs(tmp_path)
+    if content is None:
+        (d / where).mkdir()
+    else:
+        (d / where).write_text(content)
+    r = subprocess.run([sys.executable, str(TOOL), "--results", str(d), "--profile", "realsys-linux6"],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_ctrl_c_is_exit_130_without_a_traceback(tmp_path, capsys, monkeypatch):
+    # it simulates every held-out run; Ctrl-C printed a KeyboardInterrupt traceback
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(paired_order, "realsys_heldout", interrupted)
+    assert paired_order.main(["--results", str(_runs(tmp_path)), "--profile", "realsys-linux6"]) == 130
+    assert capsys.readouterr().err.strip() == "paired_order: interrupted"
