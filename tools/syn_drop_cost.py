@@ -125,6 +125,25 @@ def derived(r: dict) -> dict:
             "dropped_share_of_packets": r["listen_drops"] / p if p else float("nan")}
 
 
+def _out_problem(out: str | None) -> str | None:
+    """Why the JSON cannot be written to ``out`` (None: it can, or no --out).  It is written after
+    every rate has been measured: a directory or an unwritable place there was a traceback and the
+    measurements were lost."""
+    if out is None:
+        return None
+    if not out.strip():
+        return "give a file name (the raw results as JSON)"
+    if Path(out).is_dir():
+        return "is a directory; give a file name"
+    from simaccept.cli import _out_dir
+    from simaccept.scenario import ScenarioError
+    try:
+        _out_dir(str(Path(out).parent))
+    except ScenarioError as e:
+        return e.reason
+    return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", default="500,1000,2000,4000", help="SYNs per second, comma-separated")
@@ -144,6 +163,10 @@ def main(argv=None) -> int:
            if not (0 < a.duration and max(rates) * a.duration <= limit) else "")
     if bad:
         print(bad, file=sys.stderr)
+        return 2
+    why = _out_problem(a.out)       # written after the measurements: checked before them
+    if why:
+        print(f"--out {a.out!r}: {why}", file=sys.stderr)
         return 2
     if os.geteuid() != 0 or not ensure_tracefs():
         print("needs root and tracefs (bpftrace tracepoints)", file=sys.stderr)

@@ -53,6 +53,28 @@ def test_bad_arguments_are_refused_by_name(args, msg, tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
+@pytest.mark.parametrize("out,msg", [
+    ("", "give a file name"),
+    ("{tmp}", "is a directory"),
+    ("/proc/x/sdc.json", "cannot write in '/proc'"),
+    ("{tmp}/f/sdc.json", "is not a directory"),
+])
+def test_an_out_that_cannot_be_written_is_refused_before_the_test_bed(tmp_path, monkeypatch, capsys, out, msg):
+    # --out was first written after every rate had been measured: a directory or /proc/x there
+    # ended in a traceback (IsADirectoryError, FileNotFoundError) and the measurements were lost
+    sys.path.insert(0, str(ROOT / "tools"))
+    import syn_drop_cost
+
+    def built(*a, **k):
+        raise AssertionError("a test bed was built")
+    monkeypatch.setattr(syn_drop_cost, "TestBed", built)
+    monkeypatch.setattr(syn_drop_cost, "ensure_tracefs", lambda: True)
+    (tmp_path / "f").write_text("a file")
+    assert syn_drop_cost.main(["--rates", "100", "--duration", "1", "--out", out.format(tmp=tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("--out ") and msg in err, err
+
+
 def test_committed_points_are_consistent():
     """The figures quoted in realsys/results/README.md are this file's; its derived columns
     follow from its raw counts."""
