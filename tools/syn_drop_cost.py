@@ -158,7 +158,7 @@ def main(argv=None) -> int:
     # every connection stays open for the whole point: rate x duration descriptors in the client
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1] - 100
     bad = ("--rates: need at least one" if not rates else
-           "--rates: each must be > 0" if min(rates) <= 0 else
+           "--rates: each must be a finite number > 0" if not all(0 < r < float("inf") for r in rates) else
            f"--duration: must be > 0 and rate x duration <= {limit} (open files)"
            if not (0 < a.duration and max(rates) * a.duration <= limit) else "")
     if bad:

@@ -41,7 +41,10 @@ def test_syns_to_a_full_accept_queue_are_dropped_counted_and_timed(tmp_path):
 
 
 @pytest.mark.parametrize("args,msg", [
-    (("--rates", "-5"), "each must be > 0"),
+    (("--rates", "-5"), "each must be a finite number > 0"),
+    # inf and nan were blamed on --duration ("--duration: must be > 0 and rate x duration <= ...")
+    (("--rates", "inf"), "--rates: each must be a finite number > 0"),
+    (("--rates", "100,nan"), "--rates: each must be a finite number > 0"),
     (("--rates", "a,b"), "not numbers"),
     (("--rates", ","), "at least one"),
     (("--rates", "100000", "--duration", "10"), "open files"),
