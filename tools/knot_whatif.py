@@ -86,6 +86,20 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cost not in COST_NAMES:
         ap.error(f"--cost: no cost named {a.cost!r}")
+    # checked before the workers start: a file or /proc/x as --cache ended in mkdir's traceback,
+    # a bad --set in a worker's ScenarioError traceback
+    from simaccept.cli import _out_dir, shown
+    from simaccept.scenario import ScenarioError
+    try:
+        _out_dir(a.cache, "--cache")
+    except ScenarioError as e:
+        ap.error(f"--cache {a.cache!r}: {e.reason}")
+    from validation.records import scenario_for
+    try:
+        scenario_for(_row("50", True), rate=a.accept50[0] if a.accept50 else 15000.0,
+                     overrides=[f"costs.{a.cost}={a.values[0]!r}", *a.set])
+    except ScenarioError as e:
+        ap.error(f"--set: {shown(e)}")
     Path(a.cache).mkdir(parents=True, exist_ok=True)
     jobs = []
     for v in a.values:

@@ -56,3 +56,19 @@ def test_bad_arguments_are_refused(args, msg, tmp_path):
     r = run(*args, "--cache", str(tmp_path))
     assert r.returncode == 2 and msg in r.stderr, r.stderr
     assert not list(tmp_path.glob("*.json"))
+
+
+@pytest.mark.parametrize("args,msg", [
+    # --cache a file or under /proc ended in mkdir's traceback (FileExistsError, FileNotFoundError),
+    # a bad --set in a worker's ScenarioError traceback after the pool had started
+    (("--cache", "{tmp}/afile"), "--cache '{tmp}/afile': '{tmp}/afile' exists and is not a directory"),
+    (("--cache", "/proc/x"), "--cache '/proc/x': cannot write in '/proc'"),
+    (("--set", "nosuch.key=1"), "--set: scenario key 'nosuch': unknown section"),
+    (("--set", "scenario.duration=abc"), "--set: scenario key 'scenario.duration'"),
+])
+def test_a_bad_cache_or_set_is_refused_before_simulating(args, msg, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    args = [x.format(tmp=tmp_path) for x in args]
+    r = run("--cost", "thread_switch", "--values", "6", "--cache", str(tmp_path / "c"), *args, timeout=60)
+    assert r.returncode == 2 and msg.format(tmp=tmp_path) in r.stderr and "Traceback" not in r.stderr, r.stderr
+
