@@ -100,6 +100,14 @@ def main(argv=None) -> int:
                      overrides=[f"costs.{a.cost}={a.values[0]!r}", *a.set])
     except ScenarioError as e:
         ap.error(f"--set: {shown(e)}")
+    try:
+        return _run(a)
+    except KeyboardInterrupt:
+        print("knot_whatif: interrupted (finished points are kept in --cache: run again to resume)", file=sys.stderr)
+        return 130
+
+
+def _run(a) -> int:
     Path(a.cache).mkdir(parents=True, exist_ok=True)
     jobs = []
     for v in a.values:

@@ -72,3 +72,26 @@ def test_a_bad_cache_or_set_is_refused_before_simulating(args, msg, tmp_path):
     r = run("--cost", "thread_switch", "--values", "6", "--cache", str(tmp_path / "c"), *args, timeout=60)
     assert r.returncode == 2 and msg.format(tmp=tmp_path) in r.stderr and "Traceback" not in r.stderr, r.stderr
 
+
+def test_ctrl_c_is_exit_130_without_a_traceback(tmp_path, capsys, monkeypatch):
+    # Ctrl-C printed a KeyboardInterrupt traceback from the pool's map (exit -2)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("knot_whatif", TOOL)
+    kw = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kw)
+
+    class Interrupted:
+        def __init__(self, *a):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def map(self, *a):
+            raise KeyboardInterrupt
+    monkeypatch.setattr(kw, "ProcessPoolExecutor", Interrupted)
+    assert kw.main(["--cost", "thread_switch", "--values", "6", "--cache", str(tmp_path)]) == 130
+    assert "knot_whatif: interrupted" in capsys.readouterr().err
