@@ -39,9 +39,26 @@ RUN_KEYS = ("generated_at", "model_fingerprint")
 DIRECTORY_KEYS = tuple(DIRECTORY_SUMMARIES)
 
 
+class ReportFileError(ValueError):
+    """A report file that is not one; the message names it."""
+
+
 def _rows(path: Path) -> list[list[str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.reader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return list(csv.reader(f))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise ReportFileError(f"{path}: not a report table ({e})") from None
+
+
+def _summary(path: Path) -> dict:
+    try:
+        s = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ReportFileError(f"{path}: not a report summary ({e})") from None
+    if not isinstance(s, dict):
+        raise ReportFileError(f"{path}: not a report summary (a JSON {type(s).__name__}, not an object)")
+    return s
 
 
 def table_differences(name: str, a: list[list[str]], b: list[list[str]]) -> list[str]:
@@ -80,8 +97,7 @@ def compare(first: Path, second: Path) -> tuple[list[str], list[str], dict[str, 
         a, b = _rows(first / name), _rows(second / name)
         diffs += table_differences(name, a, b)
         counts[name] = max(len(a), len(b)) - 1
-    sa = json.loads((first / "summary.json").read_text(encoding="utf-8"))
-    sb = json.loads((second / "summary.json").read_text(encoding="utf-8"))
+    sa, sb = _summary(first / "summary.json"), _summary(second / "summary.json")
     d, notes = summary_differences(sa, sb)
     return diffs + d, notes, counts
 
@@ -99,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:        # a directory or an unreadable file where a report file should be
         print(f"error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
-    except (json.JSONDecodeError, UnicodeDecodeError, csv.Error) as e:
-        print(f"error: unreadable report file: {e}", file=sys.stderr)
+    except ReportFileError as e:    # a summary that is a list ended in a traceback; others named no file
+        print(f"error: {e}", file=sys.stderr)
         return 2
     for line in diffs + notes:
         print(line)

@@ -85,3 +85,16 @@ def test_a_report_file_that_is_a_directory_is_refused(copy):
     (copy / "summary.json").mkdir()
     r = run(COMMITTED, copy)
     assert r.returncode == 2 and "summary.json: Is a directory" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("name,content,msg", [
+    ("summary.json", "[1, 2]", "summary.json: not a report summary (a JSON list, not an object)"),
+    ("summary.json", "not json", "summary.json: not a report summary (Expecting value"),
+    ("cells.csv", b"\xff\xfe,1\n", "cells.csv: not a report table ('utf-8' codec"),
+])
+def test_a_report_file_that_is_not_one_is_refused_naming_it(copy, name, content, msg):
+    # a summary.json that is a JSON list ended in an AttributeError traceback; the others were
+    # "error: unreadable report file: Expecting value: line 1 column 1 (char 0)", naming no file
+    (copy / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    r = run(copy, COMMITTED)
+    assert r.returncode == 2 and f"{copy / name}: " in r.stderr and msg in r.stderr, r.stderr
