@@ -43,7 +43,26 @@ class ReportFileError(ValueError):
     """A report file that is not one; the message names it."""
 
 
+#: No report file comes near this (cells.csv is about 100 kB); /dev/zero was read until MemoryError.
+MAX_BYTES = 256 << 20
+
+
+def _regular(path: Path) -> None:
+    """ReportFileError unless ``path`` is a regular file no larger than :data:`MAX_BYTES` (a missing
+    one, or a directory, is left to open(), which names it)."""
+    import stat
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        raise ReportFileError(f"{path}: not a regular file")
+    if st.st_size > MAX_BYTES:
+        raise ReportFileError(f"{path}: larger than {MAX_BYTES:,} bytes, not a report file")
+
+
 def _rows(path: Path) -> list[list[str]]:
+    _regular(path)
     try:
         with open(path, newline="", encoding="utf-8") as f:
             return list(csv.reader(f))
@@ -52,6 +71,7 @@ def _rows(path: Path) -> list[list[str]]:
 
 
 def _summary(path: Path) -> dict:
+    _regular(path)
     try:
         s = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -98,3 +98,12 @@ def test_a_report_file_that_is_not_one_is_refused_naming_it(copy, name, content,
     (copy / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     r = run(copy, COMMITTED)
     assert r.returncode == 2 and f"{copy / name}: " in r.stderr and msg in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("name", ["summary.json", "cells.csv"])
+def test_a_report_file_that_is_a_device_is_refused(copy, name):
+    # one linked to /dev/zero was read until MemoryError
+    (copy / name).unlink()
+    (copy / name).symlink_to("/dev/zero")
+    r = run(copy, COMMITTED)
+    assert r.returncode == 2 and f"{copy / name}: not a regular file" in r.stderr, r.stderr
