@@ -219,12 +219,26 @@ class ResultsFileError(ValueError):
     """DIR/results.csv exists but is not a results file this runner wrote."""
 
 
+#: A realsys results.csv holds a row per measured point (about 2 kB each); past this it is not one.
+MAX_RESULTS_BYTES = 256 << 20
+
+
 def read_rows(path: Path) -> list[dict]:
     """The rows of a results.csv ([] if there is none).  Raises ResultsFileError for a file
     that is not one (unreadable, not UTF-8, or no point/config/status header): a run would
     otherwise rewrite it with its rows and lose what it held."""
     if not path.exists():
         return []
+    import stat
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise ResultsFileError(f"{path}: cannot read it as a results file ({e.strerror or e}); move it away") from None
+    # a device or a FIFO is none: /dev/zero was read until MemoryError, a FIFO blocked the run
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        raise ResultsFileError(f"{path}: not a regular file, not a results file; move it away")
+    if st.st_size > MAX_RESULTS_BYTES:
+        raise ResultsFileError(f"{path}: larger than {MAX_RESULTS_BYTES:,} bytes, not a results file; move it away")
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rd = csv.DictReader(f)

@@ -210,6 +210,19 @@ def test_realsys_help_points_to_the_report(capsys):
     assert "python -m realsys.report DIR" in " ".join(capsys.readouterr().out.split())
 
 
+def test_a_results_csv_that_is_a_device_is_refused(monkeypatch, capsys, tmp_path):
+    # DIR/results.csv linked to /dev/zero was read until MemoryError (the OOM killer, without a
+    # limit); not root here, so a refusal that failed could not go on to build a test bed
+    monkeypatch.setattr(os, "geteuid", lambda: 65534)
+    (tmp_path / "results.csv").symlink_to("/dev/zero")
+    assert cli.main(["run", SMOKE, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("realsys: --out: ") and "results.csv: not a regular file" in err, err
+    with pytest.raises(runner.ResultsFileError, match="not a regular file"):
+        os.mkfifo(tmp_path / "fifo.csv")
+        runner.read_rows(tmp_path / "fifo.csv")     # a FIFO blocked open() until a writer came
+
+
 @pytest.mark.parametrize("content", [None, "not,a,results,file\n"])
 def test_without_root_bad_input_is_still_exit_2(content, monkeypatch, capsys, tmp_path):
     # the root check came first for a moment: a bad --out or results.csv got "needs root", exit 1
