@@ -23,7 +23,20 @@ from realsys.docroot import make_docroot
 from realsys.loadgen import loadgen_argv
 from realsys.testbed import TestBed
 
-minutes, rate, mux = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+def number(text, what):
+    """A finite number > 0, or exit 2 naming it (was a ValueError traceback; 0 or less built the
+    test bed for a soak of no time)."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = float("nan")
+    if not 0 < x < float("inf"):
+        sys.exit(print(f"soak.sh: {what}: must be a finite number > 0, got {text!r}", file=sys.stderr) or 2)
+    return x
+
+minutes, rate, mux = number(sys.argv[1], "MINUTES"), number(sys.argv[2], "SOAK_RATE"), sys.argv[3]
+if mux not in ("select", "poll", "epoll"):
+    sys.exit(print(f"soak.sh: SOAK_MUX: must be select, poll or epoll, got {mux!r}", file=sys.stderr) or 2)
 secs = minutes * 60
 work = Path(tempfile.mkdtemp(prefix="soak-"))
 os.chmod(work, 0o755)

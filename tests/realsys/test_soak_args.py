@@ -1,0 +1,22 @@
+"""tools/soak.sh: bad arguments are refused by name, exit 2, before the test bed is built
+(each was a ValueError traceback after make, or a test bed built for a soak of no time)."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("args,env,msg", [
+    (["abc"], {}, "soak.sh: MINUTES: must be a finite number > 0, got 'abc'"),
+    (["0"], {}, "soak.sh: MINUTES: must be a finite number > 0, got '0'"),
+    (["-5"], {}, "soak.sh: MINUTES: must be a finite number > 0, got '-5'"),
+    (["inf"], {}, "soak.sh: MINUTES: must be a finite number > 0, got 'inf'"),
+    (["1"], {"SOAK_RATE": "x"}, "soak.sh: SOAK_RATE: must be a finite number > 0, got 'x'"),
+    (["1"], {"SOAK_MUX": "kqueue"}, "soak.sh: SOAK_MUX: must be select, poll or epoll, got 'kqueue'"),
+])
+def test_bad_arguments_are_refused_by_name(cbuild, args, env, msg):
+    r = subprocess.run(["sh", "tools/soak.sh", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    assert r.returncode == 2 and r.stderr.strip().endswith(msg) and "Traceback" not in r.stderr, r.stderr
