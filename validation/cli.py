@@ -243,6 +243,11 @@ def machine_fit_target(args) -> dict:
         raise ValueError(f"--fit-json: {args.fit_json!r} must end in .json")
     if args.fit_json:       # written after the fit (hours): machine.fit makes its directory
         why = "is a directory" if Path(args.fit_json).is_dir() else _dir_problem(Path(args.fit_json).parent)
+        # a run's point file would be replaced by the fit's record after the fit, and lost
+        runs = [machine.results_dir(d, results) / "points"
+                for d in dict.fromkeys(machine.FIT_DIRS + tuple(x for v in machine.HELDOUT.values() for x in v))]
+        if not why and any(_under(Path(args.fit_json).parent, r) for r in runs):
+            why = "is in a results folder's points/, where the runs' point files are: write the fit's record elsewhere"
         if why:
             raise ValueError(f"--fit-json {args.fit_json!r}: {why}")
     if args.start_from:

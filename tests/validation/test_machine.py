@@ -268,6 +268,13 @@ def test_machine_fit_refuses_before_simulating(tmp_path, capsys):
         (["--results", str(tmp_path), "--profile", "mybox"], "onepacket-select-reps/results.csv: no such results file"),
         (["--profile", "mybox", "--fit-json", "x.txt"], "must end in .json"),
     ]
+    # a point file of the runs as --fit-json: the fit went ahead and would have replaced it with
+    # its record at the end
+    for name in ("onepacket-select", "onepacket-select-reps"):
+        _copy_runs(tmp_path / "both", name)
+    point = sorted((tmp_path / "both" / "onepacket-select" / "points").glob("*.json"))[0]
+    cases.append((["--results", str(tmp_path / "both"), "--profile", "mybox", "--fit-json", str(point)],
+                  "is in a results folder's points/"))
     for argv, msg in cases:
         assert main(["machine-fit", *argv]) == 2, argv
         assert msg in capsys.readouterr().err, argv
