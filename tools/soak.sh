@@ -14,7 +14,12 @@ MIN=${1:-10}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 make -s -C "$ROOT/realsys/c" all
 cd "$ROOT"
-exec python3 - "$MIN" "${SOAK_RATE:-6800}" "${SOAK_MUX:-select}" <<'PY'
+# realsys needs numpy: $PYTHON, else the project's venv (make venv), else python3
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+    if [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"; else PY=python3; fi
+fi
+exec "$PY" - "$MIN" "${SOAK_RATE:-6800}" "${SOAK_MUX:-select}" <<'PY'
 import json, os, signal, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, os.getcwd())

@@ -2,6 +2,7 @@
 (each was a ValueError traceback after make, or a test bed built for a soak of no time)."""
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,5 +19,5 @@ ROOT = Path(__file__).resolve().parents[2]
     (["1"], {"SOAK_MUX": "kqueue"}, "soak.sh: SOAK_MUX: must be select, poll or epoll, got 'kqueue'"),
 ])
 def test_bad_arguments_are_refused_by_name(cbuild, args, env, msg):
-    r = subprocess.run(["sh", "tools/soak.sh", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    r = subprocess.run(["sh", "tools/soak.sh", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHON": sys.executable, **env})
     assert r.returncode == 2 and r.stderr.strip().endswith(msg) and "Traceback" not in r.stderr, r.stderr
