@@ -639,41 +639,6 @@ def test_userver_refuses_at_a_low_nofile_cap_without_spinning(cbuild, tmp_path, 
     assert st["getevents_calls"] < 5000, st["getevents_calls"]
 
 
-def test_userver_backs_off_when_accept_runs_out_of_fds(cbuild, tmp_path):
-    """userver: under a limit of 64 descriptors or fewer maxfds had no room above it, and with
-    the docroot's files open accept() failed with EMFILE; the level-triggered listener stayed
-    readable and the loop spun (an audit: a whole CPU, about 3 million failed accepts in 5 s
-    under a hard limit of 40; 64 here, the docroot's 37 files needing more than 40).  The listener now leaves the set for 10 ms after such a failure,
-    and the server serves again once connections close."""
-    import resource
-
-    def cap():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-
-    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", "epoll", "--idle-timeout", "30",
-                         preexec_fn=cap)
-    held = []
-    try:
-        time.sleep(0.5)
-        held = _connect_many(port, 60)
-        time.sleep(0.5)
-        cpu0 = _cpu_s(p.pid)
-        time.sleep(1.0)
-        cpu = _cpu_s(p.pid) - cpu0
-        for s in held:
-            s.close()
-        held = []
-        time.sleep(0.5)
-        assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
-    finally:
-        for s in held:
-            s.close()
-        st = stop_asan(p, tmp_path)
-    assert st["accept_errors"] > 0, st          # the fd cap was reached
-    assert cpu < 0.3, cpu                       # CPU seconds in one wall-clock second
-    assert st["accept_errors"] < 2000, st["accept_errors"]
-
-
 @pytest.mark.parametrize("mux", ["select", "epoll"])
 def test_userver_max_conns_is_the_number_of_open_connections(cbuild, tmp_path, mux):
     """userver --max-conns N keeps exactly N connections open and refuses the rest, as
@@ -695,22 +660,32 @@ def test_userver_max_conns_is_the_number_of_open_connections(cbuild, tmp_path, m
     assert st["accepts"] == 20 and st["conns_refused_fd"] == 15, st
 
 
-def test_knot_backs_off_when_out_of_fds(cbuild, tmp_path):
-    """knot: a thread whose accept() failed with EMFILE had nothing to serve, and the poll on
-    the still-readable listener returned at once, so it spun on accept() until another thread
-    closed a connection (2 cores of CPU, over a million failed accepts a second).  It now
-    backs off 10 ms; the server serves again once connections close."""
+# userver is not stopped at the cap: it exits through LeakSanitizer, which then has no
+# descriptor to read /proc with and fails the exit (knot leaves by _exit, no leak check)
+@pytest.mark.parametrize("binary, args, n, stop_at_cap", [
+    ("userver-asan", ("--mux", "epoll", "--idle-timeout", "30"), 60, False),
+    ("knot-asan", ("--threads", "4", "--accept-limit", "inf", "--idle-timeout", "3"), 120, True),
+], ids=["userver", "knot"])
+def test_a_server_out_of_fds_backs_off(cbuild, tmp_path, binary, args, n, stop_at_cap):
+    """Out of descriptors (a limit of 64) accept() fails with EMFILE while the listener stays
+    readable.  knot: a thread with nothing accepted polled the listener, which returned at once,
+    and spun on accept() until another thread closed a connection (2 cores of CPU, over a
+    million failed accepts a second); it now backs off 10 ms.  userver: under a limit of 64 or
+    less maxfds had no room above it and, with the docroot's files open, its level-triggered
+    loop spun (an audit: a whole CPU, about 3 million failed accepts in 5 s under a hard limit
+    of 40); the listener now leaves the set for 10 ms.  Both serve again once connections
+    close; knot writes its statistics when stopped at the cap (the file used to fail to
+    open, EMFILE, and the run's statistics were lost)."""
     import resource
 
     def cap():
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
-    p, port = start_asan(cbuild, "knot-asan", tmp_path, "--threads", "4", "--accept-limit", "inf",
-                         "--idle-timeout", "3", preexec_fn=cap)
+    p, port = start_asan(cbuild, binary, tmp_path, *args, preexec_fn=cap)
     held = []
     try:
         time.sleep(0.5)
-        held = _connect_many(port, 120)
+        held = _connect_many(port, n)
         time.sleep(0.5)
         cpu0 = _cpu_s(p.pid)
         time.sleep(1.0)
@@ -719,10 +694,10 @@ def test_knot_backs_off_when_out_of_fds(cbuild, tmp_path):
             s.close()
         time.sleep(0.5)
         assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
-        # back at the cap when stopped: the statistics file used to fail to open (EMFILE),
-        # and the run's statistics were lost
-        held = _connect_many(port, 80)
-        time.sleep(0.5)
+        held = []
+        if stop_at_cap:
+            held = _connect_many(port, 80)
+            time.sleep(0.5)
     finally:
         st = stop_asan(p, tmp_path)
         for s in held:

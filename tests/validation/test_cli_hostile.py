@@ -10,28 +10,14 @@ from pathlib import Path
 
 import pytest
 
-import simaccept
 from simaccept.cli import main
-from simaccept.sweep import records_to_csv
 from validation.records import RecordError, load_records
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def sim_csv(tmp_path_factory):
-    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
-                                 ["workload.rate=24000", "server.accept_limit=1", "scenario.warmup=0.5",
-                                  "scenario.duration=1", "scenario.seed=3"])
-    rec = simaccept.simulate(sc)
-    assert rec.status == "ok"
-    p = tmp_path_factory.mktemp("hostile") / "results.csv"
-    p.write_text(records_to_csv([rec]))
-    return p
-
-
-def _edit(sim_csv, tmp_path, name, **cells):
-    rows = list(csv.DictReader(sim_csv.open()))
+def _edit(one_run_csv, tmp_path, name, **cells):
+    rows = list(csv.DictReader(one_run_csv.open()))
     rows[0].update(cells)
     p = tmp_path / name
     with p.open("w", newline="") as f:
@@ -48,8 +34,8 @@ def _no_litter(d: Path):
 
 @pytest.mark.parametrize("config,why", [("{not json", "not JSON"), ("[1, 2]", "must be a JSON object")])
 @pytest.mark.parametrize("cmd", ["fit", "predict"])
-def test_bad_config_cell_is_exit_2_naming_file_line_column(sim_csv, tmp_path, capsys, cmd, config, why):
-    bad = _edit(sim_csv, tmp_path, "bad-config.csv", config=config)
+def test_bad_config_cell_is_exit_2_naming_file_line_column(one_run_csv, tmp_path, capsys, cmd, config, why):
+    bad = _edit(one_run_csv, tmp_path, "bad-config.csv", config=config)
     with pytest.raises(RecordError, match=why) as e:
         load_records(bad)
     assert e.value.column == "config" and e.value.line == 2
@@ -61,26 +47,26 @@ def test_bad_config_cell_is_exit_2_naming_file_line_column(sim_csv, tmp_path, ca
 
 
 @pytest.mark.parametrize("cmd", ["fit", "predict"])
-def test_a_bad_value_in_a_config_cell_names_file_line_and_key(sim_csv, tmp_path, capsys, cmd):
+def test_a_bad_value_in_a_config_cell_names_file_line_and_key(one_run_csv, tmp_path, capsys, cmd):
     # it named the key only ("scenario key 'kernel.backlog': ..."), not which file or row
     import json
-    doc = json.loads(next(csv.DictReader(sim_csv.open()))["config"])
+    doc = json.loads(next(csv.DictReader(one_run_csv.open()))["config"])
     doc["kernel"]["backlog"] = -4
-    bad = _edit(sim_csv, tmp_path, "bad-value.csv", config=json.dumps(doc))
+    bad = _edit(one_run_csv, tmp_path, "bad-value.csv", config=json.dumps(doc))
     argv = ([cmd, "--records", str(bad), "--params", "select_base", "--out", str(tmp_path / "x.toml")]
             if cmd == "fit" else [cmd, "--records", str(bad), "--profile", "thesis-2004"])
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"{bad}:2: column 'config': scenario key 'kernel.backlog'" in err and "Traceback" not in err, err
     # a bad --set is still the flag's fault, not the record's
-    rc = main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--set", "kernel.backlog=-4"])
+    rc = main(["predict", "--records", str(one_run_csv), "--profile", "thesis-2004", "--set", "kernel.backlog=-4"])
     err = capsys.readouterr().err
     assert rc == 2 and "kernel.backlog" in err and "column 'config'" not in err, err
 
 
-def test_a_byte_order_mark_is_not_part_of_the_first_column(sim_csv, tmp_path):
+def test_a_byte_order_mark_is_not_part_of_the_first_column(one_run_csv, tmp_path):
     p = tmp_path / "bom.csv"
-    p.write_bytes(b"\xef\xbb\xbf" + sim_csv.read_bytes())
+    p.write_bytes(b"\xef\xbb\xbf" + one_run_csv.read_bytes())
     assert load_records(p)[0].record.source == "sim"
 
 
@@ -89,8 +75,8 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column(sim_csv, tmp_path):
     ({"target_rate": ""}, "no target rate"),
     ({"replies_per_s": ""}, "no measured value for replies_per_s"),
 ])
-def test_fit_with_nothing_fittable_is_exit_2_and_says_why(sim_csv, tmp_path, capsys, cells, why):
-    bad = _edit(sim_csv, tmp_path, "nothing.csv", **cells)
+def test_fit_with_nothing_fittable_is_exit_2_and_says_why(one_run_csv, tmp_path, capsys, cells, why):
+    bad = _edit(one_run_csv, tmp_path, "nothing.csv", **cells)
     rc = main(["fit", "--records", str(bad), "--params", "select_base", "--metrics", "replies_per_s",
                "--out", str(tmp_path / "x.toml")])
     err = capsys.readouterr().err
@@ -98,8 +84,8 @@ def test_fit_with_nothing_fittable_is_exit_2_and_says_why(sim_csv, tmp_path, cap
     assert not (tmp_path / "x.toml").exists()
 
 
-def test_predict_with_nothing_predictable_says_why(sim_csv, tmp_path, capsys):
-    bad = _edit(sim_csv, tmp_path, "failed.csv", status="failed")
+def test_predict_with_nothing_predictable_says_why(one_run_csv, tmp_path, capsys):
+    bad = _edit(one_run_csv, tmp_path, "failed.csv", status="failed")
     assert main(["predict", "--records", str(bad), "--profile", "thesis-2004"]) == 2
     assert "status failed: not a finished run" in capsys.readouterr().err
 
@@ -107,7 +93,7 @@ def test_predict_with_nothing_predictable_says_why(sim_csv, tmp_path, capsys):
 # predict's --out is optional: an empty one means none, so (predict, empty) is no row
 @pytest.mark.parametrize("cmd,where", [(c, w) for c in ("fit", "predict") for w in ("existing-dir", "read-only-fs", "empty")
                                        if (c, w) != ("predict", "empty")])
-def test_unusable_out_is_exit_2_before_anything_runs(sim_csv, tmp_path, capsys, monkeypatch, cmd, where):
+def test_unusable_out_is_exit_2_before_anything_runs(one_run_csv, tmp_path, capsys, monkeypatch, cmd, where):
     import validation.fitter as fitter
     ran = []
     monkeypatch.setattr(fitter.CostFitter, "fit", lambda self, recs: ran.append("fit"))
@@ -119,8 +105,8 @@ def test_unusable_out_is_exit_2_before_anything_runs(sim_csv, tmp_path, capsys, 
         out = Path("/proc/simaccept-test.toml")
     else:
         out = Path("")
-    argv = ([cmd, "--records", str(sim_csv), "--params", "select_base", "--out", str(out)] if cmd == "fit"
-            else [cmd, "--records", str(sim_csv), "--profile", "thesis-2004", "--out", str(out)])
+    argv = ([cmd, "--records", str(one_run_csv), "--params", "select_base", "--out", str(out)] if cmd == "fit"
+            else [cmd, "--records", str(one_run_csv), "--profile", "thesis-2004", "--out", str(out)])
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--out" in err and "Traceback" not in err
@@ -128,7 +114,7 @@ def test_unusable_out_is_exit_2_before_anything_runs(sim_csv, tmp_path, capsys, 
     _no_litter(tmp_path)
 
 
-def test_fitted_profile_is_written_atomically_and_readable(sim_csv, tmp_path, capsys, monkeypatch):
+def test_fitted_profile_is_written_atomically_and_readable(one_run_csv, tmp_path, capsys, monkeypatch):
     # A write that fails half-way (disk full) leaves neither a partial profile nor a temp file.
     out = tmp_path / "p.toml"
     out.write_text("# the old profile\n[costs]\n")
@@ -144,24 +130,24 @@ def test_fitted_profile_is_written_atomically_and_readable(sim_csv, tmp_path, ca
         monkeypatch.setattr(sweep.os, "fsync", full)
         return r
     monkeypatch.setattr(fitter.CostFitter, "fit", fit_then_disk_full)
-    rc = main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)])
+    rc = main(["fit", "--records", str(one_run_csv), "--params", "select_base", "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and "--out" in err and "No space left on device" in err
     assert out.read_text() == "# the old profile\n[costs]\n"
     _no_litter(tmp_path)
     monkeypatch.undo()
-    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)]) == 0
+    assert main(["fit", "--records", str(one_run_csv), "--params", "select_base", "--out", str(out)]) == 0
     assert out.stat().st_mode & 0o777 == 0o644 and "[costs]" in out.read_text()
     _no_litter(tmp_path)
 
 
 @pytest.mark.parametrize("group", [True, False], ids=["terminal-ctrl-c", "kill-INT-pid"])
-def test_ctrl_c_in_python_m_validation_is_130_without_traceback(sim_csv, tmp_path, group):
+def test_ctrl_c_in_python_m_validation_is_130_without_traceback(one_run_csv, tmp_path, group):
     # Eight 20 s simulations queued on one worker: after SIGINT (to the process group, as a
     # terminal sends it, or to the main process only) the queued ones must not be run.
     import signal
     many = tmp_path / "many.csv"
-    many.write_text(sim_csv.read_text() + "".join(sim_csv.read_text().splitlines(True)[1:] * 7))
+    many.write_text(one_run_csv.read_text() + "".join(one_run_csv.read_text().splitlines(True)[1:] * 7))
     p = subprocess.Popen([sys.executable, "-m", "validation", "predict", "--records", str(many),
                           "--profile", "thesis-2004", "--set", "scenario.duration=20"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -248,18 +234,18 @@ def test_default_out_is_the_repositorys_docs_validation_from_any_directory(cmd, 
     assert not (tmp_path / "docs").exists()
 
 
-def test_fit_out_with_a_name_too_long_is_exit_2(sim_csv, tmp_path, capsys):
+def test_fit_out_with_a_name_too_long_is_exit_2(one_run_csv, tmp_path, capsys):
     # an OSError traceback (File name too long), exit 1
-    assert main(["fit", "--records", str(sim_csv), "--params", "select_base",
+    assert main(["fit", "--records", str(one_run_csv), "--params", "select_base",
                  "--out", str(tmp_path / ("x" * 300 + ".toml"))]) == 2
     err = capsys.readouterr().err
     assert "File name too long" in err and "Traceback" not in err, err
 
 
-def test_out_under_a_file_says_it_is_not_a_directory(sim_csv, tmp_path, capsys):
+def test_out_under_a_file_says_it_is_not_a_directory(one_run_csv, tmp_path, capsys):
     f = tmp_path / "f"
     f.write_text("")
-    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(f / "x.toml")]) == 2
+    assert main(["fit", "--records", str(one_run_csv), "--params", "select_base", "--out", str(f / "x.toml")]) == 2
     err = capsys.readouterr().err
     assert f"{str(f)!r} is not a directory" in err and "does not exist" not in err, err
 
@@ -276,12 +262,12 @@ def _pool_of(p: subprocess.Popen) -> set[int]:
     return workers
 
 
-def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(sim_csv, tmp_path):
+def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(one_run_csv, tmp_path):
     # predict's pool was shut down without killing its workers: after SIGTERM the parent
     # waited for the running 20 s simulations (or, killed, left them running)
     import signal
     many = tmp_path / "many.csv"
-    many.write_text(sim_csv.read_text() + "".join(sim_csv.read_text().splitlines(True)[1:] * 3))
+    many.write_text(one_run_csv.read_text() + "".join(one_run_csv.read_text().splitlines(True)[1:] * 3))
     p = subprocess.Popen([sys.executable, "-m", "simaccept", "predict", "--records", str(many),
                           "--profile", "thesis-2004", "--set", "scenario.duration=20", "--jobs", "2"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -305,11 +291,11 @@ def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(sim
 
 
 @pytest.mark.parametrize("cmd", ["predict", "fit"])
-def test_a_worker_killed_outright_in_fit_or_predict_is_one_line_exit_1(sim_csv, tmp_path, cmd):
+def test_a_worker_killed_outright_in_fit_or_predict_is_one_line_exit_1(one_run_csv, tmp_path, cmd):
     # as in a sweep: a BrokenProcessPool traceback, where the sweep said what happened
     import signal
     many = tmp_path / "many.csv"
-    many.write_text(sim_csv.read_text() + "".join(sim_csv.read_text().splitlines(True)[1:] * 3))
+    many.write_text(one_run_csv.read_text() + "".join(one_run_csv.read_text().splitlines(True)[1:] * 3))
     extra = (["--profile", "thesis-2004"] if cmd == "predict" else
              ["--params", "select_base", "--out", str(tmp_path / "p.toml")])
     p = subprocess.Popen([sys.executable, "-m", "simaccept", cmd, "--records", str(many), *extra,

@@ -7,21 +7,8 @@ import pytest
 
 import simaccept
 from simaccept.cli import main
-from simaccept.sweep import records_to_csv
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def sim_csv(tmp_path_factory):
-    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
-                                 ["workload.rate=24000", "server.accept_limit=1", "scenario.warmup=0.5",
-                                  "scenario.duration=1", "scenario.seed=3"])
-    rec = simaccept.simulate(sc)
-    assert rec.status == "ok"
-    p = tmp_path_factory.mktemp("refusals") / "results.csv"
-    p.write_text(records_to_csv([rec]))
-    return p
 
 
 @pytest.fixture
@@ -34,17 +21,17 @@ def no_runs(monkeypatch):
     return ran
 
 
-def _copy(sim_csv, tmp_path, name="r2.csv") -> Path:
+def _copy(one_run_csv, tmp_path, name="r2.csv") -> Path:
     p = tmp_path / name
-    p.write_bytes(sim_csv.read_bytes())
+    p.write_bytes(one_run_csv.read_bytes())
     return p
 
 
 @pytest.mark.parametrize("cmd", ["predict", "fit"])
 @pytest.mark.parametrize("how", ["same", "dot", "symlink"])
-def test_out_naming_the_records_file_is_refused(sim_csv, tmp_path, capsys, monkeypatch, no_runs, cmd, how):
+def test_out_naming_the_records_file_is_refused(one_run_csv, tmp_path, capsys, monkeypatch, no_runs, cmd, how):
     # predict --records r2.csv --out r2.csv replaced the records with its predictions
-    rec = _copy(sim_csv, tmp_path, "r2.toml" if cmd == "fit" else "r2.csv")
+    rec = _copy(one_run_csv, tmp_path, "r2.toml" if cmd == "fit" else "r2.csv")
     before = rec.read_bytes()
     monkeypatch.chdir(tmp_path)
     out = {"same": rec.name, "dot": f"./{rec.name}", "symlink": "link" + rec.suffix}[how]
@@ -59,36 +46,36 @@ def test_out_naming_the_records_file_is_refused(sim_csv, tmp_path, capsys, monke
 
 
 @pytest.mark.parametrize("cache", ["pc.toml", "pc.toml/sub"])
-def test_fit_cache_at_the_out_file_is_refused_before_the_fit(sim_csv, tmp_path, capsys, monkeypatch, no_runs, cache):
+def test_fit_cache_at_the_out_file_is_refused_before_the_fit(one_run_csv, tmp_path, capsys, monkeypatch, no_runs, cache):
     # fit --out pc.toml --cache pc.toml ran the whole fit, made pc.toml the cache directory and
     # then could not write the profile there
     monkeypatch.chdir(tmp_path)
-    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", "pc.toml",
+    assert main(["fit", "--records", str(one_run_csv), "--params", "select_base", "--out", "pc.toml",
                  "--cache", cache]) == 2
     err = capsys.readouterr().err
     assert f"--cache {cache!r}: is the --out file" in err and "Traceback" not in err, err
     assert no_runs == [] and not (tmp_path / "pc.toml").exists()
 
 
-def test_fit_out_over_a_packaged_profile_is_refused(sim_csv, capsys, no_runs):
+def test_fit_out_over_a_packaged_profile_is_refused(one_run_csv, capsys, no_runs):
     # fit --out simaccept/costs/thesis-2004.toml replaced the shipped profile every analysis uses
     # (thesis-fit and machine-fit refuse to); as a relative path too
     from simaccept.costs import HERE
     target = HERE / "thesis-2004.toml"
     before = target.read_bytes()
     for out in (str(target), str(Path("simaccept/costs/../costs/thesis-2004.toml"))):
-        assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", out]) == 2
+        assert main(["fit", "--records", str(one_run_csv), "--params", "select_base", "--out", out]) == 2
         err = capsys.readouterr().err
         assert f"--out {out!r}: is the packaged cost profile 'thesis-2004'" in err and "Traceback" not in err, err
     assert target.read_bytes() == before and no_runs == []
 
 
-def test_fit_out_over_its_base_profile_is_refused(sim_csv, tmp_path, capsys, no_runs):
+def test_fit_out_over_its_base_profile_is_refused(one_run_csv, tmp_path, capsys, no_runs):
     # the fit overwrote the file it started from, and its header then named itself as the base
     base = tmp_path / "base.toml"
     base.write_bytes((Path(simaccept.__file__).parent / "costs" / "thesis-2004.toml").read_bytes())
     before = base.read_bytes()
-    assert main(["fit", "--records", str(sim_csv), "--params", "select_base", "--base-profile", str(base),
+    assert main(["fit", "--records", str(one_run_csv), "--params", "select_base", "--base-profile", str(base),
                  "--out", str(base)]) == 2
     err = capsys.readouterr().err
     assert f"--out {str(base)!r}: is the --base-profile file" in err and "Traceback" not in err, err
@@ -108,21 +95,21 @@ def test_records_that_are_a_device_are_exit_2_unread(tmp_path, capsys, no_runs, 
 @pytest.mark.parametrize("over, why", [("workload.rate=5", "each record sets it from its own columns"),
                                        ("server.accept_limit=10", "each record sets it from its own columns"),
                                        (' costs.profile = "thesis-2004-hand"', "give the profile as --profile")])
-def test_predict_set_of_a_record_key_or_the_profile_is_refused(sim_csv, capsys, no_runs, over, why):
+def test_predict_set_of_a_record_key_or_the_profile_is_refused(one_run_csv, capsys, no_runs, over, why):
     # predict --set workload.rate=5 simulated every record at 5 req/s and compared it with the
     # record's measurement; --set costs.profile=... silently replaced --profile (fit refuses both)
-    assert main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--set", over]) == 2
+    assert main(["predict", "--records", str(one_run_csv), "--profile", "thesis-2004", "--set", over]) == 2
     err = capsys.readouterr().err
     assert f"--set: {over.split('=')[0].strip()}: {why}" in err and "Traceback" not in err, err
     assert no_runs == []
 
 
 @pytest.mark.parametrize("cmd", ["predict", "fit"])
-def test_a_metric_given_twice_is_refused(sim_csv, tmp_path, capsys, no_runs, cmd):
+def test_a_metric_given_twice_is_refused(one_run_csv, tmp_path, capsys, no_runs, cmd):
     # predict printed every row twice (and counted it twice in the median); fit counted its
     # residuals twice, a weight of 2 nobody asked for
-    argv = ([cmd, "--records", str(sim_csv), "--params", "select_base", "--out", str(tmp_path / "p.toml")]
-            if cmd == "fit" else [cmd, "--records", str(sim_csv), "--profile", "thesis-2004"])
+    argv = ([cmd, "--records", str(one_run_csv), "--params", "select_base", "--out", str(tmp_path / "p.toml")]
+            if cmd == "fit" else [cmd, "--records", str(one_run_csv), "--profile", "thesis-2004"])
     assert main(argv + ["--metrics", "replies_per_s,accept_rate,replies_per_s"]) == 2
     err = capsys.readouterr().err
     assert "--metrics: given more than once: replies_per_s" in err and "Traceback" not in err, err
@@ -138,25 +125,25 @@ def test_thesis_fit_metric_given_twice_is_refused(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("out", ["", " "])
-def test_predict_out_empty_is_refused(sim_csv, capsys, no_runs, out):
+def test_predict_out_empty_is_refused(one_run_csv, capsys, no_runs, out):
     # predict --out "" was taken for no --out: the rows were printed and nothing written (fit refuses it)
-    assert main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--out", out]) == 2
+    assert main(["predict", "--records", str(one_run_csv), "--profile", "thesis-2004", "--out", out]) == 2
     err = capsys.readouterr().err
     assert f"--out {out!r}: give a file name" in err and no_runs == [], err
 
 
-def test_predict_cache_keeps_its_simulations_and_refuses_a_file(sim_csv, tmp_path, capsys, monkeypatch):
+def test_predict_cache_keeps_its_simulations_and_refuses_a_file(one_run_csv, tmp_path, capsys, monkeypatch):
     import validation.fitter as fitter
     ran = []
     real = fitter._simulate_json
     monkeypatch.setattr(fitter, "_simulate_json", lambda js, src: ran.append(js) or real(js, src))
     short = ["--set", "scenario.warmup=0.1", "--set", "scenario.duration=0.2"]
-    argv = ["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--cache", str(tmp_path / "c"), *short]
+    argv = ["predict", "--records", str(one_run_csv), "--profile", "thesis-2004", "--cache", str(tmp_path / "c"), *short]
     assert main(argv) == 0
     first = capsys.readouterr().out
     assert main(argv + ["--metrics", "replies_per_s,accept_rate"]) == 0
     assert len(ran) == 1 and len(list((tmp_path / "c").glob("*.json"))) == 1
     assert first.splitlines()[1] in capsys.readouterr().out
     (tmp_path / "f").write_text("")
-    assert main(["predict", "--records", str(sim_csv), "--profile", "thesis-2004", "--cache", str(tmp_path / "f")]) == 2
+    assert main(["predict", "--records", str(one_run_csv), "--profile", "thesis-2004", "--cache", str(tmp_path / "f")]) == 2
     assert "--cache " in capsys.readouterr().err and len(ran) == 1
