@@ -203,16 +203,17 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
     return summary
 
 
-def main(argv=None) -> int:
+def main(argv=None, prog: str = "python -m realsys.report") -> int:
     try:
-        return _main(argv)
+        return _main(argv, prog)
     except KeyboardInterrupt:       # a big folder takes a while: Ctrl-C printed a traceback
-        print("python -m realsys.report: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
 
 
-def _main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m realsys.report")
+def _main(argv=None, prog: str = "python -m realsys.report") -> int:
+    ap = argparse.ArgumentParser(prog=prog, description="a results folder's summary: peaks, ratios past "
+                                 "saturation, drops")
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--drops-rate", type=float, default=None)
     ap.add_argument("--json", action="store_true")

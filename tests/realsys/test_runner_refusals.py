@@ -210,6 +210,18 @@ def test_realsys_help_points_to_the_report(capsys):
     assert "python -m realsys.report DIR" in " ".join(capsys.readouterr().out.split())
 
 
+def test_realsys_report_is_a_subcommand_too(capsys):
+    """`python -m realsys report DIR` was refused as an invalid choice; it is realsys.report's."""
+    d = str(REPO / "realsys" / "results" / "onepacket-select")
+    assert report.main([d, "--json"]) == 0
+    alone = capsys.readouterr().out
+    assert cli.main(["report", d, "--json"]) == 0
+    assert capsys.readouterr().out == alone and '"policies"' in alone
+    with pytest.raises(SystemExit) as e:
+        cli.main(["report", str(REPO / "no-such-folder")])
+    assert e.value.code == 2 and "python -m realsys report: error: " in capsys.readouterr().err
+
+
 def test_a_results_csv_that_is_a_device_is_refused(monkeypatch, capsys, tmp_path):
     # DIR/results.csv linked to /dev/zero was read until MemoryError (the OOM killer, without a
     # limit); not root here, so a refusal that failed could not go on to build a test bed
