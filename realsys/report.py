@@ -94,18 +94,12 @@ def read_point_file(f: Path) -> dict:
     """A ``points/*.json`` file's object.  Raises ResultsFileError naming the file when it is not
     one (a directory, a device, not UTF-8 or not JSON, not an object, or an object whose ``drops``
     or ``server_stats`` is not one): the report ended in a traceback."""
-    import stat
+    from simaccept.sweep import read_regular
     try:
-        st = f.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise ResultsFileError(f"{f}: not a point file ({'a directory' if stat.S_ISDIR(st.st_mode) else 'not a regular file'}); move it away")
-        if st.st_size > MAX_POINT_BYTES:
-            raise ResultsFileError(f"{f}: not a point file (larger than {MAX_POINT_BYTES:,} bytes); move it away")
-        with open(f, "rb") as fh:
-            x = json.loads(fh.read(MAX_POINT_BYTES + 1).decode("utf-8"))
+        x = json.loads(read_regular(f, MAX_POINT_BYTES).decode("utf-8"))
     except OSError as e:
         raise ResultsFileError(f"{f}: cannot read it ({e.strerror or e})") from None
-    except ValueError as e:             # UnicodeDecodeError and JSONDecodeError are ValueErrors
+    except ValueError as e:     # read_regular's refusals, UnicodeDecodeError and JSONDecodeError
         raise ResultsFileError(f"{f}: not a point file ({e}); move it away") from None
     if not isinstance(x, dict):
         raise ResultsFileError(f"{f}: not a point file (a JSON {type(x).__name__}, not an object); move it away")

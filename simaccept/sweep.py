@@ -255,6 +255,27 @@ def stop_workers(ex: ProcessPoolExecutor) -> None:
                 signal.signal(sig, h)
 
 
+class NotAFileToRead(ValueError):
+    """What :func:`read_regular` refuses; the message is the reason alone ("a directory")."""
+
+
+def read_regular(path: Path, cap: int) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``cap`` bytes.  Raises NotAFileToRead
+    ("a directory", "not a regular file", "larger than N bytes") before reading anything else:
+    /dev/zero was read until MemoryError, a FIFO blocked; OSError as open() raises it."""
+    import stat
+    st = Path(path).stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise NotAFileToRead("a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+    if st.st_size > cap:
+        raise NotAFileToRead(f"larger than {cap:,} bytes")
+    with open(path, "rb") as f:
+        data = f.read(cap + 1)
+    if len(data) > cap:             # grew since the stat
+        raise NotAFileToRead(f"larger than {cap:,} bytes")
+    return data
+
+
 def read_cached(path: Path) -> dict | None:
     """The record dict a cache file holds, or None when it is missing, torn or incomplete (its
     run is then simulated again and the file rewritten): a JSON object with every record column

@@ -537,17 +537,12 @@ def read_fit_record(path: str | Path) -> dict[str, Any]:
     not UTF-8 JSON, not an object, or ``sim_overrides`` not a list of strings.  machine-check read
     ``--fit-json /dev/zero`` until MemoryError, and a list or ``"sim_overrides": 5`` ended it in a
     traceback."""
-    import stat
+    from simaccept.sweep import NotAFileToRead, read_regular
     p = Path(path)
     try:
-        st = p.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{p}: {'a directory' if stat.S_ISDIR(st.st_mode) else 'not a regular file'}, "
-                             "not a fit's record")
-        if st.st_size > MAX_FIT_JSON_BYTES:
-            raise ValueError(f"{p}: larger than {MAX_FIT_JSON_BYTES:,} bytes, not a fit's record")
-        with open(p, "rb") as f:
-            rec = json.loads(f.read(MAX_FIT_JSON_BYTES + 1).decode("utf-8"))
+        rec = json.loads(read_regular(p, MAX_FIT_JSON_BYTES).decode("utf-8"))
+    except NotAFileToRead as e:
+        raise ValueError(f"{p}: {e}, not a fit's record") from None
     except OSError as e:
         raise ValueError(f"{p}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
