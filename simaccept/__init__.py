@@ -16,16 +16,17 @@ __all__ = ["COLUMNS", "RunRecord", "Scenario", "ScenarioError", "load_scenario",
 __version__ = "0.1.0"
 
 
-def simulate(scenario, **kw):
+def simulate(scenario, *args, **kw):
     """Run one scenario point and return its :class:`RunRecord` (see simaccept.sim)."""
     from .sim import simulate as _simulate
-    return _simulate(scenario, **kw)
+    return _simulate(scenario, *args, **kw)
 
 
-def run_sweep(scenario, **kw):
-    """Run every point of a scenario's grid (see :func:`simaccept.sweep.run_sweep`)."""
+def run_sweep(scenario, *args, **kw):
+    """Run every point of a scenario's grid (see :func:`simaccept.sweep.run_sweep`; ``out``,
+    the output folder, may be given by position as there: it was a TypeError here)."""
     from .sweep import run_sweep as _run_sweep
-    return _run_sweep(scenario, **kw)
+    return _run_sweep(scenario, *args, **kw)
 
 # Not a function named ``sweep``: importing the submodule simaccept.sweep (as the first
 # call did, and as ``import simaccept.sweep`` does) rebinds the package's ``sweep`` to the

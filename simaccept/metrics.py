@@ -40,6 +40,7 @@ def snapshot(t, host, server) -> dict:
 
 
 def batch_ci(values: np.ndarray) -> float:
+    values = np.asarray(values, dtype=float)      # a list was a bare TypeError
     v = values[np.isfinite(values)]
     if len(v) < 2:
         return math.nan

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any
+from typing import Any, Mapping
 
 #: Syscall / activity names whose CPU shares are recorded as ``cpu_share_<name>``.
 CPU_CATEGORIES = (
@@ -102,26 +102,34 @@ class RunRecord:
 
     def to_json(self) -> str:
         # JSON has no NaN; null is the honest "not measured".
+        # .item(): a NumPy scalar set on a field (np.float32) is not JSON
         return json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v)
-                           for k, v in self.to_dict().items()}, sort_keys=False)
+                           for k, v in ((k, v.item() if hasattr(v, "item") and hasattr(v, "dtype") else v)
+                                        for k, v in self.to_dict().items())}, sort_keys=False)
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> "RunRecord":
-        """Build from a CSV/JSON row; unknown keys are refused, empty cells are NaN."""
+        """Build from a CSV/JSON row; unknown keys are refused, empty cells are NaN (a text
+        column's empty cell, None or NaN as pandas reads it, is "")."""
+        if not isinstance(row, Mapping):
+            raise TypeError(f"a record row is a mapping of column to value, got {type(row).__name__}")
         unknown = set(row) - set(COLUMNS)
         if unknown:
             raise ValueError(f"unknown record column(s): {', '.join(sorted(unknown))}")
         kw: dict[str, Any] = {}
         for name, value in row.items():
             if name in _TEXT:
-                kw[name] = "" if value is None else str(value)
+                missing = value is None or (isinstance(value, float) and math.isnan(value))
+                kw[name] = "" if missing else str(value)
             else:
                 if value is None or value == "":
                     kw[name] = math.nan
                 else:
                     try:
+                        if isinstance(value, bool):     # float(True) is 1.0
+                            raise TypeError
                         kw[name] = float(value)
-                    except (TypeError, ValueError):
+                    except (TypeError, ValueError, OverflowError):
                         raise ValueError(f"record column {name!r}: not a number: {value!r}") from None
         return cls(**kw)
 

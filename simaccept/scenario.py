@@ -44,7 +44,14 @@ class ScenarioError(ValueError):
         super().__init__(msg)
 
     def __reduce__(self):
-        return (ScenarioError, (self.key, self.reason))
+        return (type(self), (self.key, self.reason))
+
+
+class UnknownKey(ScenarioError, KeyError):
+    """``sc["section"]`` or ``sc.get("section.key")`` named what the schema does not have.  A
+    KeyError too, for code that looks a key up and catches that."""
+
+    __str__ = ValueError.__str__      # not KeyError's, which quotes the whole message
 
 
 # --------------------------------------------------------------------------- types
@@ -261,13 +268,21 @@ class Scenario:
 
     # -- access
     def __getitem__(self, section: str) -> dict[str, Any]:
-        return self.values[section]
+        try:
+            return self.values[section]
+        except KeyError:
+            raise UnknownKey(str(section), f"unknown section (known: {', '.join(self.values)})") from None
 
     def get(self, dotted: str) -> Any:
         if not isinstance(dotted, str) or "." not in dotted:
             raise ScenarioError(str(dotted), "must be section.key (e.g. workload.rate)")
         s, k = dotted.split(".", 1)
-        return self.values[s][k]
+        try:
+            return self[s][k]
+        except KeyError:
+            if s not in self.values:
+                raise UnknownKey(dotted, f"unknown section {s!r} (known: {', '.join(self.values)})") from None
+            raise UnknownKey(dotted, f"unknown key (known in [{s}]: {', '.join(self.values[s])})") from None
 
     @property
     def name(self) -> str:
@@ -335,6 +350,14 @@ class Scenario:
         """Validate the values again, as loading did (they are mutable: ``sc["workload"]["rate"]
         = -5`` after loading).  Raises :class:`ScenarioError`; changes nothing."""
         _resolve(self.values, self.source)
+
+    def resolved(self) -> "Scenario":
+        """A copy with its values checked and normalised as loading does them, the point's seed
+        key and coordinates kept.  Values set after loading are the caller's Python objects: an
+        ``np.float32`` rate is not JSON (the record embeds the config) and ``accept_limit =
+        math.inf`` is ``"inf"`` to the servers.  Raises :class:`ScenarioError`."""
+        return Scenario(_resolve(copy.deepcopy(self.values), self.source).values, self.source,
+                        self.point_key, self.coords)
 
     def with_overrides(self, overrides: Iterable[str]) -> "Scenario":
         vals = copy.deepcopy(self.values)
@@ -414,11 +437,15 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
                 hint = " (per-cost overrides must be names from simaccept.costs.COST_NAMES)"
             raise ScenarioError(f"{section}.{bad}", f"unknown key{hint}")
         values[section] = out
-    from .servers.policies import REGISTRY
+    from .servers.policies import REGISTRY, PolicyError, policy_class
     pol = values["server"]["policy"]
     for p in (pol if isinstance(pol, list) else [pol]):
         if p not in REGISTRY:
             raise ScenarioError("server.policy", f"unknown policy {_fmt(p)} (have: {', '.join(REGISTRY)})")
+        try:
+            policy_class(p)
+        except PolicyError as e:
+            raise ScenarioError("server.policy", str(e)) from None
     # A profile is a file; read it now rather than mid-sweep.  A path is made absolute so
     # that workers (and the record's config) name the same file whatever their directory.
     from .costs import available_profiles, is_profile_path, read_profile
@@ -539,7 +566,7 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
     try:
         doc = tomllib.loads(data.decode("utf-8-sig"))   # -sig: an editor's byte-order mark is not a key
     except UnicodeDecodeError as e:
-        raise ScenarioError("<file>", f"not UTF-8 (byte offset {e.start})") from None
+        raise ScenarioError("<file>", f"{source!r} is not UTF-8 (byte offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise _toml_error(e, data) from None
     except ValueError:          # an integer past Python's 4,300-digit conversion limit
@@ -586,7 +613,10 @@ def _toml_error(e: Exception, data: bytes) -> ScenarioError:
 
 
 def scenario_from_dict(doc: Mapping[str, Any], overrides: Iterable[str] = ()) -> Scenario:
-    """Like :func:`load_scenario` for an already-parsed document."""
+    """Like :func:`load_scenario` for an already-parsed document (a mapping of sections)."""
+    if not isinstance(doc, Mapping):
+        raise ScenarioError("<document>", f"must be a mapping of sections to tables (a parsed TOML "
+                                          f"document), got {type(doc).__name__}")
     raw = copy.deepcopy(dict(doc))
     _apply_overrides(raw, overrides)
     return _resolve(raw, "<dict>")

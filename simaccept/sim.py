@@ -29,6 +29,32 @@ from .servers import make_server
 SIMULATED_SERVERS = ("userver", "tux", "knot")
 
 
+def check_modelled(sc: Scenario) -> None:
+    """ScenarioError if the point ``sc`` sets something its server's model does not read:
+    a run would otherwise be the default's, "ok", under the setting's name.  Only the μserver
+    model draws per-request work from ``server.service_dist`` and holds
+    ``workload.idle_conns``; Knot-C's accept-phase has no CPU budget (a time-budget policy)."""
+    from .servers.policies import INF, PolicyError, make_policy
+    kind = sc["server"]["kind"]
+    if kind not in SIMULATED_SERVERS:
+        raise ScenarioError("server.kind", f"{kind!r} runs only in realsys; the simulator "
+                            f"models {', '.join(SIMULATED_SERVERS)}")
+    try:
+        policy = make_policy(sc["server"])
+    except PolicyError as e:
+        raise ScenarioError("server.policy", str(e)) from None
+    if kind == "knot" and policy.budget_s < INF:
+        raise ScenarioError("server.policy", f"{sc['server']['policy']!r} bounds an accept-phase's CPU time, "
+                            "which the knot model (Knot-C) does not: a thread accepts up to its quota")
+    if kind != "userver":
+        if sc["server"]["service_dist"] != "deterministic":
+            raise ScenarioError("server.service_dist", f"only the userver model draws per-request work; "
+                                f"{kind} charges costs.user_per_request exactly")
+        if sc["workload"]["idle_conns"]:
+            raise ScenarioError("workload.idle_conns", f"only the userver model holds idle connections "
+                                f"(in its interest set); {kind} has none")
+
+
 class Meter:
     """Takes the counter snapshots at the end of warm-up and at the stop time."""
 
@@ -94,12 +120,12 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     if not isinstance(sc, Scenario):
         raise TypeError(f"simulate() takes a Scenario (simaccept.load_scenario or scenario_from_dict), "
                         f"got {type(sc).__name__}")
-    sc.check()      # sc["workload"]["rate"] = -5 after loading ran "ok", with 0 replies/s
+    # Checked again and normalised: sc["workload"]["rate"] = -5 after loading ran "ok" with 0
+    # replies/s, an np.float32 failed as JSON, and a float inf accept-limit failed mid-run.
+    sc = sc.resolved()
     if sc.axes:
         raise ScenarioError(sc.axes[0][0], "is a sweep axis; use `simaccept sweep` / simaccept.run_sweep()")
-    if sc["server"]["kind"] not in SIMULATED_SERVERS:
-        raise ScenarioError("server.kind", f"{sc['server']['kind']!r} runs only in realsys; the simulator "
-                            f"models {', '.join(SIMULATED_SERVERS)}")
+    check_modelled(sc)
     rec = RunRecord(**_identity(sc))
     wall0 = time.perf_counter()
     host = None

@@ -320,19 +320,20 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         if out is None:
             raise ValueError("parquet=True needs an out directory")
         _pyarrow()
+    sc.check()      # values set after loading: [1000, 1000.0] ran twice, [1000, -5] failed at -5
     check_grid_size(sc)
     idle = [k for k, _ in sc.axes if k in SIM_IGNORES]
     if idle:
         print(f"warning: the simulator does not read {', '.join(idle)}: the points along "
               f"{'that axis' if len(idle) == 1 else 'those axes'} differ only in their random stream",
               file=sys.stderr)
-    points = sc.points()
-    from .sim import SIMULATED_SERVERS
-    kinds = sc["server"]["kind"]
-    for k in (kinds if isinstance(kinds, list) else [kinds]):
-        if k not in SIMULATED_SERVERS:
-            raise ScenarioError("server.kind", f"{k!r} runs only in realsys; the simulator models "
-                                f"{', '.join(SIMULATED_SERVERS)}")
+    # Each point's values normalised (an np.float32 is not JSON), its seed key and coordinates
+    # as the caller's values give them: the key hashes their repr, so a point run by
+    # simulate(p) for p in sc.points() draws the same stream as here.
+    points = [p.resolved() for p in sc.points()]
+    from .sim import check_modelled
+    for p in points:        # a setting no model reads: refused before the first point, not at it
+        check_modelled(p)
     out = Path(out) if out is not None else None
     cache_dir = out / "points" if out is not None else None
     if cache_dir is not None:       # an unusable out fails now, not after the first point

@@ -39,6 +39,8 @@ class OnePacket(Workload):
     name = "one-packet"
 
     def __init__(self, reply_bytes: int = 1024):
+        if isinstance(reply_bytes, bool) or not isinstance(reply_bytes, (int, np.integer)) or reply_bytes < 1:
+            raise ValueError(f"reply_bytes: an integer >= 1, got {reply_bytes!r}")
         self.reply_bytes = int(reply_bytes)
         self.requests_per_conn_mean = 1.0
 
@@ -50,6 +52,19 @@ class SpecWeb99(Workload):
     name = "specweb99"
 
     def __init__(self, zipf_alpha: float = 1.0, p_single: float = 0.30, keepalive_range=(5, 15)):
+        # checked here too: a NaN or negative alpha was silently uniform popularity, p_single = 2
+        # a mean of -8 requests per connection, and (15, 5) a bare "low >= high" at the first draw
+        if not (isinstance(zipf_alpha, (int, float, np.integer, np.floating)) and 0 <= zipf_alpha < float("inf")):
+            raise ValueError(f"zipf_alpha: a finite number >= 0, got {zipf_alpha!r}")
+        if not (isinstance(p_single, (int, float, np.integer, np.floating)) and 0 <= p_single <= 1):
+            raise ValueError(f"p_single: a probability in [0, 1], got {p_single!r}")
+        try:
+            lo, hi = keepalive_range
+            ok = int(lo) == lo and int(hi) == hi and 1 <= lo <= hi
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise ValueError(f"keepalive_range: (lo, hi), whole numbers with 1 <= lo <= hi, got {keepalive_range!r}")
         self.p_single = p_single
         self.lo, self.hi = keepalive_range
         ranks = np.arange(1, 10, dtype=float)
@@ -82,4 +97,6 @@ class SpecWeb99(Workload):
 def make_workload(section: dict) -> Workload:
     if section["kind"] == "one-packet":
         return OnePacket(section["reply_bytes"])
-    return SpecWeb99(section["zipf_alpha"])
+    if section["kind"] == "specweb99":
+        return SpecWeb99(section["zipf_alpha"])
+    raise ValueError(f"workload kind {section['kind']!r}: not one-packet or specweb99")

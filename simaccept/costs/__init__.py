@@ -207,12 +207,19 @@ def _parse_profile(path: str, name: str, _stamp: tuple[int, ...]) -> tuple[tuple
 def load_costs(profile: str, overrides: Mapping[str, Any] | None = None) -> CostModel:
     us = dict(DEFAULTS)
     us.update(dict(_read_profile(profile)))
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides: a mapping of cost name to µs, got {type(overrides).__name__}")
     for k, v in (overrides or {}).items():
         if k == "profile":
             continue
         if k not in us:
             raise KeyError(f"unknown cost {k!r}")
-        v = float(v)
+        try:
+            if isinstance(v, bool):     # float(True) is 1.0: a flag, not a cost
+                raise TypeError
+            v = float(v)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"cost {k!r} must be a finite number of µs >= 0, got {v!r}") from None
         if not math.isfinite(v) or v < 0:
             raise ValueError(f"cost {k!r} must be finite and >= 0, got {v}")
         us[k] = v

@@ -55,7 +55,7 @@ import math
 
 from ..host import S_READ, S_WRITE
 from .base import ServerModel
-from .policies import PhaseView
+from .policies import PhaseView, checked_quota
 from .warmth import CacheWarmth
 
 INF = math.inf
@@ -125,6 +125,8 @@ class Knot(ServerModel):
                     view = PhaseView(len(ls.acceptq), len(ready), h.n_open, closed_last,
                                      self.policy.accept_limit)
                     quota = self.policy.quota(view)
+                    if quota.__class__ not in (int, float) or not quota >= 1:
+                        quota = checked_quota(self.policy, quota)
                     q = self.conns[th]
                     n = 0
                     while n < quota and h.n_open < self.max_conns:

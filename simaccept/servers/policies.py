@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 
 INF = math.inf
 
@@ -95,10 +96,40 @@ REGISTRY: dict[str, type[AcceptPolicy]] = {
 }
 
 
+class PolicyError(ValueError):
+    """A registered policy is not an :class:`AcceptPolicy` class, or its ``quota`` broke the
+    contract (a number >= 1, or inf)."""
+
+
+def policy_class(name: str) -> type[AcceptPolicy]:
+    """``REGISTRY[name]``; PolicyError if it is not an AcceptPolicy subclass (a function or an
+    unrelated class registered there failed mid-run, deep inside a server)."""
+    cls = REGISTRY[name]
+    if not (isinstance(cls, type) and issubclass(cls, AcceptPolicy)):
+        raise PolicyError(f"REGISTRY[{name!r}] must be a subclass of simaccept.servers.policies.AcceptPolicy, "
+                          f"got {cls!r}")
+    return cls
+
+
 def make_policy(server: dict) -> AcceptPolicy:
+    """The policy ``server`` (a resolved ``[server]`` table) names; PolicyError if it cannot be made."""
     lim = server["accept_limit"]
     lim = INF if lim == "inf" else int(lim)
-    cls = REGISTRY[server["policy"]]
-    if cls is TimeBudget or issubclass(cls, TimeBudget):
-        return cls(lim, server["phase_budget_us"])
-    return cls(lim)
+    cls = policy_class(server["policy"])
+    try:
+        if issubclass(cls, TimeBudget):
+            return cls(lim, server["phase_budget_us"])
+        return cls(lim)
+    except Exception as e:   # noqa: BLE001 - a user's class; say which and why
+        raise PolicyError(f"policy {server['policy']!r}: {cls.__name__}(accept_limit) failed: "
+                          f"{type(e).__name__}: {e}") from e
+
+
+def checked_quota(policy: AcceptPolicy, quota) -> float:
+    """``quota`` if a number >= 1 (inf allowed), else PolicyError.  The servers call this only
+    when a quota is not a plain int or float >= 1: 0, -1 or NaN made a run with 0 replies/s
+    and status "ok"."""
+    if isinstance(quota, numbers.Real) and not isinstance(quota, bool) and quota >= 1:
+        return quota
+    raise PolicyError(f"policy {policy.name!r} ({type(policy).__name__}).quota() returned {quota!r}: "
+                      "it must be a number >= 1, or inf")

@@ -70,7 +70,7 @@ import math
 
 from ..host import S_READ, S_WRITE
 from .base import ServerModel
-from .policies import PhaseView
+from .policies import PhaseView, checked_quota
 from .warmth import CacheWarmth
 
 INF = math.inf
@@ -107,6 +107,8 @@ class TUX(ServerModel):
                 view = PhaseView(len(ls.acceptq), len(ready), h.n_open, closed_last,
                                  self.policy.accept_limit)
                 quota = self.policy.quota(view)
+                if quota.__class__ not in (int, float) or not quota >= 1:
+                    quota = checked_quota(self.policy, quota)
                 budget = self.policy.budget_s
                 t_phase = t
                 n = 0

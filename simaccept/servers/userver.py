@@ -26,7 +26,7 @@ import math
 
 from ..host import S_READ, S_WRITE
 from .base import ServerModel
-from .policies import AcceptPolicy, PhaseView
+from .policies import AcceptPolicy, PhaseView, checked_quota
 
 INF = math.inf
 
@@ -166,6 +166,8 @@ class UServer(ServerModel):
                 else:
                     quota = policy.quota(PhaseView(len(acceptq), n_snap, h.n_open, closed_last,
                                                    policy.accept_limit))
+                    if quota.__class__ not in (int, float) or not quota >= 1:
+                        quota = checked_quota(policy, quota)
                     budget = policy.budget_s
                 t_phase = t
                 n = 0

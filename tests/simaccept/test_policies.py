@@ -1,8 +1,11 @@
 """Each policy's decision, traced on hand-made views."""
 import math
 
+import pytest
+
 from simaccept import load_scenario, simulate
-from simaccept.servers.policies import (REGISTRY, AcceptLimit, AdaptiveClosed, PhaseView, QueueAware,
+from simaccept.scenario import ScenarioError
+from simaccept.servers.policies import (REGISTRY, AcceptLimit, AdaptiveClosed, PhaseView, PolicyError, QueueAware,
                                         TimeBudget)
 
 
@@ -58,3 +61,88 @@ def test_unknown_policy_refused_and_registry_extensible():
         assert 1.5 < rec.c_avg <= 2.0
     finally:
         del REGISTRY["two"]
+
+
+SHORT = ["scenario.warmup=0.1", "scenario.duration=0.2", "workload.rate=2000", "server.accept_limit=1"]
+
+
+@pytest.mark.parametrize("kind", ["userver", "tux", "knot"])
+@pytest.mark.parametrize("bad", [0, -1, math.nan, None, "3"])
+def test_a_quota_that_breaks_the_contract_fails_the_run_naming_the_policy(kind, bad):
+    # 0, -1 and NaN ran "ok" at 0 replies/s; None was a TypeError deep inside the server
+    class Broken(AcceptLimit):
+        name = "broken"
+
+        def quota(self, v):
+            return bad
+    REGISTRY["broken"] = Broken
+    try:
+        sc = load_scenario(f"scenarios/thesis/{kind}-onepacket.toml", SHORT + ["server.policy=broken"])
+        rec = simulate(sc)
+        assert rec.status == "failed"
+        assert rec.error.startswith(f"PolicyError: policy 'broken' (Broken).quota() returned {bad!r}: "
+                                    "it must be a number >= 1, or inf")
+        with pytest.raises(PolicyError):
+            simulate(sc, raise_errors=True)
+    finally:
+        del REGISTRY["broken"]
+
+
+class _NotAPolicy:
+    def __init__(self, accept_limit):
+        pass
+
+
+class _NeedsMore(AcceptLimit):
+    def __init__(self, accept_limit, k):
+        super().__init__(accept_limit)
+
+
+@pytest.mark.parametrize("entry, at_load, why", [
+    (lambda lim: AcceptLimit(lim), True, "must be a subclass of simaccept.servers.policies.AcceptPolicy"),
+    (_NotAPolicy, True, "must be a subclass of simaccept.servers.policies.AcceptPolicy"),
+    (_NeedsMore, False, r"_NeedsMore\(accept_limit\) failed: TypeError: .*missing 1 required"),
+])
+def test_a_registry_entry_that_is_no_policy_is_refused_before_the_run(entry, at_load, why):
+    # each had passed loading and then failed mid-run, in the server, as a bare traceback
+    REGISTRY["odd"] = entry
+    try:
+        with pytest.raises(ScenarioError, match=why) as e:
+            simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", SHORT + ["server.policy=odd"]))
+        assert e.value.key == "server.policy"
+        if at_load:
+            with pytest.raises(ScenarioError, match=why):
+                load_scenario("scenarios/thesis/userver-onepacket.toml", ["server.policy=odd"])
+    finally:
+        del REGISTRY["odd"]
+
+
+@pytest.mark.parametrize("kind, setting, key", [
+    ("knot", "server.policy=time-budget", "server.policy"),
+    ("knot", "server.service_dist=exponential", "server.service_dist"),
+    ("tux", "server.service_dist=exponential", "server.service_dist"),
+    ("knot", "workload.idle_conns=5000", "workload.idle_conns"),
+    ("tux", "workload.idle_conns=5000", "workload.idle_conns"),
+])
+def test_a_setting_the_servers_model_does_not_read_is_refused(kind, setting, key, tmp_path):
+    # each ran "ok" with a record identical in every field to the default's
+    from simaccept import run_sweep
+    sc = load_scenario(f"scenarios/thesis/{kind}-onepacket.toml", SHORT + [setting])
+    with pytest.raises(ScenarioError) as e:
+        simulate(sc)
+    assert e.value.key == key and kind in str(e.value)
+    # a sweep refuses it before its first point, here the userver's, which reads it
+    sw = load_scenario(f"scenarios/thesis/{kind}-onepacket.toml", SHORT + [setting, f'server.kind=["userver","{kind}"]'])
+    with pytest.raises(ScenarioError) as e:
+        run_sweep(sw, tmp_path / "out", plots=False)
+    assert e.value.key == key
+    assert not list((tmp_path / "out" / "points").glob("*.json"))
+
+
+def test_tux_honours_a_time_budget():
+    ov = SHORT[:2] + ["workload.rate=30000", "server.policy=time-budget", "server.phase_budget_us=40",
+                      "server.accept_limit=inf"]
+    budget = simulate(load_scenario("scenarios/thesis/tux-onepacket.toml", ov), raise_errors=True)
+    plain = simulate(load_scenario("scenarios/thesis/tux-onepacket.toml", ov[:3] + ["server.accept_limit=inf"]),
+                     raise_errors=True)
+    assert budget.c_avg < plain.c_avg

@@ -89,6 +89,21 @@ def test_not_toml_and_not_utf8():
         load_scenario(text=b"[scenario]\nname = \"\xff\"\n")
 
 
+def test_a_file_not_utf8_is_named(tmp_path):
+    p = tmp_path / "latin1.toml"
+    p.write_bytes(b"[scenario]\nname = \"caf\xe9\"\n")
+    with pytest.raises(ScenarioError, match=r"latin1\.toml' is not UTF-8 \(byte offset 22\)"):
+        load_scenario(p)
+
+
+@pytest.mark.parametrize("doc", [None, 5, "[workload]\nrate = 5", [("workload", {"rate": 5})]])
+def test_scenario_from_dict_refuses_what_is_not_a_mapping(doc):
+    from simaccept.scenario import scenario_from_dict
+    with pytest.raises(ScenarioError, match=f"must be a mapping .* got {type(doc).__name__}") as e:
+        scenario_from_dict(doc)
+    assert e.value.key == "<document>"
+
+
 def test_a_file_that_never_ends_is_refused_not_read_to_the_end():
     # /dev/zero was read until the OOM killer stopped it at 24 GB
     with pytest.raises(ScenarioError, match="larger than 1,048,576 bytes") as e:
@@ -387,3 +402,25 @@ def test_load_costs_refuses_a_path_that_cannot_be_one():
         with pytest.raises(KeyError, match="cost profile") as ei:
             load_costs(bad)
         assert repr(bad)[1:12] in ei.value.args[0]
+
+
+@pytest.mark.parametrize("value, shown", [("abc", "'abc'"), (None, "None"), (10**400, "1000"), (True, "True")])
+def test_a_cost_override_that_is_no_number_is_named(value, shown):
+    from simaccept.costs import load_costs
+    with pytest.raises(ValueError, match=f"cost 'read' must be a finite number of µs >= 0, got {shown}"):
+        load_costs("thesis-2004", {"read": value})
+    with pytest.raises(TypeError, match="overrides: a mapping of cost name to µs, got list"):
+        load_costs("thesis-2004", [("read", 1.0)])
+
+
+def test_a_misspelt_key_or_section_is_named():
+    from simaccept.scenario import UnknownKey
+    sc = load_scenario("scenarios/thesis/userver-onepacket.toml")
+    for call, key, why in [(lambda: sc.get("workload.rat"), "workload.rat", r"unknown key \(known in \[workload\]: kind"),
+                           (lambda: sc.get("wrkload.rate"), "wrkload.rate", "unknown section 'wrkload'"),
+                           (lambda: sc["wrkload"], "wrkload", r"unknown section \(known: scenario, ")]:
+        with pytest.raises(UnknownKey, match=why) as e:
+            call()
+        assert e.value.key == key and isinstance(e.value, KeyError) and isinstance(e.value, ScenarioError)
+        assert str(e.value).startswith(f"scenario key '{key}': unknown")   # not KeyError's quoted repr
+

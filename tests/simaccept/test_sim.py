@@ -96,3 +96,22 @@ def test_a_scenario_changed_after_loading_is_checked_again():
     assert e.value.key == "workload.rate"
     sc["workload"]["rate"] = 1000.0
     assert simulate(sc).status == "ok"
+
+
+def test_values_set_after_loading_run_as_loading_would_have_read_them():
+    # An np.float32 rate failed as JSON (the record embeds the config), and accept_limit =
+    # math.inf, which check() lets through, failed mid-run with an OverflowError.
+    import json
+    import math
+
+    import numpy as np
+    base = ["scenario.warmup=0.1", "scenario.duration=0.2", "workload.rate=2000"]
+    loaded = simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", base + ["server.accept_limit=inf"]))
+    sc = load_scenario("scenarios/thesis/userver-onepacket.toml", base)
+    sc["workload"]["rate"] = np.float32(2000.0)
+    sc["server"]["accept_limit"] = math.inf
+    rec = simulate(sc)
+    assert rec.status == "ok", rec.error
+    assert rec.replies_per_s == loaded.replies_per_s and rec.accept_limit == "inf"
+    assert json.loads(rec.config)["workload"]["rate"] == 2000.0
+    assert sc["server"]["accept_limit"] == math.inf      # the caller's scenario is not changed

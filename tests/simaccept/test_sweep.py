@@ -496,3 +496,32 @@ def test_run_sweep_of_something_that_is_no_scenario_is_a_type_error(sc):
     # run_sweep("tiny.toml") was an AttributeError
     with pytest.raises(TypeError, match="sc: a Scenario .*load_scenario"):
         run_sweep(sc, plots=False)
+
+
+@pytest.mark.parametrize("axis, why", [([1000, 1000.0], "duplicate values"), ([1000, -5], "must be > 0")])
+def test_an_axis_changed_after_loading_is_checked_before_any_point(axis, why, tmp_path):
+    # [1000, 1000.0] ran two identical points; [1000, -5] ran the first and failed at the second
+    from simaccept import load_scenario, run_sweep
+    from simaccept.scenario import ScenarioError
+    sc = load_scenario("scenarios/thesis/userver-onepacket.toml",
+                       ["scenario.warmup=0.1", "scenario.duration=0.2", "server.accept_limit=1"])
+    sc["workload"]["rate"] = axis
+    with pytest.raises(ScenarioError, match=why):
+        run_sweep(sc, tmp_path / "out", plots=False)
+    assert not list((tmp_path / "out").rglob("*.json"))
+
+
+def test_a_sweep_of_an_axis_set_after_loading_draws_what_its_points_do(tmp_path):
+    # the seed key hashes the caller's values: the sweep and simulate(p) for p in sc.points()
+    # run the same streams, np.float32 values included (not JSON until normalised)
+    import numpy as np
+
+    from simaccept import load_scenario, run_sweep, simulate
+    sc = load_scenario("scenarios/thesis/userver-onepacket.toml",
+                       ["scenario.warmup=0.1", "scenario.duration=0.2", "server.accept_limit=1"])
+    sc["workload"]["rate"] = [np.float32(10000.0), 20000]
+    swept = run_sweep(sc, tmp_path / "out", plots=False)
+    alone = [simulate(p) for p in sc.points()]
+    assert [r.point for r in swept] == [r.point for r in alone] == ["workload.rate=10000.0", "workload.rate=20000"]
+    assert [r.replies_per_s for r in swept] == [r.replies_per_s for r in alone]
+    assert all(r.status == "ok" for r in swept)
