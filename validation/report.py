@@ -1312,6 +1312,21 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
                          "137319221885a9a434522e6deef36ca910f12000",
                          {"scenario.py": ("MAX_SCENARIO_BYTES", "_check", "_long_integer_error", "_parse_value",
                                           "_read_capped", "_too_many_digits", "load_scenario", "sys")}),
+    "350d29f48bc9257d": ("76df43ab0b45d03f4fbe8c74edc9414d431c7c59", "7e851c5d9f0729a8",
+                         "3ebc2b150d07cd932afa1dbbfa2a238bfd76f361",
+                         {"__init__.py": ("run_sweep", "simulate"),
+                          "costs/__init__.py": ("load_costs",),
+                          "metrics.py": ("batch_ci",),
+                          "record.py": ("Any", "Mapping", "RunRecord"),
+                          "scenario.py": ("Scenario", "ScenarioError", "UnknownKey", "_resolve", "load_scenario",
+                                          "scenario_from_dict"),
+                          "servers/knot.py": ("Knot", "PhaseView", "checked_quota"),
+                          "servers/policies.py": ("PolicyError", "checked_quota", "make_policy", "numbers",
+                                                  "policy_class"),
+                          "servers/tux.py": ("PhaseView", "TUX", "checked_quota"),
+                          "servers/userver.py": ("AcceptPolicy", "PhaseView", "UServer", "checked_quota"),
+                          "sim.py": ("check_modelled", "simulate"),
+                          "workloads.py": ("OnePacket", "SpecWeb99", "make_workload")}),
 }
 
 
