@@ -602,6 +602,9 @@ def _seed_text(seed: float):
 _OUT_HELP = "output directory (default docs/validation in a source checkout, else ./out/validation)"
 
 
+_PROFILE_HELP = "cost profile: a packaged name or a .toml path (default thesis-2004)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -631,7 +634,8 @@ def _parser() -> argparse.ArgumentParser:
     mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml (or --profile NAME) to "
                         "realsys runs (realsys/results, or --results DIR)")
     mf.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
-    mf.add_argument("--max-nfev", type=int, default=3)
+    mf.add_argument("--max-nfev", type=int, default=3,
+                    help="budget of evaluations of the residuals (each simulates every record); unlike `fit`, a fit that reaches it still writes its profile, as not converged (default 3)")
     mf.add_argument("--results", default=None, metavar="DIR",
                     help="folder holding the runs validation/measure_realsys.sh makes (RESULTS=DIR); default "
                          "the committed realsys/results")
@@ -657,7 +661,8 @@ def _parser() -> argparse.ArgumentParser:
     tf = sub.add_parser("thesis-fit", help="fit simaccept/costs/thesis-2004.toml to the thesis's μserver "
                         "one-packet records")
     tf.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
-    tf.add_argument("--max-nfev", type=int, default=12)
+    tf.add_argument("--max-nfev", type=int, default=12,
+                    help="budget of evaluations of the residuals (each simulates every record); unlike `fit`, a fit that reaches it still writes its profile, as not converged (default 12)")
     tf.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="scenario override for every simulation of the fit (e.g. scenario.duration=120)")
     tf.add_argument("--params", default=None, metavar="NAME,NAME,...",
@@ -680,14 +685,14 @@ def _parser() -> argparse.ArgumentParser:
     si.add_argument("--per-kb-factors", default=None, metavar="F,F,...",
                     help="factors on the per-KB send costs (sendfile_per_kb, tux_per_kb), each read again with the "
                          "delay (default 1,0.85,0.7,0.6; 1 alone: the profile as fitted only)")
-    si.add_argument("--profile", default="thesis-2004")
+    si.add_argument("--profile", default="thesis-2004", help=_PROFILE_HELP)
     si.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/specweb-idle)")
     se = sub.add_parser("sensitivity", help="elasticity of every thesis throughput cell to each cost, and which "
                         "costs the calibration rows identify -> docs/validation/sensitivity.md")
     se.add_argument("--out", default=None, help=_OUT_HELP)
     se.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     se.add_argument("--step", type=float, default=1.25, help="factor each cost is raised by (default 1.25)")
-    se.add_argument("--profile", default="thesis-2004")
+    se.add_argument("--profile", default="thesis-2004", help=_PROFILE_HELP)
     se.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/sensitivity)")
     se.add_argument("--rows", default=None, metavar="LABEL,LABEL,...|misses",
                     help="only these rows (report labels, e.g. 'tux/one-packet/-/accept-inf@23000'), or 'misses': the "
@@ -697,7 +702,7 @@ def _parser() -> argparse.ArgumentParser:
                         "(120 s from idle queues) -> docs/validation/window.md")
     wi.add_argument("--out", default=None, help=_OUT_HELP)
     wi.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
-    wi.add_argument("--profile", default="thesis-2004")
+    wi.add_argument("--profile", default="thesis-2004", help=_PROFILE_HELP)
     wi.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/window)")
     sd = sub.add_parser("seeds", help="every held-out throughput cell (and every other cell at a target rate) at several seeds: "
                         "is a miss seed noise? "
@@ -705,7 +710,7 @@ def _parser() -> argparse.ArgumentParser:
     sd.add_argument("--out", default=None, help=_OUT_HELP)
     sd.add_argument("--seeds", type=int, default=4, help="seeds per cell: the row's own and the ones after it")
     sd.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
-    sd.add_argument("--profile", default="thesis-2004")
+    sd.add_argument("--profile", default="thesis-2004", help=_PROFILE_HELP)
     sd.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/seeds)")
     tr = sub.add_parser("trace", help="the server loop in steps within a one-packet row's run (runs of growing length at "
                         "the same seed, differenced) -> docs/validation/trace.md")
@@ -717,13 +722,13 @@ def _parser() -> argparse.ArgumentParser:
                     help="one-packet rows with a target rate and deterministic arrivals (report labels; default the "
                          "μserver's three at 27000 and Knot's Accept-50 at 15000)")
     tr.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
-    tr.add_argument("--profile", default="thesis-2004")
+    tr.add_argument("--profile", default="thesis-2004", help=_PROFILE_HELP)
     tr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/trace)")
     dr = sub.add_parser("drops", help="tables 5.1/5.2's queue-drop totals against the simulator's, the TUX "
                         "replies/s they imply, and a trace of each run's queues -> docs/validation/drops.md")
     dr.add_argument("--out", default=None, help=_OUT_HELP)
     dr.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
-    dr.add_argument("--profile", default="thesis-2004")
+    dr.add_argument("--profile", default="thesis-2004", help=_PROFILE_HELP)
     dr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/drops)")
     ph = sub.add_parser("phases", help="the μserver's Accept-Inf accept-phases one at a time (queued at the start, "
                         "accepted, completions and kernel work inside) -> docs/validation/phases.md")

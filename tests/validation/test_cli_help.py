@@ -1,0 +1,26 @@
+"""`python -m validation SUBCOMMAND --help` documents every option (from a newcomer audit:
+`--max-nfev` of machine-fit and thesis-fit, and `--profile` of six analyses, printed
+with no help text at all, so their defaults, 3, 12 and thesis-2004, were invisible)."""
+from validation.cli import _parser
+
+
+def _subcommands():
+    p = _parser()
+    return next(a for a in p._actions if a.dest == "cmd").choices
+
+
+def test_every_validation_option_has_help():
+    missing = [f"{name} {'/'.join(a.option_strings) or a.dest}"
+               for name, sub in _subcommands().items()
+               for a in sub._actions if a.dest != "help" and not a.help]
+    assert not missing, f"options with no help text: {', '.join(missing)}"
+
+
+def test_the_defaults_a_user_cannot_see_otherwise_are_stated():
+    subs = _subcommands()
+    for name in ("machine-fit", "thesis-fit"):
+        a = next(a for a in subs[name]._actions if a.dest == "max_nfev")
+        assert f"default {a.default}" in a.help, (name, a.help)
+    for name in ("specweb-idle", "sensitivity", "window", "seeds", "trace", "drops"):
+        a = next(a for a in subs[name]._actions if a.dest == "profile")
+        assert f"default {a.default}" in a.help, (name, a.help)
