@@ -121,7 +121,9 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--cache", default=None, metavar="DIR",
                    help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
     f.add_argument("--base-profile", default="thesis-2004",
-                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
+                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path "
+                        "(default thesis-2004, the thesis's costs; docs/guides/fitting.md starts realsys runs "
+                        "from realsys-linux6)")
     f.add_argument("--max-nfev", type=int, default=None,
                    help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
     f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",

@@ -615,13 +615,16 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--out", required=True, help="profile TOML to write")
     f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
                    "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories, "
-                   "'time_split' the split of the records' cpu_share_<fn> among the functions listed")
+                   "'time_split' the split of the records' cpu_share_<fn> among the functions listed, "
+                   "'peak_replies_per_s' fits peak rows")
     f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
                    help="fit only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
     f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="scenario override for every simulation, e.g. scenario.duration=5")
     f.add_argument("--base-profile", default="thesis-2004",
-                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path")
+                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path "
+                        "(default thesis-2004, the thesis's costs; docs/guides/fitting.md starts realsys runs "
+                        "from realsys-linux6)")
     f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
     f.add_argument("--cache", default=None, metavar="DIR",
                    help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")

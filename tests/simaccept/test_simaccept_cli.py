@@ -242,3 +242,12 @@ def test_every_sweep_and_figures_option_has_help():
             if a.dest != "help":
                 assert a.help, f"{name} {a.option_strings or a.dest} has no help"
     assert "``" not in p.description
+
+
+def test_fit_help_states_the_base_profile_default():
+    # Without --base-profile a fit starts from thesis-2004 and keeps its costs for every cost
+    # it does not fit: a newcomer fitting their own runs could not see that from --help.
+    p = cli._parser()
+    fit = next(a for a in p._actions if a.dest == "cmd").choices["fit"]
+    base = next(a for a in fit._actions if a.dest == "base_profile")
+    assert f"default {base.default}" in base.help

@@ -24,3 +24,16 @@ def test_the_defaults_a_user_cannot_see_otherwise_are_stated():
     for name in ("specweb-idle", "sensitivity", "window", "seeds", "trace", "drops"):
         a = next(a for a in subs[name]._actions if a.dest == "profile")
         assert f"default {a.default}" in a.help, (name, a.help)
+
+
+def test_fit_help_states_the_base_profile_default_and_every_special_metric():
+    # `fit` without --base-profile starts from thesis-2004 (and keeps its costs for every cost
+    # not fitted); the help did not say so.  Its --metrics help left out peak_replies_per_s,
+    # which the fitter takes and `simaccept fit --help` lists.
+    from validation.fitter import GROUPED, PEAK
+    fit = _subcommands()["fit"]
+    base = next(a for a in fit._actions if a.dest == "base_profile")
+    assert f"default {base.default}" in base.help
+    metrics = next(a for a in fit._actions if a.dest == "metrics")
+    for m in (*GROUPED, PEAK):
+        assert m in metrics.help, m
