@@ -204,6 +204,26 @@ def _list_scenarios() -> int:
     return 0
 
 
+def _set_value(v) -> str:
+    """``v`` as --set takes it back: a TOML literal, a bare string."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _axes_reason(axes) -> str:
+    """Why `simaccept run` refuses a scenario with sweep axes: every axis, not only the first
+    (fixing the one named used to lead to the next refusal), with a --set for each to copy."""
+    if len(axes) == 1:
+        return "is a sweep axis (a list); `simaccept run` needs one point: fix it with --set, or use `simaccept sweep`"
+    others = ", ".join(k for k, _ in axes[1:])
+    example = " ".join(f"--set {k}={_set_value(v[0])}" for k, v in axes)
+    return (f"is a sweep axis (a list), and so {'is' if len(axes) == 2 else 'are'} {others}; `simaccept run` "
+            f"needs one point: fix each with --set (e.g. {example}), or use `simaccept sweep`")
+
+
 def _main(args) -> int:
     try:
         if args.cmd == "scenarios":
@@ -211,8 +231,7 @@ def _main(args) -> int:
         if args.cmd == "run":
             sc = _load(args.scenario, args.set)
             if sc.axes:
-                raise ScenarioError(sc.axes[0][0], "is a sweep axis (a list); `simaccept run` needs one "
-                                    "point: fix it with --set, or use `simaccept sweep`")
+                raise ScenarioError(sc.axes[0][0], _axes_reason(sc.axes))
             from .sim import simulate
             rec = simulate(sc)
             if args.json:

@@ -251,3 +251,16 @@ def test_fit_help_states_the_base_profile_default():
     fit = next(a for a in p._actions if a.dest == "cmd").choices["fit"]
     base = next(a for a in fit._actions if a.dest == "base_profile")
     assert f"default {base.default}" in base.help
+
+
+def test_run_of_a_sweep_names_every_axis_and_how_to_fix_them(capsys):
+    # `simaccept run thesis/userver-onepacket` named only server.accept_limit; fixing it
+    # with --set was refused again, for workload.rate.  Every axis is named, and the
+    # --set example it gives fixes them all.
+    assert cli.main(["run", "thesis/userver-onepacket"]) == 2
+    err = capsys.readouterr().err
+    assert "server.accept_limit" in err and "workload.rate" in err, err
+    example = err.split("(e.g. ", 1)[1].split(")", 1)[0].split()
+    sets = [example[i + 1] for i in range(0, len(example), 2) if example[i] == "--set"]
+    assert sets == ["server.accept_limit=1", "workload.rate=10000"], err
+    assert not cli.load_scenario("thesis/userver-onepacket", sets).axes
