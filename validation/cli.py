@@ -417,7 +417,13 @@ def predict_main(args) -> int:
         return 2
     bad = [m for m in metrics if m not in COLUMNS or m in _TEXT]
     if bad:
-        _err(f"--metrics: not numeric record columns: {', '.join(bad)}")
+        import difflib
+        numeric = [c for c in COLUMNS if c not in _TEXT]
+        named = []
+        for m in bad:
+            close = difflib.get_close_matches(m, numeric, n=2)
+            named.append(m + (f" (close: {', '.join(close)})" if close else ""))
+        _err(f"--metrics: not numeric record columns: {'; '.join(named)}")
         return 2
     why = _twice(metrics)
     if why:         # every row was printed twice, and counted twice in the median

@@ -644,7 +644,10 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
         if bad_op:
             raise ValueError(f"--select {s!r}: {bad_op!r} is not an operator (=, !=, >=, <=, >, <)")
         if col not in COLUMNS:
-            raise ValueError(f"--select: unknown record column {col!r}")
+            import difflib
+            close = difflib.get_close_matches(col, COLUMNS, n=3)
+            raise ValueError(f"--select: unknown record column {col!r}"
+                             + (f" (close: {', '.join(close)})" if close else ""))
         if op not in ("=", "!=") and col in _TEXT:
             raise ValueError(f"--select {s!r}: {col} is text; only = and != compare it")
         if col not in _TEXT:

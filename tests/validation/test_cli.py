@@ -238,6 +238,8 @@ def test_predict_own_records_with_their_profile_is_exact_and_another_profile_is_
 @pytest.mark.parametrize("flags,named", [
     (["--metrics", "replies_per_s,bogus"], "--metrics: not numeric record columns: bogus"),
     (["--metrics", "server"], "--metrics: not numeric record columns: server"),
+    (["--metrics", "replies,accept_rate"],         # a misspelled column was named with no hint
+     "--metrics: not numeric record columns: replies (close: replies_per_s"),
     (["--profile", "nosuch"], "--profile: no cost profile named 'nosuch'"),
     (["--profile", "none/such.toml"], "--profile: no cost profile file"),
     (["--jobs", "0"], "--jobs: must be >= 1"),

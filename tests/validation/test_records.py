@@ -277,3 +277,12 @@ def test_a_parquet_file_with_a_duplicate_column_says_so(tmp_path):
     with pytest.raises(RecordError, match=r"duplicate column\(s\): cite") as e:
         load_records(p)
     assert len(str(e.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("sel,close", [("acceptlimit=1", "accept_limit"), ("target_rat>=1", "target_rate")])
+def test_a_misspelled_select_column_names_the_close_ones(tmp_path, sel, close):
+    # `--select acceptlimit=10` said only "unknown record column 'acceptlimit'"
+    recs = load_records(_write(tmp_path, [GOOD]))
+    with pytest.raises(ValueError, match="unknown record column") as e:
+        select_records(recs, [sel])
+    assert f"(close: {close}" in str(e.value)
