@@ -234,6 +234,17 @@ def machine_fit_target(args) -> dict:
                          "used in place of yours; give another name")
     if results is not None and not results.is_dir():
         raise ValueError(f"--results: {results}: no such directory")
+    missing = [d / "results.csv" for d in machine.fit_dirs(results) if not (d / "results.csv").is_file()]
+    if missing:
+        # --results realsys/results/onepacket-select (one run folder) looked for
+        # onepacket-select/onepacket-select/results.csv, and said only that it was not there
+        base = results if results is not None else machine.RESULTS
+        why = (f"--results: {missing[0]}: no such results file; --results is the folder holding the run folders "
+               + " and ".join(f"{d}/" for d in machine.FIT_DIRS)
+               + ", each with a results.csv (measure them with validation/measure_realsys.sh)")
+        if (base / "results.csv").is_file():
+            why += f"; {base} holds a results.csv itself, so it is one run folder: pass its parent, {base.parent}"
+        raise ValueError(why)
     try:
         machine.fit_min_rate(results)
         machine.fixed_costs(results)        # reads the fit set's point files: a damaged one is named now

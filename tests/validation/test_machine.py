@@ -281,6 +281,25 @@ def test_machine_fit_refuses_before_simulating(tmp_path, capsys):
     assert not (ROOT / "simaccept/costs/mybox.toml").exists()
 
 
+def test_machine_fit_given_one_run_folder_says_to_pass_its_parent(tmp_path, capsys):
+    """--results realsys/results/onepacket-select (a run folder) was refused with only
+    ".../onepacket-select/onepacket-select/results.csv: no such results file"."""
+    from validation.cli import main
+    run = _copy_runs(tmp_path, "onepacket-select")
+    assert main(["machine-fit", "--results", str(run), "--profile", "mybox"]) == 2
+    err = capsys.readouterr().err
+    assert f"{run / 'onepacket-select' / 'results.csv'}: no such results file" in err, err
+    assert "--results is the folder holding the run folders onepacket-select/ and onepacket-select-reps/" in err, err
+    assert f"{run} holds a results.csv itself, so it is one run folder: pass its parent, {tmp_path}" in err, err
+    # an empty folder: what it should hold, and no "pass its parent"
+    (tmp_path / "empty").mkdir()
+    assert main(["machine-fit", "--results", str(tmp_path / "empty"), "--profile", "mybox"]) == 2
+    err = capsys.readouterr().err
+    assert "the folder holding the run folders onepacket-select/ and onepacket-select-reps/" in err, err
+    assert "pass its parent" not in err, err
+    assert not (ROOT / "simaccept/costs/mybox.toml").exists()
+
+
 def test_where_machine_fit_writes_a_profile_and_machine_check_finds_it(tmp_path, monkeypatch):
     """In a checkout a machine's profile goes into simaccept/costs (loadable by name, committed
     like realsys-linux6-xeon); installed, beside its runs, where machine-check looks for it by name;
