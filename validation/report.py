@@ -1109,6 +1109,17 @@ def check_real(real: Iterable[str], real_profile: str | None) -> None:
             raise ReportError(f"--real: {e}") from None
 
 
+def check_groups(only: Iterable[str], groups=None) -> None:
+    """ReportError for a ``--group`` that names no configuration of the thesis's rows
+    (``groups``: their :func:`_group_key`s, default all of them)."""
+    if groups is None:
+        groups = {_group_key(m) for m in load_thesis() if m.record.server}
+    unknown = sorted(set(only or ()) - {_group_name(g) for g in groups})
+    if unknown:     # a typo used to write an empty report (over docs/validation without --out) and exit 0
+        raise ReportError(f"--group: no configuration named {', '.join(map(repr, unknown))} (have: "
+                          f"{', '.join(sorted(_group_name(g) for g in groups))})")
+
+
 # --------------------------------------------------------------------------- report
 def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: int = 2, cache: Path | None = None,
           sim_overrides: Iterable[str] = (), real: Iterable[str] = (), real_profile: str | None = None,
@@ -1134,10 +1145,7 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
     tag = ("quick-" if quick else "") + Path(label).stem + "-" + hashlib.sha256(costs_now.encode()).hexdigest()[:10]
     all_cells, group_info, order_checks, unscored = [], [], {}, []
     lines_by_group: dict[str, dict[str, list[RunRecord]]] = {}
-    unknown = sorted(only - {_group_name(g) for g in groups})
-    if unknown:     # a typo used to write an empty report (over docs/validation without --out) and exit 0
-        raise ReportError(f"--group: no configuration named {', '.join(map(repr, unknown))} (have: "
-                          f"{', '.join(sorted(_group_name(g) for g in groups))})")
+    check_groups(only, groups)
     for g, rows in groups.items():
         name = _group_name(g)
         if only and name not in only:
@@ -2114,6 +2122,10 @@ def default_out(**kw) -> tuple[Path, list[str]]:
 def run_report(out=None, profile: str = "thesis-2004", quick: bool = False, jobs: int = 2, cache=None,
                sim_overrides=(), real=(), real_profile=None, only=()) -> int:
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    # refused before the partial report's notice (--group nosuch announced where the report would go)
+    resolve_profile(profile)
+    check_real(real, real_profile)
+    check_groups(only)
     if not out:
         out, why = default_out(profile=profile, quick=quick, sim_overrides=sim_overrides,
                                real_profile=real_profile, only=only)

@@ -200,6 +200,21 @@ def test_report_with_an_unknown_group_is_exit_2_and_writes_nothing(tmp_path, cap
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv, msg", [
+    (["--group", "nosuch"], "--group: no configuration named 'nosuch'"),
+    (["--profile", "nosuch"], "--profile: no cost profile named 'nosuch'"),
+])
+def test_a_refused_report_says_only_why(monkeypatch, capsys, argv, msg):
+    # `report --group nosuch` announced "a partial report ... goes to out/validation-partial"
+    # and then refused the group
+    import validation.report as report
+    from validation.cli import main as vmain
+    monkeypatch.setattr(report, "build", lambda *a, **k: pytest.fail("build() reached"))
+    assert vmain(["report", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {msg}") and "partial report" not in err, err
+
+
 @pytest.mark.parametrize("step", ["inf", "-inf", "nan", "0", "1"])
 def test_sensitivity_step_that_is_no_factor_is_exit_2(step, tmp_path, capsys):
     from validation.cli import main as vmain
