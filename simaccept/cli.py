@@ -176,7 +176,34 @@ def _load(path: str, overrides):
     return sc
 
 
+def set_without_value(argv) -> str | None:
+    """The refusal of a --set whose value has no '=' (``--set server.accept_limit 1``), or None.
+    argparse took the key as the whole value and refused what followed: "unrecognized
+    arguments: 1", no word of --set.  Shared with ``python -m validation``."""
+    argv = list(argv)
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a == "--set" and i + 1 < len(argv):
+            key, after = argv[i + 1], argv[i + 2:i + 3]
+        elif a.startswith("--set="):
+            key, after = a[len("--set="):], argv[i + 1:i + 2]
+        else:
+            continue
+        if "=" in key or key.startswith("-"):
+            continue
+        # what followed, unless it is an option or the scenario (run --set KEY thesis/x)
+        value = (after[0] if after and not after[0].startswith("-") and "/" not in after[0]
+                 and not after[0].endswith(".toml") else "VALUE")
+        return f"--set {key}: expected SECTION.KEY=VALUE as one argument, e.g. --set {key}={value}"
+    return None
+
+
 def main(argv=None) -> int:
+    why = set_without_value(sys.argv[1:] if argv is None else argv)
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
     args = _parser().parse_args(argv)
     old_handlers = _take_termination_signals()
     try:

@@ -54,7 +54,7 @@ import math
 import sys
 from pathlib import Path
 
-from simaccept.cli import _out_dir, add_predict_args, write_problem
+from simaccept.cli import _out_dir, add_predict_args, set_without_value, write_problem
 from simaccept.scenario import ScenarioError
 from simaccept.sweep import SweepError
 
@@ -800,6 +800,10 @@ def _partial_phases(args) -> bool:
 
 
 def main(argv=None) -> int:
+    why = set_without_value(sys.argv[1:] if argv is None else argv)
+    if why:                             # argparse said only "unrecognized arguments: 1"
+        _err(why)
+        return 2
     args = _parser().parse_args(argv)
     try:
         return _main(args)

@@ -264,3 +264,29 @@ def test_run_of_a_sweep_names_every_axis_and_how_to_fix_them(capsys):
     sets = [example[i + 1] for i in range(0, len(example), 2) if example[i] == "--set"]
     assert sets == ["server.accept_limit=1", "workload.rate=10000"], err
     assert not cli.load_scenario("thesis/userver-onepacket", sets).axes
+
+
+def _rc(main, argv):
+    try:
+        return main(argv)
+    except SystemExit as e:         # argparse's refusal
+        return e.code
+
+
+@pytest.mark.parametrize("argv,shown", [
+    (["run", "{spec}", "--set", "server.accept_limit", "1"],
+     "error: --set server.accept_limit: expected SECTION.KEY=VALUE as one argument, e.g. --set server.accept_limit=1"),
+    (["sweep", "{spec}", "--out", "{tmp}/o", "--set=workload.rate", "3000"],
+     "error: --set workload.rate: expected SECTION.KEY=VALUE as one argument, e.g. --set workload.rate=3000"),
+    (["run", "{spec}", "--set", "server.accept_limit"],
+     "error: --set server.accept_limit: expected SECTION.KEY=VALUE as one argument, e.g. --set server.accept_limit=VALUE"),
+    (["run", "--set", "server.accept_limit", "{spec}"],      # the scenario is not the example's value
+     "error: --set server.accept_limit: expected SECTION.KEY=VALUE as one argument, e.g. --set server.accept_limit=VALUE"),
+])
+def test_a_set_split_in_two_is_refused_naming_set(tmp_path, spec, capsys, argv, shown):
+    # `--set server.accept_limit 1` was argparse's "unrecognized arguments: 1", no word of --set
+    rc = _rc(cli.main, [a.format(spec=spec, tmp=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(shown), err
+    assert not (tmp_path / "o").exists()
+

@@ -147,3 +147,17 @@ def test_predict_cache_keeps_its_simulations_and_refuses_a_file(one_run_csv, tmp
     (tmp_path / "f").write_text("")
     assert main(["predict", "--records", str(one_run_csv), "--profile", "thesis-2004", "--cache", str(tmp_path / "f")]) == 2
     assert "--cache " in capsys.readouterr().err and len(ran) == 1
+
+
+@pytest.mark.parametrize("cmd", ["report", "fit", "phases"])
+def test_a_set_split_in_two_is_refused_naming_set(capsys, no_runs, cmd):
+    # `--set scenario.duration 5` was argparse's "unrecognized arguments: 5", no word of --set
+    from validation.cli import main as vmain
+    try:
+        rc = vmain([cmd, "--set", "scenario.duration", "5"])
+    except SystemExit as e:
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: --set scenario.duration: expected SECTION.KEY=VALUE as one "
+                                      "argument, e.g. --set scenario.duration=5"), err
+    assert no_runs == []
