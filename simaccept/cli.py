@@ -87,12 +87,15 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="simulate one scenario point")
     r.add_argument("scenario", help="scenario TOML file, or a bundled scenario's name (`simaccept scenarios`)")
     r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a scenario key; repeatable")
+                   help="override a scenario key, as one argument: --set server.accept_limit=1 (the value is "
+                        "TOML, as in a scenario file; a bare word is a string); repeatable")
     r.add_argument("--json", action="store_true", help="print the record as one JSON object")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
     s.add_argument("scenario", help="scenario TOML file or bundled name; its list values are the sweep's axes")
     s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a scenario key (a list makes it an axis); repeatable")
+                   help="override a scenario key, as one argument: --set server.accept_limit=1; a TOML list, as "
+                        "in a scenario file, makes it an axis: --set 'workload.rate=[10000,20000]' (quoted for "
+                        "the shell); repeatable")
     s.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); results are the same "
                    "whatever the number")
     s.add_argument("--dask", default=None, metavar="ADDRESS|local",
@@ -231,6 +234,17 @@ def _list_scenarios() -> int:
     return 0
 
 
+def _list_hint(e: ScenarioError, overrides) -> str:
+    """For a refused ``--set workload.rate=10000,20000``: how a list (a sweep axis) is written.
+    The value was taken as the string "10000,20000", refused as "must be a number"."""
+    for item in overrides:
+        key, _, text = item.partition("=")
+        text = text.strip()
+        if key.strip() == e.key and "," in text and not text.startswith(("[", '"', "'")):
+            return f" (a list, a sweep axis, is written in brackets: --set '{key.strip()}=[{text}]')"
+    return ""
+
+
 def _set_value(v) -> str:
     """``v`` as --set takes it back: a TOML literal, a bare string."""
     if isinstance(v, bool):
@@ -307,7 +321,7 @@ def _main(args) -> int:
                 return 2
             return (fit_main if args.cmd == "fit" else predict_main)(args)
     except ScenarioError as e:
-        print(f"error: {shown(e)}", file=sys.stderr)
+        print(f"error: {shown(e)}{_list_hint(e, getattr(args, 'set', None) or [])}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         by = f" by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else ""

@@ -290,3 +290,21 @@ def test_a_set_split_in_two_is_refused_naming_set(tmp_path, spec, capsys, argv, 
     assert rc == 2 and err.startswith(shown), err
     assert not (tmp_path / "o").exists()
 
+
+
+def test_sweep_set_help_shows_how_a_list_is_written_and_that_it_parses():
+    # --set's help said only "a list makes it an axis"; --set workload.rate=10000,20000 is a string
+    p = cli._parser()
+    sweep_p = next(a for a in p._actions if a.dest == "cmd").choices["sweep"]
+    text = next(a for a in sweep_p._actions if a.dest == "set").help
+    example = text.split("--set '", 1)[1].split("'", 1)[0]
+    assert example == "workload.rate=[10000,20000]", text
+    sc = cli.load_scenario("thesis/userver-onepacket", [example, "server.accept_limit=1"])
+    assert [(k, list(v)) for k, v in sc.axes] == [("workload.rate", [10000, 20000])]
+
+
+def test_a_comma_separated_set_says_how_a_list_is_written(spec, tmp_path, capsys):
+    assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--set", "workload.rate=1000,2000"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: scenario key 'workload.rate': must be a number, got \"1000,2000\" (a list, a "
+                          "sweep axis, is written in brackets: --set 'workload.rate=[1000,2000]')"), err
