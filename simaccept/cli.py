@@ -133,7 +133,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and "
                                     "show the error (validation package)"))
-    sub.add_parser("scenarios", help="list the scenarios that come with simaccept (run or sweep them by name)")
+    sc = sub.add_parser("scenarios", help="list the scenarios that come with simaccept (run or sweep them by name)")
+    sc.add_argument("filter", nargs="?", default=None, metavar="TEXT",
+                    help="only the names containing TEXT (e.g. thesis, onepacket); any case")
     return p
 
 
@@ -217,20 +219,69 @@ def main(argv=None) -> int:
                 signal.signal(sig, h)
 
 
-def _list_scenarios() -> int:
-    """Each bundled scenario's name and the first line of its leading comment."""
+#: Longest description `simaccept scenarios` prints (its names take 35 columns more).
+DESCRIBE_MAX = 100
+
+
+def describe(text: str, limit: int = DESCRIBE_MAX) -> str:
+    """A scenario file's description: the first sentence of its leading comment.  The first
+    line alone was cut mid-sentence ("... (thesis table 4.8: 14-17 % of").  A sentence longer
+    than ``limit`` loses its parentheses if that is enough, else is cut after a word (not inside
+    a parenthesis), with "..."."""
+    import re
+    lines = []
+    for ln in text.splitlines():
+        if not ln.startswith("#"):
+            break
+        ln = ln.lstrip("#").strip()
+        if not ln:
+            if lines:
+                break           # the first paragraph
+            continue
+        lines.append(ln)
+    para = " ".join(lines)
+    # a sentence ends at . ? ! before two spaces (the files' style) or a capital: not at
+    # "ch. 4.2.1", "e.g. the", "2.4.20"
+    first = re.split(r"(?<=[.?!])(?:\s{2,}|\s+(?=[A-Z]))", para, maxsplit=1)[0]
+    if len(first) > limit:      # without its parentheses, if that is short enough
+        bare = first
+        while (shorter := re.sub(r"\s*\([^()]*\)", "", bare)) != bare:     # innermost first
+            bare = shorter
+        if len(bare) <= limit and "(" not in bare and ")" not in bare:
+            first = bare
+    if len(first) > limit:
+        cut = first[:limit - 3].rsplit(" ", 1)[0]
+        opened = []                                     # not inside a parenthesis
+        for i, c in enumerate(cut):
+            if c == "(":
+                opened.append(i)
+            elif c == ")" and opened:
+                opened.pop()
+        cut = cut[:opened[0]] if opened else cut
+        first = cut.rstrip(" ,;:/-") + "..."
+    return first
+
+
+def _list_scenarios(pattern: str | None = None) -> int:
+    """Each bundled scenario's name and the first sentence of its leading comment; with
+    ``pattern``, only the names containing it."""
     from . import bundled
     d = bundled.scenario_dir()
     every = bundled.names()
     if not every:
         print(f"error: {bundled.suggest('')}", file=sys.stderr)
         return 1
-    width = max(map(len, every))
-    for name in every:
-        first = next((ln.lstrip("#").strip() for ln in (d / f"{name}.toml").read_text().splitlines()
-                      if ln.startswith("#") and ln.lstrip("#").strip()), "")
-        print(f"{name:<{width}}  {first}")
-    print(f"({len(every)} files under {d})", file=sys.stderr)
+    shown = [n for n in every if pattern is None or pattern.lower() in n.lower()]
+    if not shown:
+        print(f"error: no bundled scenario's name contains {pattern!r} (`simaccept scenarios` lists all "
+              f"{len(every)}; folders: {', '.join(sorted({n.split('/')[0] for n in every if '/' in n}))})",
+              file=sys.stderr)
+        return 2
+    width = max(map(len, shown))
+    for name in shown:
+        print(f"{name:<{width}}  {describe((d / f'{name}.toml').read_text(encoding='utf-8-sig'))}")
+    print(f"({len(shown)} of {len(every)} files under {d})" if pattern is not None
+          else f"({len(every)} files under {d})", file=sys.stderr)
     return 0
 
 
@@ -268,7 +319,7 @@ def _axes_reason(axes) -> str:
 def _main(args) -> int:
     try:
         if args.cmd == "scenarios":
-            return _list_scenarios()
+            return _list_scenarios(args.filter)
         if args.cmd == "run":
             sc = _load(args.scenario, args.set)
             if sc.axes:

@@ -127,3 +127,43 @@ def test_cli_lists_the_scenarios_and_runs_one_by_name(capsys, tmp_path, monkeypa
     assert cli.main(["run", "tux-onepacket", "--set", "server.accept_limit=1", "--set", "workload.rate=5000",
                      "--set", "scenario.warmup=0.2", "--set", "scenario.duration=0.3"]) == 0
     assert capsys.readouterr().out.startswith("thesis/tux-onepacket: ")
+
+
+def test_cli_lists_each_scenario_with_a_whole_sentence(capsys):
+    # the first comment line was printed, cut mid-sentence: "Does the real stack accept
+    # connections it never answers (thesis table 4.8: 14-17 % of"
+    assert cli.main(["scenarios"]) == 0
+    rows = dict(r.split(None, 1) for r in capsys.readouterr().out.splitlines())
+    assert rows["realsys/dead-accepts"] == "Does the real stack accept connections it never answers?"
+    assert rows["realsys/dead-accepts-httperf"] == "dead-accepts.toml with httperf 0.9.0 itself as the client."
+    for name, text in rows.items():
+        assert len(text) <= cli.DESCRIBE_MAX and text.endswith((".", "?", "...")), (name, text)
+        if text.endswith("..."):        # cut after a word, outside any parenthesis
+            assert text[-4] not in " ,;:(" and text.count("(") == text.count(")"), (name, text)
+
+
+def test_describe_cuts_a_long_sentence_after_a_word():
+    text = "# " + " ".join(["word"] * 40) + " (a note\n# that goes on).  Second sentence.\nx = 1\n"
+    assert cli.describe(text, limit=30) == "word word word word word..."
+    assert cli.describe("# Short (ch. 4.2.1): one.  Two.\n", limit=30) == "Short (ch. 4.2.1): one."
+    assert cli.describe("# " + "x " * 20 + "(a long parenthesis here).\n", limit=45) == "x " * 19 + "x."
+
+
+def _rc(argv):
+    try:
+        return cli.main(argv)
+    except SystemExit as e:         # argparse's refusal
+        return e.code
+
+
+def test_cli_lists_the_scenarios_whose_name_contains_a_filter(capsys):
+    assert _rc(["scenarios", "thesis"]) == 0
+    out, err = capsys.readouterr()
+    assert [r.split()[0] for r in out.splitlines()] == [n for n in SHIPPED if "thesis" in n]
+    assert f"({len([n for n in SHIPPED if 'thesis' in n])} of {len(SHIPPED)} files under" in err
+    assert _rc(["scenarios", "OnePacket"]) == 0       # any case
+    assert {r.split()[0] for r in capsys.readouterr().out.splitlines()} == {n for n in SHIPPED if "onepacket" in n}
+    assert _rc(["scenarios", "nosuch"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: no bundled scenario's name contains 'nosuch' "
+                                        f"(`simaccept scenarios` lists all {len(SHIPPED)}; "), err
