@@ -351,11 +351,20 @@ def _main(args) -> int:
                 except ImportError as e:
                     raise ScenarioError("--parquet", str(e)) from None
             _out_dir(args.out)
+            points = Path(args.out) / "points"
+            cached = points.is_dir() and any(points.glob("*.json"))
+            simulated = []          # run_sweep calls on_point for the points it simulates, not those it reuses
             recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
-                             parquet=args.parquet)
+                             parquet=args.parquet, on_point=simulated.append)
             failed = [r for r in recs if r.status != "ok"]
             also = " and results.parquet" if (Path(args.out) / "results.parquet").exists() else ""
             print(f"{len(recs)} point{'' if len(recs) == 1 else 's'} -> {args.out}/results.csv{also} ({len(failed)} failed)")
+            if cached:              # a rerun: a silent one did not say whether the cache served it
+                reused = len(recs) - len(simulated)
+                print(f"{reused} of {len(recs)} point{'' if len(recs) == 1 else 's'} reused from {points}, "
+                      f"{len(simulated)} simulated"
+                      + (" (the points cached there are of other scenarios, costs or model code)" if not reused
+                         else ""), file=sys.stderr)
             return 1 if failed else 0
         if args.cmd == "figures":
             if args.jobs < 1:

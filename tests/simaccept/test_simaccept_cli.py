@@ -308,3 +308,23 @@ def test_a_comma_separated_set_says_how_a_list_is_written(spec, tmp_path, capsys
     err = capsys.readouterr().err
     assert err.startswith("error: scenario key 'workload.rate': must be a number, got \"1000,2000\" (a list, a "
                           "sweep axis, is written in brackets: --set 'workload.rate=[1000,2000]')"), err
+
+
+def test_a_rerun_sweep_says_how_many_points_it_reused(spec, tmp_path, capsys):
+    # a rerun of a cached sweep printed the same line as the first run: nothing said whether
+    # the cache had served it (or, after a model edit, had not)
+    out = tmp_path / "o"
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress"]) == 0
+    first_out, err = capsys.readouterr()
+    assert "reused" not in err, err                 # nothing was cached: no line
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress",
+                     "--set", "workload.rate=[2000, 6000, 4000]"]) == 0
+    o, err = capsys.readouterr()
+    assert o == f"3 points -> {out}/results.csv (0 failed)\n"          # stdout as before
+    assert err.splitlines() == [f"2 of 3 points reused from {out / 'points'}, 1 simulated"], err
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress"]) == 0
+    o, err = capsys.readouterr()
+    assert o == first_out and err.splitlines() == [f"2 of 2 points reused from {out / 'points'}, 0 simulated"], err
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress", "--set", "workload.rate=3000"]) == 0
+    assert capsys.readouterr().err.startswith(f"0 of 1 point reused from {out / 'points'}, 1 simulated (the points "
+                                              "cached there are of other scenarios, costs or model code)")
