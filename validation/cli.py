@@ -54,7 +54,7 @@ import math
 import sys
 from pathlib import Path
 
-from simaccept.cli import _out_dir, add_predict_args, set_without_value, write_problem
+from simaccept.cli import _out_dir, add_predict_args, split_set, write_problem
 from simaccept.scenario import ScenarioError
 from simaccept.sweep import SweepError
 
@@ -800,7 +800,7 @@ def _partial_phases(args) -> bool:
 
 
 def main(argv=None) -> int:
-    why = set_without_value(sys.argv[1:] if argv is None else argv)
+    why = split_set(_parser(), sys.argv[1:] if argv is None else argv)
     if why:                             # argparse said only "unrecognized arguments: 1"
         _err(why)
         return 2
