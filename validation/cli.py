@@ -243,7 +243,10 @@ def machine_fit_target(args) -> dict:
                + " and ".join(f"{d}/" for d in machine.FIT_DIRS)
                + ", each with a results.csv (measure them with validation/measure_realsys.sh)")
         if (base / "results.csv").is_file():
-            why += f"; {base} holds a results.csv itself, so it is one run folder: pass its parent, {base.parent}"
+            parent = base.resolve().parent      # "." has no parent to name
+            why += f"; {base} holds a results.csv itself, so it is one run folder"
+            if all((parent / d / "results.csv").is_file() for d in machine.FIT_DIRS):
+                why += f": pass its parent, {parent}"
         raise ValueError(why)
     try:
         machine.fit_min_rate(results)
