@@ -407,10 +407,17 @@ def _main(args) -> int:
             print(f"{len(recs)} point{'' if len(recs) == 1 else 's'} -> {args.out}/results.csv{also} ({len(failed)} failed)")
             if cached:              # a rerun: a silent one did not say whether the cache served it
                 reused = len(recs) - len(simulated)
+                why = ""
+                if not reused:
+                    # a policy whose source cannot be read is never cached (run_sweep said so
+                    # above): blaming the cache's other scenarios would send the user looking there
+                    from .sweep import policy_key
+                    unread = sorted({pol for pol in {p["server"]["policy"] for p in sc.points()}
+                                     if policy_key(pol) is None})
+                    why = (f" (policy {', '.join(unread)} is never cached: its source cannot be read)" if unread
+                           else " (the points cached there are of other scenarios, costs or model code)")
                 print(f"{reused} of {len(recs)} point{'' if len(recs) == 1 else 's'} reused from {points}, "
-                      f"{len(simulated)} simulated"
-                      + (" (the points cached there are of other scenarios, costs or model code)" if not reused
-                         else ""), file=sys.stderr)
+                      f"{len(simulated)} simulated{why}", file=sys.stderr)
             return 1 if failed else 0
         if args.cmd == "figures":
             if args.jobs < 1:

@@ -330,6 +330,25 @@ def test_a_rerun_sweep_says_how_many_points_it_reused(spec, tmp_path, capsys):
                                               "cached there are of other scenarios, costs or model code)")
 
 
+def test_a_rerun_of_a_policy_never_cached_blames_the_policy_not_the_cache(spec, tmp_path, monkeypatch, capsys,
+                                                                          policy_source):
+    # "0 of 1 point reused (the points cached there are of other scenarios, costs or model
+    # code)" sent the user to the cache, when the policy's unreadable source was why
+    from simaccept.servers import policies
+    ns: dict = {}
+    exec(policy_source("prompt-policy", "1", register=False), ns)
+    monkeypatch.setitem(policies.REGISTRY, "prompt-policy", ns["UserPolicy"])
+    out = tmp_path / "o"
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress", "--set", "workload.rate=3000"]) == 0
+    capsys.readouterr()
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress", "--set", "workload.rate=3000",
+                     "--set", "server.policy=prompt-policy"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("policy prompt-policy: its source cannot be read"), err
+    assert err[1] == (f"0 of 1 point reused from {out / 'points'}, 1 simulated (policy prompt-policy is never "
+                      "cached: its source cannot be read)"), err
+
+
 def test_the_list_hint_is_for_a_sweeps_refused_value_only(spec, tmp_path, capsys):
     # an unknown key got "(a list, a sweep axis, is written in brackets: ...)"; so did run,
     # which refuses an axis
