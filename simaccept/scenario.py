@@ -408,13 +408,42 @@ def _too_many_digits(text: str) -> str:
             f"{sys.get_int_max_str_digits():,} Python reads")
 
 
+def _unknown_section(section: Any) -> str:
+    """Why a section is refused: the schema's sections close to it, else all of them (the
+    wording of :meth:`Scenario.get`)."""
+    import difflib
+    close = difflib.get_close_matches(str(section), list(SCHEMA), n=3, cutoff=0.6)
+    if close:
+        return f"unknown section; did you mean {' or '.join(f'[{c}]' for c in close)}?"
+    return f"unknown section (known: {', '.join(SCHEMA)})"
+
+
+def _unknown_key(section: str, key: Any, cost_names: Iterable[str] | None = None) -> str:
+    """Why ``section.key`` is refused: the same key in another section, else the section's keys
+    close to it, else the section's keys (the wording of :meth:`Scenario.get`).  ``[costs]``
+    takes ``profile`` and the per-cost names (simaccept.costs.COST_NAMES), too many to list."""
+    import difflib
+    known = list(SCHEMA[section])
+    if section == "costs":
+        known += list(cost_names or _cost_names())
+    elsewhere = [f"{s}.{k}" for s, keys in SCHEMA.items() if s != section for k in keys if k == key]
+    if elsewhere:
+        return f"unknown key in [{section}]; did you mean {' or '.join(map(repr, elsewhere))}?"
+    close = difflib.get_close_matches(str(key), known, n=3, cutoff=0.6)
+    if close:
+        return f"unknown key; did you mean {' or '.join(repr(f'{section}.{c}') for c in close)}?"
+    if section == "costs":
+        return "unknown key (per-cost overrides must be names from simaccept.costs.COST_NAMES)"
+    return f"unknown key (known in [{section}]: {', '.join(known)})"
+
+
 def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
     if not isinstance(raw, Mapping):
         raise ScenarioError("<document>", "must be a TOML table")
     values: dict[str, dict[str, Any]] = {}
     for section in raw:
         if section not in SCHEMA:
-            raise ScenarioError(str(section), f"unknown section (known: {', '.join(SCHEMA)})")
+            raise ScenarioError(str(section), _unknown_section(section))
         if not isinstance(raw[section], Mapping):
             raise ScenarioError(str(section), "must be a table of keys")
     cost_names = None
@@ -432,10 +461,7 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
                     out[key] = _check_maybe_list(f"costs.{key}", Key("float", 0.0, "", lo=0.0), given.pop(key))
         if given:
             bad = sorted(given)[0]
-            hint = ""
-            if section == "costs":
-                hint = " (per-cost overrides must be names from simaccept.costs.COST_NAMES)"
-            raise ScenarioError(f"{section}.{bad}", f"unknown key{hint}")
+            raise ScenarioError(f"{section}.{bad}", _unknown_key(section, bad, cost_names))
         values[section] = out
     from .servers.policies import REGISTRY, PolicyError, policy_class
     pol = values["server"]["policy"]

@@ -424,3 +424,22 @@ def test_a_misspelt_key_or_section_is_named():
         assert e.value.key == key and isinstance(e.value, KeyError) and isinstance(e.value, ScenarioError)
         assert str(e.value).startswith(f"scenario key '{key}': unknown")   # not KeyError's quoted repr
 
+
+
+@pytest.mark.parametrize("text,overrides,key,reason", [
+    # each said only "unknown key" / listed every section
+    ("", ["workload.rat=30000"], "workload.rat", "unknown key; did you mean 'workload.rate'?"),
+    ("[server]\nacceptlimit = 1", [], "server.acceptlimit", "unknown key; did you mean 'server.accept_limit'?"),
+    ("[server]\nrate = 1", [], "server.rate", "unknown key in [server]; did you mean 'workload.rate'?"),
+    ("[costs]\nselect_bse = 1.0", [], "costs.select_bse", "did you mean 'costs.select_base'"),
+    # nothing close: the section's keys, as Scenario.get names them
+    ("[server]\nzzz = 1", [], "server.zzz", "unknown key (known in [server]: kind, mux, accept_limit,"),
+    ("[costs]\nqqqqq = 1.0", [], "costs.qqqqq", "names from simaccept.costs.COST_NAMES"),
+    ("", ["wrkload.rate=30000"], "wrkload", "unknown section; did you mean [workload]?"),
+    ("[zzzz]\nrate = 1", [], "zzzz", "unknown section (known: scenario, kernel, network, server,"),
+])
+def test_an_unknown_key_or_section_names_the_close_ones(text, overrides, key, reason):
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text=text, overrides=overrides)
+    assert ei.value.key == key
+    assert reason in ei.value.reason
