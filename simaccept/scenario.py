@@ -474,7 +474,7 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
             raise ScenarioError("server.policy", str(e)) from None
     # A profile is a file; read it now rather than mid-sweep.  A path is made absolute so
     # that workers (and the record's config) name the same file whatever their directory.
-    from .costs import available_profiles, is_profile_path, read_profile
+    from .costs import available_profiles, is_profile_path, read_profile, suggest_profile
     profiles = values["costs"]["profile"]
     resolved = []
     for p in (profiles if isinstance(profiles, list) else [profiles]):
@@ -484,8 +484,8 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
             except (RuntimeError, OSError, ValueError) as e:   # ~nosuchuser, a NUL byte
                 raise ScenarioError("costs.profile", f"{_fmt(p)} cannot be a file's path: {e}") from None
         elif p not in available_profiles():
-            raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)} (have: {', '.join(available_profiles())}; "
-                                "or give the path of a .toml file)")
+            raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)}{suggest_profile(p)} (have: "
+                                f"{', '.join(available_profiles())}; or give the path of a .toml file)")
         try:
             read_profile(p)
         except KeyError as e:

@@ -443,3 +443,21 @@ def test_an_unknown_key_or_section_names_the_close_ones(text, overrides, key, re
         load_scenario(text=text, overrides=overrides)
     assert ei.value.key == key
     assert reason in ei.value.reason
+
+
+@pytest.mark.parametrize("profile,reason", [
+    # a packaged name given as a file: it said "no cost profile file '.../thesis-2004.toml'" alone
+    ('"thesis-2004.toml"', "did you mean the packaged profile 'thesis-2004'? (a packaged profile is named without .toml)"),
+    # a misspelled name: the close packaged names
+    ("thesis-2040", "no cost profile named \"thesis-2040\"; did you mean the packaged profile 'thesis-2004'"),
+    ('"thesis-2040.toml"', "did you mean the packaged profile 'thesis-2004'"),
+])
+def test_a_missing_profile_suggests_the_packaged_one(tmp_path, monkeypatch, profile, reason):
+    from simaccept.costs import read_profile
+    monkeypatch.chdir(tmp_path)         # no such file here
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[f"costs.profile={profile}"])
+    assert ei.value.key == "costs.profile" and reason in ei.value.reason
+    with pytest.raises(KeyError) as ki:
+        read_profile(profile.strip('"'))
+    assert "did you mean the packaged profile 'thesis-2004'" in ki.value.args[0]
