@@ -365,17 +365,52 @@ class Scenario:
         return _resolve(vals, self.source)
 
 
+def _as_override(dotted: Any, v: Any) -> str:
+    """``dotted=v`` as an override string takes it (a TOML value), for an example in a refusal."""
+    if isinstance(v, float) and not math.isfinite(v):
+        text = repr(v)                                  # TOML's inf, -inf, nan
+    elif isinstance(v, (bool, int, float, str, list)):
+        try:
+            text = json.dumps(v)                        # true, 30000, "inf", [1, "inf"]: TOML too
+        except (TypeError, ValueError):
+            text = str(v)
+    else:
+        text = str(v)
+    return f"{dotted}={text}"
+
+
+def _overrides_example(pairs: Iterable[tuple[Any, Any]]) -> str:
+    """A list of override strings for (key, value) pairs; a nested {section: {key: value}} is
+    taken as section.key."""
+    out = []
+    for k, v in pairs:
+        if isinstance(v, Mapping):
+            out += [_as_override(f"{k}.{kk}", vv) for kk, vv in v.items()]
+        else:
+            out.append(_as_override(k, v))
+    return "[" + ", ".join(map(repr, out[:4])) + (", ...]" if len(out) > 4 else "]")
+
+
 def _apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> None:
     if overrides is None:
         return
     if isinstance(overrides, (str, bytes)):     # iterated, it was one "override" per character
         raise TypeError(f"overrides must be a list of 'section.key=value' strings, got one string {overrides!r}")
+    if isinstance(overrides, Mapping):          # iterated, its keys had no value ("must look like section.key=value")
+        raise TypeError(f"overrides must be a list of 'section.key=value' strings, not a {type(overrides).__name__}: "
+                        f"give {_overrides_example(overrides.items())}")
     try:
         overrides = iter(overrides)
     except TypeError:
         raise TypeError(f"overrides must be a list of 'section.key=value' strings, got {overrides!r}") from None
     for item in overrides:
-        if not isinstance(item, str) or "=" not in item:
+        if not isinstance(item, str):
+            hint = ""
+            if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
+                hint = f": give {_overrides_example([item])[1:-1]}"
+            raise TypeError(f"overrides must be a list of 'section.key=value' strings; one is the "
+                            f"{type(item).__name__} {item!r}{hint}")
+        if "=" not in item:
             raise ScenarioError(str(item), "override must look like section.key=value")
         dotted, text = item.split("=", 1)
         dotted = dotted.strip()

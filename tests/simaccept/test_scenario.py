@@ -461,3 +461,23 @@ def test_a_missing_profile_suggests_the_packaged_one(tmp_path, monkeypatch, prof
     with pytest.raises(KeyError) as ki:
         read_profile(profile.strip('"'))
     assert "did you mean the packaged profile 'thesis-2004'" in ki.value.args[0]
+
+
+@pytest.mark.parametrize("overrides,why", [
+    # a dict said "scenario key 'workload.rate': override must look like section.key=value"
+    ({"workload.rate": 30000}, "list of 'section.key=value' strings, not a dict: give ['workload.rate=30000']"),
+    ({"workload": {"rate": 30000}, "server.accept_limit": math.inf},
+     "give ['workload.rate=30000', 'server.accept_limit=inf']"),
+    # a pair said "scenario key '('workload.rate', 30000)'"
+    ([("workload.rate", 30000)], "one is the tuple ('workload.rate', 30000): give 'workload.rate=30000'"),
+])
+def test_overrides_as_a_dict_or_pairs_are_refused_showing_the_strings(overrides, why):
+    with pytest.raises(TypeError) as e:
+        load_scenario(text="", overrides=overrides)
+    assert why in str(e.value)
+    # the strings shown are taken
+    shown = eval(str(e.value).split("give ", 1)[1])
+    sc = load_scenario(text="", overrides=[shown] if isinstance(shown, str) else shown)
+    assert sc["workload"]["rate"] == 30000
+    # a list or tuple of strings is taken as before
+    assert load_scenario(text="", overrides=("workload.rate=30000",))["workload"]["rate"] == 30000
