@@ -75,6 +75,21 @@ def _fmt(v: Any) -> str:
     return json.dumps(v) if isinstance(v, str) else repr(v)
 
 
+def _list_hint(key: str, v: Any) -> str:
+    """For a number key given "10000,20000" (``--set workload.rate=10000,20000``): how a sweep
+    axis is written, a list, if the values read as one; else ""."""
+    if not isinstance(v, str) or "," not in v:
+        return ""
+    text = f"[{v.strip()}]"
+    try:
+        if not isinstance(tomllib.loads(f"v = {text}")["v"], list):   # pragma: no cover
+            return ""
+    except (tomllib.TOMLDecodeError, ValueError):
+        return ""
+    name = key.split(".", 1)[-1]
+    return f"; a sweep axis is a list: --set '{key}={text}', or {name} = {text} in the file"
+
+
 def _check(key: str, spec: Key, v: Any) -> Any:
     """Return the normalised value or raise ScenarioError."""
     k = spec.kind
@@ -106,7 +121,7 @@ def _check(key: str, spec: Key, v: Any) -> Any:
         if isinstance(v, str):
             if v.lower() in ("inf", "infinity"):
                 return "inf"
-            raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}')
+            raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}{_list_hint(key, v)}')
         if isinstance(v, bool) or not isinstance(v, int):
             raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}')
         if v < 1:
@@ -114,12 +129,12 @@ def _check(key: str, spec: Key, v: Any) -> Any:
         return v
     if k == "int":
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ScenarioError(key, f"must be an integer, got {_fmt(v)}")
+            raise ScenarioError(key, f"must be an integer, got {_fmt(v)}{_list_hint(key, v)}")
     elif k in ("float", "float_or_none"):
         if k == "float_or_none" and isinstance(v, str) and v == "none":
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ScenarioError(key, f"must be a number, got {_fmt(v)}")
+            raise ScenarioError(key, f"must be a number, got {_fmt(v)}{_list_hint(key, v)}")
         try:
             v = float(v) + 0.0      # + 0.0: -0.0 is 0.0, so [0.0, -0.0] is one point named twice
         except OverflowError:

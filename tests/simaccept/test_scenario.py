@@ -481,3 +481,28 @@ def test_overrides_as_a_dict_or_pairs_are_refused_showing_the_strings(overrides,
     assert sc["workload"]["rate"] == 30000
     # a list or tuple of strings is taken as before
     assert load_scenario(text="", overrides=("workload.rate=30000",))["workload"]["rate"] == 30000
+
+
+@pytest.mark.parametrize("override,axis", [
+    # it said only 'must be a number, got "10000,20000"'
+    ("workload.rate=10000,20000", [10000.0, 20000.0]),
+    ("server.accept_limit=1,inf", [1, "inf"]),
+    ("scenario.seed=1,2", [1, 2]),
+])
+def test_a_comma_separated_number_shows_the_sweep_axis_list(override, axis):
+    import re
+    key = override.split("=", 1)[0]
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[override])
+    assert ei.value.key == key and "a sweep axis is a list: --set '" in ei.value.reason
+    # what it quotes is taken, as an override and in a file
+    shown = re.search(r"--set '([^']*)'", ei.value.reason).group(1)
+    assert shown == key + "=[" + override.split("=", 1)[1] + "]"
+    assert dict(load_scenario(text="", overrides=[shown]).axes)[key] == axis
+    in_file = re.search(r"', or (.*) in the file$", ei.value.reason).group(1)
+    section = key.split(".")[0]
+    assert dict(load_scenario(text=f"[{section}]\n{in_file}\n").axes)[key] == axis
+    # values that would not read as a list get no hint
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[f"{key}=a,b"])
+    assert "sweep axis" not in ei.value.reason
