@@ -115,6 +115,26 @@ def _no_call_in_window(host, t_warm: float, t_stop: float, t_call_end: float) ->
         f"otherwise scenario.duration is shorter than one of the server's calls")
 
 
+def _override_value(v) -> str:
+    """``v`` as an override takes it back: a TOML literal, a bare string."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _axes_reason(axes) -> str:
+    """Why simulate() refuses a scenario with sweep axes: every axis, not only the first (fixing
+    the one named led to the next refusal), with the overrides that fix them to copy."""
+    fix = ", ".join(repr(f"{k}={_override_value(v[0])}") for k, v in axes)
+    others = ", ".join(k for k, _ in axes[1:])
+    also = f", and so {'is' if len(axes) == 2 else 'are'} {others}" if others else ""
+    return (f"is a sweep axis (a list){also}; simulate() runs one point: fix "
+            f"{'it' if len(axes) == 1 else 'each'} with overrides (load_scenario(..., overrides=[{fix}])), "
+            f"simulate one of sc.points(), or run them all with simaccept.run_sweep() (`simaccept sweep`)")
+
+
 def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = False):
     """Run one point.  Returns a RunRecord (and the Host if ``return_host``)."""
     if not isinstance(sc, Scenario):
@@ -124,7 +144,7 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     # replies/s, an np.float32 failed as JSON, and a float inf accept-limit failed mid-run.
     sc = sc.resolved()
     if sc.axes:
-        raise ScenarioError(sc.axes[0][0], "is a sweep axis; use `simaccept sweep` / simaccept.run_sweep()")
+        raise ScenarioError(sc.axes[0][0], _axes_reason(sc.axes))
     check_modelled(sc)
     rec = RunRecord(**_identity(sc))
     wall0 = time.perf_counter()
