@@ -199,7 +199,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "sndbuf": Key("int", 65536, "Socket send buffer bytes (big replies are written in chunks).", lo=1024, hi=1 << 30),
         "phase_budget_us": _pos(2000.0, "time-budget policy: CPU budget per accept/work phase."),
         "service_dist": Key("choice", "deterministic", "Per-request user work (costs.user_per_request): "
-                            "fixed, or exponential with that mean.", choices=("deterministic", "exponential")),
+                            "fixed, or exponential with that mean.  Read by the μserver (userver) model only: "
+                            "a tux or knot point with any value but \"deterministic\" is refused "
+                            "(simaccept.sim.check_modelled), and realsys refuses it too.",
+                            choices=("deterministic", "exponential")),
     },
     "workload": {
         "kind": Key("choice", "one-packet", "one-packet | specweb99.", choices=("one-packet", "specweb99")),
@@ -208,7 +211,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                         choices=("deterministic", "poisson")),
         "reply_bytes": Key("int", 1024, "one-packet: header+body bytes of the single reply packet.", lo=1, hi=1 << 30),
         "request_bytes": Key("int", 80, "Bytes per HTTP request.", lo=1, hi=65535),
-        "idle_conns": Key("int", 0, "Idle WAN connections held open in the interest set (seed 003).", lo=0, hi=1 << 20),
+        "idle_conns": Key("int", 0, "Idle WAN connections held open in the interest set (seed 003).  Held by "
+                          "the μserver (userver) model only: a tux or knot point with any value but 0 is refused "
+                          "(simaccept.sim.check_modelled), and realsys refuses any but 0.", lo=0, hi=1 << 20),
         "zipf_alpha": _nonneg(1.0, "specweb99: Zipf exponent within a file class."),
     },
     "client": {

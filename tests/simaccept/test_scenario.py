@@ -506,3 +506,16 @@ def test_a_comma_separated_number_shows_the_sweep_axis_list(override, axis):
     with pytest.raises(ScenarioError) as ei:
         load_scenario(text="", overrides=[f"{key}=a,b"])
     assert "sweep axis" not in ei.value.reason
+
+
+@pytest.mark.parametrize("key,setting", [("server.service_dist", "server.service_dist=exponential"),
+                                         ("workload.idle_conns", "workload.idle_conns=10")])
+def test_the_help_of_a_key_only_the_userver_model_reads_says_so_and_the_others_refuse_it(key, setting):
+    from simaccept.sim import simulate
+    section, name = key.split(".")
+    doc = SCHEMA[section][name].doc
+    assert "μserver (userver) model only" in doc and "tux or knot point" in doc and "refused" in doc
+    for kind in ("tux", "knot"):       # as the help says
+        with pytest.raises(ScenarioError) as e:
+            simulate(load_scenario(text="", overrides=[f"server.kind={kind}", setting, "scenario.duration=0.1"]))
+        assert e.value.key == key
