@@ -191,7 +191,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "server": {
         "kind": Key("choice", "userver", "Architecture model.", choices=("userver", "tux", "knot", "nginx")),
-        "mux": Key("choice", "select", "getevents mechanism (userver).", choices=("select", "poll", "epoll")),
+        "mux": Key("choice", "select", "getevents mechanism (userver).  TUX and Knot-C have no getevents "
+                   "phase: a tux or knot point with any value but \"select\" is refused "
+                   "(simaccept.sim.check_modelled).", choices=("select", "poll", "epoll")),
         "accept_limit": Key("limit", "inf", "Max consecutive accepts per accept-phase."),
         "policy": Key("str", "accept-limit", "Accept policy: a name in simaccept.servers.policies.REGISTRY."),
         "max_conns": Key("int", 15000, "Open-connection cap (thesis: 15,000).", lo=1, hi=1 << 22),

@@ -22,7 +22,7 @@ from . import metrics
 from .costs import scenario_costs
 from .host import Host
 from .record import RunRecord
-from .scenario import Scenario, ScenarioError
+from .scenario import SCHEMA, Scenario, ScenarioError
 from .servers import make_server
 
 
@@ -32,8 +32,9 @@ SIMULATED_SERVERS = ("userver", "tux", "knot")
 def check_modelled(sc: Scenario) -> None:
     """ScenarioError if the point ``sc`` sets something its server's model does not read:
     a run would otherwise be the default's, "ok", under the setting's name.  Only the μserver
-    model draws per-request work from ``server.service_dist`` and holds
-    ``workload.idle_conns``; Knot-C's accept-phase has no CPU budget (a time-budget policy)."""
+    model draws per-request work from ``server.service_dist``, holds ``workload.idle_conns``
+    and has a getevents phase (``server.mux``: TUX and Knot-C have none); Knot-C's
+    accept-phase has no CPU budget (a time-budget policy)."""
     from .servers.policies import INF, PolicyError, make_policy
     kind = sc["server"]["kind"]
     if kind not in SIMULATED_SERVERS:
@@ -53,6 +54,11 @@ def check_modelled(sc: Scenario) -> None:
         if sc["workload"]["idle_conns"]:
             raise ScenarioError("workload.idle_conns", f"only the userver model holds idle connections "
                                 f"(in its interest set); {kind} has none")
+        mux, default_mux = sc["server"]["mux"], SCHEMA["server"]["mux"].default
+        if mux != default_mux:
+            raise ScenarioError("server.mux", f"only the userver model has a getevents phase (select, poll, "
+                                f"epoll); {kind} has none, so {mux!r} would change nothing: leave it "
+                                f"{default_mux!r}")
 
 
 class Meter:
