@@ -287,7 +287,10 @@ def _list_scenarios(pattern: str | None = None) -> int:
 
 def _list_hint(e: ScenarioError, overrides) -> str:
     """For a refused ``--set workload.rate=10000,20000``: how a list (a sweep axis) is written.
-    The value was taken as the string "10000,20000", refused as "must be a number"."""
+    The value was taken as the string "10000,20000", refused as "must be a number".  None when
+    the refusal says it already (scenario._list_hint, for a number key): once is enough."""
+    if "a sweep axis is a list" in e.reason:
+        return ""
     for item in overrides:
         key, _, text = item.partition("=")
         text = text.strip()
