@@ -121,8 +121,9 @@ def _no_call_in_window(host, t_warm: float, t_stop: float, t_call_end: float) ->
         f"otherwise scenario.duration is shorter than one of the server's calls")
 
 
-def _override_value(v) -> str:
-    """``v`` as an override takes it back: a TOML literal, a bare string."""
+def override_text(v) -> str:
+    """``v`` as an override (``--set KEY=...``, ``overrides=["KEY=..."]``) takes it back: a TOML
+    literal, a bare string.  Shared by the refusals here and in the CLI."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float) and v.is_integer():
@@ -133,7 +134,7 @@ def _override_value(v) -> str:
 def _axes_reason(axes) -> str:
     """Why simulate() refuses a scenario with sweep axes: every axis, not only the first (fixing
     the one named led to the next refusal), with the overrides that fix them to copy."""
-    fix = ", ".join(repr(f"{k}={_override_value(v[0])}") for k, v in axes)
+    fix = ", ".join(repr(f"{k}={override_text(v[0])}") for k, v in axes)
     others = ", ".join(k for k, _ in axes[1:])
     also = f", and so {'is' if len(axes) == 2 else 'are'} {others}" if others else ""
     return (f"is a sweep axis (a list){also}; simulate() runs one point: fix "
