@@ -75,16 +75,16 @@ def _fmt(v: Any) -> str:
     return json.dumps(v) if isinstance(v, str) else repr(v)
 
 
-def _list_hint(key: str, v: Any) -> str:
+def _list_hint(key: str, spec: Key, v: Any) -> str:
     """For a number key given "10000,20000" (``--set workload.rate=10000,20000``): how a sweep
-    axis is written, a list, if the values read as one; else ""."""
-    if not isinstance(v, str) or "," not in v:
+    axis is written, a list, if the values read as one the key takes; else "".  Only words of
+    a number's letters are read: a bracket or quote could nest past the recursion limit."""
+    if not isinstance(v, str) or "," not in v or not re.fullmatch(r"[0-9A-Za-z_.+\-, ]+", v):
         return ""
     text = f"[{v.strip()}]"
     try:
-        if not isinstance(tomllib.loads(f"v = {text}")["v"], list):   # pragma: no cover
-            return ""
-    except (tomllib.TOMLDecodeError, ValueError):
+        _check_maybe_list(key, spec, tomllib.loads(f"v = {text}")["v"])
+    except (tomllib.TOMLDecodeError, ValueError, ScenarioError):
         return ""
     name = key.split(".", 1)[-1]
     return f"; a sweep axis is a list: --set '{key}={text}', or {name} = {text} in the file"
@@ -121,7 +121,7 @@ def _check(key: str, spec: Key, v: Any) -> Any:
         if isinstance(v, str):
             if v.lower() in ("inf", "infinity"):
                 return "inf"
-            raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}{_list_hint(key, v)}')
+            raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}{_list_hint(key, spec, v)}')
         if isinstance(v, bool) or not isinstance(v, int):
             raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}')
         if v < 1:
@@ -129,12 +129,12 @@ def _check(key: str, spec: Key, v: Any) -> Any:
         return v
     if k == "int":
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ScenarioError(key, f"must be an integer, got {_fmt(v)}{_list_hint(key, v)}")
+            raise ScenarioError(key, f"must be an integer, got {_fmt(v)}{_list_hint(key, spec, v)}")
     elif k in ("float", "float_or_none"):
         if k == "float_or_none" and isinstance(v, str) and v == "none":
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ScenarioError(key, f"must be a number, got {_fmt(v)}{_list_hint(key, v)}")
+            raise ScenarioError(key, f"must be a number, got {_fmt(v)}{_list_hint(key, spec, v)}")
         try:
             v = float(v) + 0.0      # + 0.0: -0.0 is 0.0, so [0.0, -0.0] is one point named twice
         except OverflowError:
@@ -387,18 +387,22 @@ class Scenario:
         return _resolve(vals, self.source)
 
 
+def _toml_value(v: Any) -> str:
+    """``v`` written as TOML (as an override's value), for an example in a refusal."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(float(v)) if isinstance(v, float) else repr(int(v))   # inf, -inf, nan are TOML's
+    if isinstance(v, str):
+        return json.dumps(v)                            # a TOML basic string too
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(map(_toml_value, v)) + "]"
+    return str(v)
+
+
 def _as_override(dotted: Any, v: Any) -> str:
-    """``dotted=v`` as an override string takes it (a TOML value), for an example in a refusal."""
-    if isinstance(v, float) and not math.isfinite(v):
-        text = repr(v)                                  # TOML's inf, -inf, nan
-    elif isinstance(v, (bool, int, float, str, list)):
-        try:
-            text = json.dumps(v)                        # true, 30000, "inf", [1, "inf"]: TOML too
-        except (TypeError, ValueError):
-            text = str(v)
-    else:
-        text = str(v)
-    return f"{dotted}={text}"
+    """``dotted=v`` as an override string takes it, for an example in a refusal."""
+    return f"{dotted}={_toml_value(v)}"
 
 
 def _overrides_example(pairs: Iterable[tuple[Any, Any]]) -> str:
@@ -418,7 +422,10 @@ def _apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> None:
         return
     if isinstance(overrides, (str, bytes)):     # iterated, it was one "override" per character
         raise TypeError(f"overrides must be a list of 'section.key=value' strings, got one string {overrides!r}")
-    if isinstance(overrides, Mapping):          # iterated, its keys had no value ("must look like section.key=value")
+    if isinstance(overrides, Mapping) and all(isinstance(k, str) and "=" in k and v is None
+                                              for k, v in overrides.items()):
+        overrides = list(overrides)             # dict.fromkeys(["a.b=1"]): its keys, as iterating it always took
+    elif isinstance(overrides, Mapping):        # iterated, its keys had no value ("must look like section.key=value")
         raise TypeError(f"overrides must be a list of 'section.key=value' strings, not a {type(overrides).__name__}: "
                         f"give {_overrides_example(overrides.items())}")
     try:
@@ -535,6 +542,7 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
     profiles = values["costs"]["profile"]
     resolved = []
     for p in (profiles if isinstance(profiles, list) else [profiles]):
+        given = p
         if is_profile_path(p):
             try:
                 p = str(Path(p).expanduser().resolve())
@@ -546,7 +554,10 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
         try:
             read_profile(p)
         except KeyError as e:
-            raise ScenarioError("costs.profile", e.args[0]) from None
+            why = e.args[0]
+            if why.startswith("no cost profile file"):     # the hint is for the name as given, not made absolute
+                why += suggest_profile(given)
+            raise ScenarioError("costs.profile", why) from None
         except ValueError as e:
             raise ScenarioError("costs.profile", str(e)) from None
         except OSError as e:         # e.g. a name longer than the file system allows

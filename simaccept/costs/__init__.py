@@ -141,6 +141,8 @@ def suggest_profile(profile: str) -> str:
     the packaged profile a missing ``thesis-2004.toml`` names with its suffix, else the packaged
     names close to it, else ""."""
     import difflib
+    if is_profile_path(profile) and Path(str(profile)).parent != Path("."):
+        return ""           # a file in a folder of the user's own: a packaged name would be other costs
     have = available_profiles()
     name = Path(str(profile)).name
     stem = name[:-len(".toml")] if is_profile_path(name) else name

@@ -519,3 +519,45 @@ def test_the_help_of_a_key_only_the_userver_model_reads_says_so_and_the_others_r
         with pytest.raises(ScenarioError) as e:
             simulate(load_scenario(text="", overrides=[f"server.kind={kind}", setting, "scenario.duration=0.1"]))
         assert e.value.key == key
+
+
+def test_a_comma_separated_value_nested_past_the_recursion_limit_is_refused_not_a_traceback():
+    deep = "[" * 5000 + "1,2"
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[f'workload.rate="{deep}"'])
+    assert ei.value.key == "workload.rate" and "sweep axis" not in ei.value.reason
+    with pytest.raises(ScenarioError):
+        load_scenario(text=f'[workload]\nrate = "{deep}"\n')
+
+
+@pytest.mark.parametrize("override", ["workload.rate=1e4,-5", "workload.rate=1e4,inf", "server.accept_limit=1,0"])
+def test_a_comma_separated_value_whose_list_the_key_refuses_gets_no_sweep_axis_hint(override):
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[override])
+    assert "sweep axis" not in ei.value.reason
+
+
+def test_the_overrides_shown_for_a_dict_with_inf_in_a_list_are_taken():
+    with pytest.raises(TypeError) as e:
+        load_scenario(text="", overrides={"server.accept_limit": [1, math.inf], "scenario.seed": 3})
+    shown = eval(str(e.value).split("give ", 1)[1])
+    assert shown == ["server.accept_limit=[1, inf]", "scenario.seed=3"]
+    sc = load_scenario(text="", overrides=shown)
+    assert dict(sc.axes)["server.accept_limit"] == [1, "inf"] and sc["scenario"]["seed"] == 3
+
+
+def test_a_dict_of_override_strings_without_values_is_taken_as_before():
+    # iterating a dict gives its keys, and these were always taken as the overrides
+    sc = load_scenario(text="", overrides=dict.fromkeys(["workload.rate=100"]))
+    assert sc["workload"]["rate"] == 100
+
+
+def test_a_missing_profile_file_in_a_folder_is_not_sent_to_the_packaged_one(tmp_path):
+    from simaccept.costs import read_profile
+    mine = tmp_path / "fits" / "thesis-2004.toml"     # the user's own fit, not there: other costs than ours
+    with pytest.raises(KeyError) as ki:
+        read_profile(str(mine))
+    assert "packaged" not in ki.value.args[0] and str(mine) in ki.value.args[0]
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[f'costs.profile="{mine}"'])
+    assert "packaged" not in ei.value.reason
