@@ -291,11 +291,25 @@ def _list_hint(e: ScenarioError, overrides) -> str:
     the refusal says it already (scenario._list_hint, for a number key): once is enough."""
     if "a sweep axis is a list" in e.reason:
         return ""
+    import json
+    import tomllib
     for item in overrides:
         key, _, text = item.partition("=")
         text = text.strip()
         if key.strip() == e.key and "," in text and not text.startswith(("[", '"', "'")):
-            return f" (a list, a sweep axis, is written in brackets: --set '{key.strip()}=[{text}]')"
+            parts = []
+            for part in (p.strip() for p in text.split(",")):
+                try:                    # a number, inf, true stays; a word is quoted, as TOML wants it
+                    tomllib.loads(f"v = {part}")
+                    parts.append(part)
+                except tomllib.TOMLDecodeError:
+                    parts.append(json.dumps(part))
+            listed = "[" + ",".join(parts) + "]"
+            try:
+                tomllib.loads(f"v = {listed}")
+            except tomllib.TOMLDecodeError:
+                return ""
+            return f" (a list, a sweep axis, is written in brackets: --set '{key.strip()}={listed}')"
     return ""
 
 

@@ -329,3 +329,15 @@ def test_a_rerun_sweep_says_how_many_points_it_reused(spec, tmp_path, capsys):
     assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress", "--set", "workload.rate=3000"]) == 0
     assert capsys.readouterr().err.startswith(f"0 of 1 point reused from {out / 'points'}, 1 simulated (the points "
                                               "cached there are of other scenarios, costs or model code)")
+
+
+def test_a_comma_separated_choice_shows_a_list_that_parses(spec, tmp_path, capsys):
+    # the CLI's own hint, for a key the scenario gives none: words are quoted, as TOML wants
+    # them (it said --set 'server.kind=[userver,tux]', itself refused)
+    import re
+    assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--set", "server.kind=userver,tux"]) == 2
+    err = capsys.readouterr().err
+    shown = re.search(r"--set '([^']*)'", err).group(1)
+    assert shown == 'server.kind=["userver","tux"]', err
+    from simaccept.scenario import load_scenario
+    assert dict(load_scenario(text="", overrides=[shown]).axes)["server.kind"] == ["userver", "tux"]
