@@ -31,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", default=None, help="results directory (default realsys/results/<scenario name>)")
     r.add_argument("--no-bpf", action="store_true", help="counter-only drop split (no bpftrace)")
     sub.add_parser("clean", help="remove stale sa-<pid>-* namespaces and realsys-* work folders whose owner is dead")
+    from simaccept.cli import split_set
+    why = split_set(ap, argv)
+    if why:                             # argparse said only "unrecognized arguments: 1"
+        print(f"realsys: {why}", file=sys.stderr)
+        return 2
     a = ap.parse_args(argv)
 
     from simaccept.scenario import ScenarioError

@@ -181,6 +181,12 @@ def _load(path: str, overrides):
     return sc
 
 
+def _is_bundled_name(word: str) -> bool:
+    """``word`` names a bundled scenario, with or without its folder (tux-onepacket)."""
+    from . import bundled
+    return any(n == word or n.rsplit("/", 1)[-1] == word for n in bundled.names())
+
+
 def set_without_value(argv) -> str | None:
     """The refusal of a --set whose value has no '=' (``--set server.accept_limit 1``), or None.
     argparse took the key as the whole value and refused what followed: "unrecognized
@@ -197,15 +203,31 @@ def set_without_value(argv) -> str | None:
             continue
         if "=" in key or key.startswith("-"):
             continue
-        # what followed, unless it is an option or the scenario (run --set KEY thesis/x)
+        # what followed, unless it is an option or the scenario (run --set KEY thesis/x, or a
+        # bundled name without its folder)
         value = (after[0] if after and not after[0].startswith("-") and "/" not in after[0]
-                 and not after[0].endswith(".toml") else "VALUE")
-        return f"--set {key}: expected SECTION.KEY=VALUE as one argument, e.g. --set {key}={value}"
+                 and not after[0].endswith(".toml") and not _is_bundled_name(after[0]) else "VALUE")
+        import shlex
+        return (f"--set {key}: expected SECTION.KEY=VALUE as one argument, e.g. --set "
+                f"{shlex.quote(f'{key}={value}') if value != 'VALUE' else f'{key}=VALUE'}")
     return None
 
 
+def split_set(parser: argparse.ArgumentParser, argv) -> str | None:
+    """:func:`set_without_value` of ``argv`` if its subcommand takes --set, else None (a
+    subcommand without one has argparse's own refusal: the advice to join KEY=VALUE would be
+    refused again).  Shared with ``python -m validation``."""
+    argv = list(argv)
+    subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    cmd = next((a for a in argv if not a.startswith("-")), None)
+    sub = subs.choices.get(cmd) if subs is not None and cmd is not None else None
+    if sub is None or "--set" not in sub._option_string_actions:
+        return None
+    return set_without_value(argv)
+
+
 def main(argv=None) -> int:
-    why = set_without_value(sys.argv[1:] if argv is None else argv)
+    why = split_set(_parser(), sys.argv[1:] if argv is None else argv)
     if why:
         print(f"error: {why}", file=sys.stderr)
         return 2
@@ -231,6 +253,8 @@ def describe(text: str, limit: int = DESCRIBE_MAX) -> str:
     import re
     lines = []
     for ln in text.splitlines():
+        if not ln.strip() and not lines:
+            continue            # blank lines before the comment
         if not ln.startswith("#"):
             break
         ln = ln.lstrip("#").strip()
@@ -258,7 +282,11 @@ def describe(text: str, limit: int = DESCRIBE_MAX) -> str:
             elif c == ")" and opened:
                 opened.pop()
         cut = cut[:opened[0]] if opened else cut
-        first = cut.rstrip(" ,;:/-") + "..."
+        first = cut.rstrip(" ,;:/-") + "..." if cut.strip(" ,;:/-") else ""
+    if not first:               # all in parentheses, or no comment at the top: its first comment line
+        first = next((ln.lstrip("#").strip() for ln in text.splitlines()
+                      if ln.startswith("#") and ln.lstrip("#").strip()), "")
+        first = first if len(first) <= limit else first[:limit - 3].rstrip() + "..."
     return first
 
 
@@ -285,11 +313,12 @@ def _list_scenarios(pattern: str | None = None) -> int:
     return 0
 
 
-def _list_hint(e: ScenarioError, overrides) -> str:
-    """For a refused ``--set workload.rate=10000,20000``: how a list (a sweep axis) is written.
-    The value was taken as the string "10000,20000", refused as "must be a number".  None when
-    the refusal says it already (scenario._list_hint, for a number key): once is enough."""
-    if "a sweep axis is a list" in e.reason:
+def _list_hint(e: ScenarioError, overrides, cmd: str | None) -> str:
+    """For a refused ``simaccept sweep --set workload.rate=10000,20000``: how a list (a sweep
+    axis) is written.  The value was taken as the string "10000,20000", refused as "must be a
+    number".  Only for sweep (run takes one point) and a refused value, not an unknown key;
+    not when the refusal says it already."""
+    if cmd != "sweep" or not e.reason.startswith("must be") or "a sweep axis is a list" in e.reason:
         return ""
     import json
     import tomllib
@@ -390,7 +419,7 @@ def _main(args) -> int:
                 return 2
             return (fit_main if args.cmd == "fit" else predict_main)(args)
     except ScenarioError as e:
-        print(f"error: {shown(e)}{_list_hint(e, getattr(args, 'set', None) or [])}", file=sys.stderr)
+        print(f"error: {shown(e)}{_list_hint(e, getattr(args, 'set', None) or [], args.cmd)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         by = f" by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else ""

@@ -54,7 +54,7 @@ import math
 import sys
 from pathlib import Path
 
-from simaccept.cli import _out_dir, add_predict_args, set_without_value, write_problem
+from simaccept.cli import _out_dir, add_predict_args, split_set, write_problem
 from simaccept.scenario import ScenarioError
 from simaccept.sweep import SweepError
 
@@ -243,7 +243,10 @@ def machine_fit_target(args) -> dict:
                + " and ".join(f"{d}/" for d in machine.FIT_DIRS)
                + ", each with a results.csv (measure them with validation/measure_realsys.sh)")
         if (base / "results.csv").is_file():
-            why += f"; {base} holds a results.csv itself, so it is one run folder: pass its parent, {base.parent}"
+            parent = base.resolve().parent      # "." has no parent to name
+            why += f"; {base} holds a results.csv itself, so it is one run folder"
+            if all((parent / d / "results.csv").is_file() for d in machine.FIT_DIRS):
+                why += f": pass its parent, {parent}"
         raise ValueError(why)
     try:
         machine.fit_min_rate(results)
@@ -800,7 +803,7 @@ def _partial_phases(args) -> bool:
 
 
 def main(argv=None) -> int:
-    why = set_without_value(sys.argv[1:] if argv is None else argv)
+    why = split_set(_parser(), sys.argv[1:] if argv is None else argv)
     if why:                             # argparse said only "unrecognized arguments: 1"
         _err(why)
         return 2

@@ -312,3 +312,12 @@ def test_what_the_test_bed_cannot_be_set_to_is_exit_2_naming_the_key(overrides, 
     err = capsys.readouterr().err
     assert f"scenario key '{key}'" in err and says in err, err
     assert not (tmp_path / "results.csv").exists()
+
+
+def test_a_set_split_in_two_is_refused_naming_set(capsys, tmp_path):
+    # `--set server.accept_limit 1` was argparse's "unrecognized arguments: 1", no word of --set
+    assert cli.main(["run", SMOKE, "--out", str(tmp_path), "--set", "server.accept_limit", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("realsys: --set server.accept_limit: expected SECTION.KEY=VALUE as one argument, "
+                          "e.g. --set server.accept_limit=1"), err
+    assert not (tmp_path / "results.csv").exists()

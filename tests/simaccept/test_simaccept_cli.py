@@ -331,9 +331,17 @@ def test_a_rerun_sweep_says_how_many_points_it_reused(spec, tmp_path, capsys):
                                               "cached there are of other scenarios, costs or model code)")
 
 
+def test_the_list_hint_is_for_a_sweeps_refused_value_only(spec, tmp_path, capsys):
+    # an unknown key got "(a list, a sweep axis, is written in brackets: ...)"; so did run,
+    # which refuses an axis
+    assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--set", "workload.rat=1,2"]) == 2
+    assert "sweep axis" not in capsys.readouterr().err
+    assert cli.main(["run", str(spec), "--set", "workload.rate=1000,2000"]) == 2
+    assert "written in brackets" not in capsys.readouterr().err
+
+
 def test_a_comma_separated_choice_shows_a_list_that_parses(spec, tmp_path, capsys):
-    # the CLI's own hint, for a key the scenario gives none: words are quoted, as TOML wants
-    # them (it said --set 'server.kind=[userver,tux]', itself refused)
+    # words are quoted, as TOML wants them (it said --set 'server.kind=[userver,tux]', itself refused)
     import re
     assert cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--set", "server.kind=userver,tux"]) == 2
     err = capsys.readouterr().err
@@ -341,3 +349,30 @@ def test_a_comma_separated_choice_shows_a_list_that_parses(spec, tmp_path, capsy
     assert shown == 'server.kind=["userver","tux"]', err
     from simaccept.scenario import load_scenario
     assert dict(load_scenario(text="", overrides=[shown]).axes)["server.kind"] == ["userver", "tux"]
+
+
+@pytest.mark.parametrize("argv,shown", [
+    # a bundled name without its folder is the scenario, not the value
+    (["run", "--set", "server.accept_limit", "tux-onepacket"], "--set server.accept_limit=VALUE"),
+    # a value the shell would split is quoted
+    (["sweep", "thesis/tux-onepacket", "--set", "workload.rate", "[1, 2]"], "--set 'workload.rate=[1, 2]'"),
+])
+def test_a_split_set_shows_a_line_to_copy(argv, shown, capsys):
+    assert cli.main(argv) == 2
+    assert shown in capsys.readouterr().err
+
+
+def test_a_split_set_is_left_to_argparse_where_the_subcommand_takes_no_set(capsys):
+    # `scenarios --set a.b 5` was told to join KEY=VALUE, which scenarios then refused again
+    with pytest.raises(SystemExit):
+        cli.main(["scenarios", "--set", "a.b", "5"])
+    assert "expected SECTION.KEY=VALUE" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text,want", [
+    ("\n# Leading blank line.  More.\n[scenario]\n", "Leading blank line."),
+    ("# (" + "x " * 80 + ")\n", "(" + ("x " * 80)[:96].rstrip() + "..."),
+    ("[scenario]\n# late comment\n", "late comment"),
+])
+def test_describe_never_gives_an_empty_description(text, want):
+    assert cli.describe(text) == want

@@ -161,3 +161,13 @@ def test_a_set_split_in_two_is_refused_naming_set(capsys, no_runs, cmd):
     assert rc == 2 and err.startswith("error: --set scenario.duration: expected SECTION.KEY=VALUE as one "
                                       "argument, e.g. --set scenario.duration=5"), err
     assert no_runs == []
+
+
+def test_a_split_set_on_a_subcommand_without_set_is_argparses_refusal(capsys, no_runs):
+    # sensitivity takes no --set: the advice to write --set scenario.duration=5 was refused again
+    from validation.cli import main as vmain
+    with pytest.raises(SystemExit) as e:
+        vmain(["sensitivity", "--set", "scenario.duration", "5"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "expected SECTION.KEY=VALUE" not in err and "--set" in err, err
+    assert no_runs == []

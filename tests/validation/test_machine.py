@@ -290,7 +290,20 @@ def test_machine_fit_given_one_run_folder_says_to_pass_its_parent(tmp_path, caps
     err = capsys.readouterr().err
     assert f"{run / 'onepacket-select' / 'results.csv'}: no such results file" in err, err
     assert "--results is the folder holding the run folders onepacket-select/ and onepacket-select-reps/" in err, err
-    assert f"{run} holds a results.csv itself, so it is one run folder: pass its parent, {tmp_path}" in err, err
+    # its parent lacks onepacket-select-reps/: passing it would be refused again
+    assert f"{run} holds a results.csv itself, so it is one run folder" in err and "pass its parent" not in err, err
+    _copy_runs(tmp_path, "onepacket-select-reps")
+    assert main(["machine-fit", "--results", str(run), "--profile", "mybox"]) == 2
+    assert f"so it is one run folder: pass its parent, {tmp_path.resolve()}" in capsys.readouterr().err
+    # given as ".", the parent is named, not "."
+    import os
+    old = os.getcwd()
+    os.chdir(run)
+    try:
+        assert main(["machine-fit", "--results", ".", "--profile", "mybox"]) == 2
+    finally:
+        os.chdir(old)
+    assert f"pass its parent, {tmp_path.resolve()}" in capsys.readouterr().err
     # an empty folder: what it should hold, and no "pass its parent"
     (tmp_path / "empty").mkdir()
     assert main(["machine-fit", "--results", str(tmp_path / "empty"), "--profile", "mybox"]) == 2
