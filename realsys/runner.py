@@ -79,6 +79,11 @@ def check_real(sc: Scenario) -> None:
         kind = v["server"]["kind"]
         if kind == "tux":
             raise ScenarioError("server.kind", "tux needs its kernel module and cannot run here; simulate it")
+        if kind == "knot" and v["server"]["mux"] != "select":
+            # knot.c blocks in accept() and read() in its threads: no getevents phase, and its
+            # record's config would be one the simulator refuses (sim.check_modelled)
+            raise ScenarioError("server.mux", f"knot has no getevents phase (threads block in accept and read), "
+                                f"so {v['server']['mux']!r} would change nothing: leave it \"select\"")
         if kind == "nginx" and v["server"]["accept_limit"] not in (1, "inf"):
             raise ScenarioError("server.accept_limit", "nginx has only multi_accept off (1) or on (\"inf\"), "
                                 f"got {v['server']['accept_limit']!r}")

@@ -342,22 +342,14 @@ def _list_hint(e: ScenarioError, overrides, cmd: str | None) -> str:
     return ""
 
 
-def _set_value(v) -> str:
-    """``v`` as --set takes it back: a TOML literal, a bare string."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
 def _axes_reason(axes) -> str:
     """Why `simaccept run` refuses a scenario with sweep axes: every axis, not only the first
     (fixing the one named used to lead to the next refusal), with a --set for each to copy."""
     if len(axes) == 1:
         return "is a sweep axis (a list); `simaccept run` needs one point: fix it with --set, or use `simaccept sweep`"
     others = ", ".join(k for k, _ in axes[1:])
-    example = " ".join(f"--set {k}={_set_value(v[0])}" for k, v in axes)
+    from .sim import override_text
+    example = " ".join(f"--set {k}={override_text(v[0])}" for k, v in axes)
     return (f"is a sweep axis (a list), and so {'is' if len(axes) == 2 else 'are'} {others}; `simaccept run` "
             f"needs one point: fix each with --set (e.g. {example}), or use `simaccept sweep`")
 

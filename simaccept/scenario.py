@@ -75,6 +75,21 @@ def _fmt(v: Any) -> str:
     return json.dumps(v) if isinstance(v, str) else repr(v)
 
 
+def _list_hint(key: str, spec: Key, v: Any) -> str:
+    """For a number key given "10000,20000" (``--set workload.rate=10000,20000``): how a sweep
+    axis is written, a list, if the values read as one the key takes; else "".  Only words of
+    a number's letters are read: a bracket or quote could nest past the recursion limit."""
+    if not isinstance(v, str) or "," not in v or not re.fullmatch(r"[0-9A-Za-z_.+\-, ]+", v):
+        return ""
+    text = f"[{v.strip()}]"
+    try:
+        _check_maybe_list(key, spec, tomllib.loads(f"v = {text}")["v"])
+    except (tomllib.TOMLDecodeError, ValueError, ScenarioError):
+        return ""
+    name = key.split(".", 1)[-1]
+    return f"; a sweep axis is a list: --set '{key}={text}', or {name} = {text} in the file"
+
+
 def _check(key: str, spec: Key, v: Any) -> Any:
     """Return the normalised value or raise ScenarioError."""
     k = spec.kind
@@ -106,7 +121,7 @@ def _check(key: str, spec: Key, v: Any) -> Any:
         if isinstance(v, str):
             if v.lower() in ("inf", "infinity"):
                 return "inf"
-            raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}')
+            raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}{_list_hint(key, spec, v)}')
         if isinstance(v, bool) or not isinstance(v, int):
             raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}')
         if v < 1:
@@ -114,12 +129,12 @@ def _check(key: str, spec: Key, v: Any) -> Any:
         return v
     if k == "int":
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ScenarioError(key, f"must be an integer, got {_fmt(v)}")
+            raise ScenarioError(key, f"must be an integer, got {_fmt(v)}{_list_hint(key, spec, v)}")
     elif k in ("float", "float_or_none"):
         if k == "float_or_none" and isinstance(v, str) and v == "none":
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ScenarioError(key, f"must be a number, got {_fmt(v)}")
+            raise ScenarioError(key, f"must be a number, got {_fmt(v)}{_list_hint(key, spec, v)}")
         try:
             v = float(v) + 0.0      # + 0.0: -0.0 is 0.0, so [0.0, -0.0] is one point named twice
         except OverflowError:
@@ -176,7 +191,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "server": {
         "kind": Key("choice", "userver", "Architecture model.", choices=("userver", "tux", "knot", "nginx")),
-        "mux": Key("choice", "select", "getevents mechanism (userver).", choices=("select", "poll", "epoll")),
+        "mux": Key("choice", "select", "getevents mechanism (userver).  TUX and Knot-C have no getevents "
+                   "phase: a tux or knot point with any value but \"select\" is refused "
+                   "(simaccept.sim.check_modelled).", choices=("select", "poll", "epoll")),
         "accept_limit": Key("limit", "inf", "Max consecutive accepts per accept-phase."),
         "policy": Key("str", "accept-limit", "Accept policy: a name in simaccept.servers.policies.REGISTRY."),
         "max_conns": Key("int", 15000, "Open-connection cap (thesis: 15,000).", lo=1, hi=1 << 22),
@@ -184,7 +201,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "sndbuf": Key("int", 65536, "Socket send buffer bytes (big replies are written in chunks).", lo=1024, hi=1 << 30),
         "phase_budget_us": _pos(2000.0, "time-budget policy: CPU budget per accept/work phase."),
         "service_dist": Key("choice", "deterministic", "Per-request user work (costs.user_per_request): "
-                            "fixed, or exponential with that mean.", choices=("deterministic", "exponential")),
+                            "fixed, or exponential with that mean.  Read by the μserver (userver) model only: "
+                            "a tux or knot point with any value but \"deterministic\" is refused "
+                            "(simaccept.sim.check_modelled), and realsys refuses it too.",
+                            choices=("deterministic", "exponential")),
     },
     "workload": {
         "kind": Key("choice", "one-packet", "one-packet | specweb99.", choices=("one-packet", "specweb99")),
@@ -193,7 +213,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                         choices=("deterministic", "poisson")),
         "reply_bytes": Key("int", 1024, "one-packet: header+body bytes of the single reply packet.", lo=1, hi=1 << 30),
         "request_bytes": Key("int", 80, "Bytes per HTTP request.", lo=1, hi=65535),
-        "idle_conns": Key("int", 0, "Idle WAN connections held open in the interest set (seed 003).", lo=0, hi=1 << 20),
+        "idle_conns": Key("int", 0, "Idle WAN connections held open in the interest set (seed 003).  Held by "
+                          "the μserver (userver) model only: a tux or knot point with any value but 0 is refused "
+                          "(simaccept.sim.check_modelled), and realsys refuses any but 0.", lo=0, hi=1 << 20),
         "zipf_alpha": _nonneg(1.0, "specweb99: Zipf exponent within a file class."),
     },
     "client": {
@@ -365,17 +387,59 @@ class Scenario:
         return _resolve(vals, self.source)
 
 
+def _toml_value(v: Any) -> str:
+    """``v`` written as TOML (as an override's value), for an example in a refusal."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(float(v)) if isinstance(v, float) else repr(int(v))   # inf, -inf, nan are TOML's
+    if isinstance(v, str):
+        return json.dumps(v)                            # a TOML basic string too
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(map(_toml_value, v)) + "]"
+    return str(v)
+
+
+def _as_override(dotted: Any, v: Any) -> str:
+    """``dotted=v`` as an override string takes it, for an example in a refusal."""
+    return f"{dotted}={_toml_value(v)}"
+
+
+def _overrides_example(pairs: Iterable[tuple[Any, Any]]) -> str:
+    """A list of override strings for (key, value) pairs; a nested {section: {key: value}} is
+    taken as section.key."""
+    out = []
+    for k, v in pairs:
+        if isinstance(v, Mapping):
+            out += [_as_override(f"{k}.{kk}", vv) for kk, vv in v.items()]
+        else:
+            out.append(_as_override(k, v))
+    return "[" + ", ".join(map(repr, out[:4])) + (", ...]" if len(out) > 4 else "]")
+
+
 def _apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> None:
     if overrides is None:
         return
     if isinstance(overrides, (str, bytes)):     # iterated, it was one "override" per character
         raise TypeError(f"overrides must be a list of 'section.key=value' strings, got one string {overrides!r}")
+    if isinstance(overrides, Mapping) and all(isinstance(k, str) and "=" in k and v is None
+                                              for k, v in overrides.items()):
+        overrides = list(overrides)             # dict.fromkeys(["a.b=1"]): its keys, as iterating it always took
+    elif isinstance(overrides, Mapping):        # iterated, its keys had no value ("must look like section.key=value")
+        raise TypeError(f"overrides must be a list of 'section.key=value' strings, not a {type(overrides).__name__}: "
+                        f"give {_overrides_example(overrides.items())}")
     try:
         overrides = iter(overrides)
     except TypeError:
         raise TypeError(f"overrides must be a list of 'section.key=value' strings, got {overrides!r}") from None
     for item in overrides:
-        if not isinstance(item, str) or "=" not in item:
+        if not isinstance(item, str):
+            hint = ""
+            if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):
+                hint = f": give {_overrides_example([item])[1:-1]}"
+            raise TypeError(f"overrides must be a list of 'section.key=value' strings; one is the "
+                            f"{type(item).__name__} {item!r}{hint}")
+        if "=" not in item:
             raise ScenarioError(str(item), "override must look like section.key=value")
         dotted, text = item.split("=", 1)
         dotted = dotted.strip()
@@ -408,13 +472,42 @@ def _too_many_digits(text: str) -> str:
             f"{sys.get_int_max_str_digits():,} Python reads")
 
 
+def _unknown_section(section: Any) -> str:
+    """Why a section is refused: the schema's sections close to it, else all of them (the
+    wording of :meth:`Scenario.get`)."""
+    import difflib
+    close = difflib.get_close_matches(str(section), list(SCHEMA), n=3, cutoff=0.6)
+    if close:
+        return f"unknown section; did you mean {' or '.join(f'[{c}]' for c in close)}?"
+    return f"unknown section (known: {', '.join(SCHEMA)})"
+
+
+def _unknown_key(section: str, key: Any, cost_names: Iterable[str] | None = None) -> str:
+    """Why ``section.key`` is refused: the same key in another section, else the section's keys
+    close to it, else the section's keys (the wording of :meth:`Scenario.get`).  ``[costs]``
+    takes ``profile`` and the per-cost names (simaccept.costs.COST_NAMES), too many to list."""
+    import difflib
+    known = list(SCHEMA[section])
+    if section == "costs":
+        known += list(cost_names or _cost_names())
+    elsewhere = [f"{s}.{k}" for s, keys in SCHEMA.items() if s != section for k in keys if k == key]
+    if elsewhere:
+        return f"unknown key in [{section}]; did you mean {' or '.join(map(repr, elsewhere))}?"
+    close = difflib.get_close_matches(str(key), known, n=3, cutoff=0.6)
+    if close:
+        return f"unknown key; did you mean {' or '.join(repr(f'{section}.{c}') for c in close)}?"
+    if section == "costs":
+        return "unknown key (per-cost overrides must be names from simaccept.costs.COST_NAMES)"
+    return f"unknown key (known in [{section}]: {', '.join(known)})"
+
+
 def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
     if not isinstance(raw, Mapping):
         raise ScenarioError("<document>", "must be a TOML table")
     values: dict[str, dict[str, Any]] = {}
     for section in raw:
         if section not in SCHEMA:
-            raise ScenarioError(str(section), f"unknown section (known: {', '.join(SCHEMA)})")
+            raise ScenarioError(str(section), _unknown_section(section))
         if not isinstance(raw[section], Mapping):
             raise ScenarioError(str(section), "must be a table of keys")
     cost_names = None
@@ -432,10 +525,7 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
                     out[key] = _check_maybe_list(f"costs.{key}", Key("float", 0.0, "", lo=0.0), given.pop(key))
         if given:
             bad = sorted(given)[0]
-            hint = ""
-            if section == "costs":
-                hint = " (per-cost overrides must be names from simaccept.costs.COST_NAMES)"
-            raise ScenarioError(f"{section}.{bad}", f"unknown key{hint}")
+            raise ScenarioError(f"{section}.{bad}", _unknown_key(section, bad, cost_names))
         values[section] = out
     from .servers.policies import REGISTRY, PolicyError, policy_class
     pol = values["server"]["policy"]
@@ -448,22 +538,26 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
             raise ScenarioError("server.policy", str(e)) from None
     # A profile is a file; read it now rather than mid-sweep.  A path is made absolute so
     # that workers (and the record's config) name the same file whatever their directory.
-    from .costs import available_profiles, is_profile_path, read_profile
+    from .costs import available_profiles, is_profile_path, read_profile, suggest_profile
     profiles = values["costs"]["profile"]
     resolved = []
     for p in (profiles if isinstance(profiles, list) else [profiles]):
+        given = p
         if is_profile_path(p):
             try:
                 p = str(Path(p).expanduser().resolve())
             except (RuntimeError, OSError, ValueError) as e:   # ~nosuchuser, a NUL byte
                 raise ScenarioError("costs.profile", f"{_fmt(p)} cannot be a file's path: {e}") from None
         elif p not in available_profiles():
-            raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)} (have: {', '.join(available_profiles())}; "
-                                "or give the path of a .toml file)")
+            raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)}{suggest_profile(p)} (have: "
+                                f"{', '.join(available_profiles())}; or give the path of a .toml file)")
         try:
             read_profile(p)
         except KeyError as e:
-            raise ScenarioError("costs.profile", e.args[0]) from None
+            why = e.args[0]
+            if why.startswith("no cost profile file"):     # the hint is for the name as given, not made absolute
+                why += suggest_profile(given)
+            raise ScenarioError("costs.profile", why) from None
         except ValueError as e:
             raise ScenarioError("costs.profile", str(e)) from None
         except OSError as e:         # e.g. a name longer than the file system allows

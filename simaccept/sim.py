@@ -22,7 +22,7 @@ from . import metrics
 from .costs import scenario_costs
 from .host import Host
 from .record import RunRecord
-from .scenario import Scenario, ScenarioError
+from .scenario import SCHEMA, Scenario, ScenarioError
 from .servers import make_server
 
 
@@ -32,8 +32,9 @@ SIMULATED_SERVERS = ("userver", "tux", "knot")
 def check_modelled(sc: Scenario) -> None:
     """ScenarioError if the point ``sc`` sets something its server's model does not read:
     a run would otherwise be the default's, "ok", under the setting's name.  Only the μserver
-    model draws per-request work from ``server.service_dist`` and holds
-    ``workload.idle_conns``; Knot-C's accept-phase has no CPU budget (a time-budget policy)."""
+    model draws per-request work from ``server.service_dist``, holds ``workload.idle_conns``
+    and has a getevents phase (``server.mux``: TUX and Knot-C have none); Knot-C's
+    accept-phase has no CPU budget (a time-budget policy)."""
     from .servers.policies import INF, PolicyError, make_policy
     kind = sc["server"]["kind"]
     if kind not in SIMULATED_SERVERS:
@@ -53,6 +54,11 @@ def check_modelled(sc: Scenario) -> None:
         if sc["workload"]["idle_conns"]:
             raise ScenarioError("workload.idle_conns", f"only the userver model holds idle connections "
                                 f"(in its interest set); {kind} has none")
+        mux, default_mux = sc["server"]["mux"], SCHEMA["server"]["mux"].default
+        if mux != default_mux:
+            raise ScenarioError("server.mux", f"only the userver model has a getevents phase (select, poll, "
+                                f"epoll); {kind} has none, so {mux!r} would change nothing: leave it "
+                                f"{default_mux!r}")
 
 
 class Meter:
@@ -115,6 +121,27 @@ def _no_call_in_window(host, t_warm: float, t_stop: float, t_call_end: float) ->
         f"otherwise scenario.duration is shorter than one of the server's calls")
 
 
+def override_text(v) -> str:
+    """``v`` as an override (``--set KEY=...``, ``overrides=["KEY=..."]``) takes it back: a TOML
+    literal, a bare string.  Shared by the refusals here and in the CLI."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _axes_reason(axes) -> str:
+    """Why simulate() refuses a scenario with sweep axes: every axis, not only the first (fixing
+    the one named led to the next refusal), with the overrides that fix them to copy."""
+    fix = ", ".join(repr(f"{k}={override_text(v[0])}") for k, v in axes)
+    others = ", ".join(k for k, _ in axes[1:])
+    also = f", and so {'is' if len(axes) == 2 else 'are'} {others}" if others else ""
+    return (f"is a sweep axis (a list){also}; simulate() runs one point: fix "
+            f"{'it' if len(axes) == 1 else 'each'} with overrides (load_scenario(..., overrides=[{fix}])), "
+            f"simulate one of sc.points(), or run them all with simaccept.run_sweep() (`simaccept sweep`)")
+
+
 def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = False):
     """Run one point.  Returns a RunRecord (and the Host if ``return_host``)."""
     if not isinstance(sc, Scenario):
@@ -124,7 +151,7 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     # replies/s, an np.float32 failed as JSON, and a float inf accept-limit failed mid-run.
     sc = sc.resolved()
     if sc.axes:
-        raise ScenarioError(sc.axes[0][0], "is a sweep axis; use `simaccept sweep` / simaccept.run_sweep()")
+        raise ScenarioError(sc.axes[0][0], _axes_reason(sc.axes))
     check_modelled(sc)
     rec = RunRecord(**_identity(sc))
     wall0 = time.perf_counter()

@@ -177,10 +177,8 @@ def _twice(names) -> str | None:
 def _absent_metrics(path, metrics) -> str | None:
     """Which of ``metrics`` the records file has no column for (with the names closest to each),
     or None; ``drop_shares`` needs the three drop columns, ``time_split`` some ``cpu_share_<fn>``."""
-    import difflib
-
     from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS
-    from .records import record_columns
+    from .records import close_text, record_columns
     cols = record_columns(path)
     parts = []
     for m in metrics:
@@ -191,9 +189,8 @@ def _absent_metrics(path, metrics) -> str | None:
             continue
         for c in (DROP_CATEGORIES if m == "drop_shares" else (m,)):
             if c not in cols:
-                close = difflib.get_close_matches(c, cols, n=3)
                 parts.append(f"{path} has no column {c!r}" + (f" ({m} needs it)" if c != m else "")
-                             + (f" (close: {', '.join(close)})" if close else ""))
+                             + close_text(c, cols))
     return "; ".join(parts) or None
 
 
@@ -431,13 +428,9 @@ def predict_main(args) -> int:
         return 2
     bad = [m for m in metrics if m not in COLUMNS or m in _TEXT]
     if bad:
-        import difflib
+        from .records import close_text
         numeric = [c for c in COLUMNS if c not in _TEXT]
-        named = []
-        for m in bad:
-            close = difflib.get_close_matches(m, numeric, n=2)
-            named.append(m + (f" (close: {', '.join(close)})" if close else ""))
-        _err(f"--metrics: not numeric record columns: {'; '.join(named)}")
+        _err(f"--metrics: not numeric record columns: {'; '.join(m + close_text(m, numeric, n=2) for m in bad)}")
         return 2
     why = _twice(metrics)
     if why:         # every row was printed twice, and counted twice in the median

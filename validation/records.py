@@ -621,6 +621,13 @@ _SELECT_OPS = {">=": operator.ge, "<=": operator.le, "!=": operator.ne, ">": ope
                "=": operator.eq}
 
 
+def close_text(name: str, among, n: int = 3) -> str:
+    """The names in ``among`` close to a misspelt ``name``, as ' (close: a, b)' for a refusal; '' if none."""
+    import difflib
+    close = difflib.get_close_matches(name, list(among), n=n)
+    return f" (close: {', '.join(close)})" if close else ""
+
+
 def select_records(records: Iterable[Measured], selectors: Iterable[str] | None) -> list[Measured]:
     """Keep records that satisfy every selector: ``column=value``, or for a numeric column
     ``column>=value`` (also ``<=``, ``>``, ``<``, ``!=``), e.g. ``target_rate>=4000`` for
@@ -644,10 +651,7 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
         if bad_op:
             raise ValueError(f"--select {s!r}: {bad_op!r} is not an operator (=, !=, >=, <=, >, <)")
         if col not in COLUMNS:
-            import difflib
-            close = difflib.get_close_matches(col, COLUMNS, n=3)
-            raise ValueError(f"--select: unknown record column {col!r}"
-                             + (f" (close: {', '.join(close)})" if close else ""))
+            raise ValueError(f"--select: unknown record column {col!r}{close_text(col, COLUMNS)}")
         if op not in ("=", "!=") and col in _TEXT:
             raise ValueError(f"--select {s!r}: {col} is text; only = and != compare it")
         if col not in _TEXT:

@@ -136,6 +136,24 @@ def is_profile_path(profile: str) -> bool:
     return str(profile).endswith(".toml")
 
 
+def suggest_profile(profile: str) -> str:
+    """A hint for a profile that is neither a file nor a packaged name, to append to the refusal:
+    the packaged profile a missing ``thesis-2004.toml`` names with its suffix, else the packaged
+    names close to it, else ""."""
+    import difflib
+    if is_profile_path(profile) and Path(str(profile)).parent != Path("."):
+        return ""           # a file in a folder of the user's own: a packaged name would be other costs
+    have = available_profiles()
+    name = Path(str(profile)).name
+    stem = name[:-len(".toml")] if is_profile_path(name) else name
+    if is_profile_path(profile) and stem in have:
+        return f"; did you mean the packaged profile {stem!r}? (a packaged profile is named without .toml)"
+    close = difflib.get_close_matches(stem, have, n=3, cutoff=0.6)
+    if close:
+        return f"; did you mean the packaged profile {' or '.join(map(repr, close))}?"
+    return ""
+
+
 def _profile_file(profile: str) -> Path:
     if is_profile_path(profile):
         try:
@@ -144,12 +162,12 @@ def _profile_file(profile: str) -> Path:
         except (RuntimeError, OSError, ValueError) as e:   # ~nosuchuser, a NUL byte, a name too long
             raise KeyError(f"cost profile path {profile!r} cannot be opened ({e})") from None
         if not found:
-            raise KeyError(f"no cost profile file {str(path)!r}")
+            raise KeyError(f"no cost profile file {str(path)!r}{suggest_profile(profile)}")
         return path
     path = HERE / f"{profile}.toml"
     if not path.is_file():
-        raise KeyError(f"no cost profile named {profile!r} (have: {', '.join(available_profiles())}; "
-                       "or give the path of a .toml file)")
+        raise KeyError(f"no cost profile named {profile!r}{suggest_profile(profile)} (have: "
+                       f"{', '.join(available_profiles())}; or give the path of a .toml file)")
     return path
 
 

@@ -123,6 +123,10 @@ def test_a_registry_entry_that_is_no_policy_is_refused_before_the_run(entry, at_
     ("tux", "server.service_dist=exponential", "server.service_dist"),
     ("knot", "workload.idle_conns=5000", "workload.idle_conns"),
     ("tux", "workload.idle_conns=5000", "workload.idle_conns"),
+    # neither has a getevents phase: the mux was read by no one
+    ("tux", "server.mux=epoll", "server.mux"),
+    ("tux", "server.mux=poll", "server.mux"),
+    ("knot", "server.mux=epoll", "server.mux"),
 ])
 def test_a_setting_the_servers_model_does_not_read_is_refused(kind, setting, key, tmp_path):
     # each ran "ok" with a record identical in every field to the default's

@@ -424,3 +424,140 @@ def test_a_misspelt_key_or_section_is_named():
         assert e.value.key == key and isinstance(e.value, KeyError) and isinstance(e.value, ScenarioError)
         assert str(e.value).startswith(f"scenario key '{key}': unknown")   # not KeyError's quoted repr
 
+
+
+@pytest.mark.parametrize("text,overrides,key,reason", [
+    # each said only "unknown key" / listed every section
+    ("", ["workload.rat=30000"], "workload.rat", "unknown key; did you mean 'workload.rate'?"),
+    ("[server]\nacceptlimit = 1", [], "server.acceptlimit", "unknown key; did you mean 'server.accept_limit'?"),
+    ("[server]\nrate = 1", [], "server.rate", "unknown key in [server]; did you mean 'workload.rate'?"),
+    ("[costs]\nselect_bse = 1.0", [], "costs.select_bse", "did you mean 'costs.select_base'"),
+    # nothing close: the section's keys, as Scenario.get names them
+    ("[server]\nzzz = 1", [], "server.zzz", "unknown key (known in [server]: kind, mux, accept_limit,"),
+    ("[costs]\nqqqqq = 1.0", [], "costs.qqqqq", "names from simaccept.costs.COST_NAMES"),
+    ("", ["wrkload.rate=30000"], "wrkload", "unknown section; did you mean [workload]?"),
+    ("[zzzz]\nrate = 1", [], "zzzz", "unknown section (known: scenario, kernel, network, server,"),
+])
+def test_an_unknown_key_or_section_names_the_close_ones(text, overrides, key, reason):
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text=text, overrides=overrides)
+    assert ei.value.key == key
+    assert reason in ei.value.reason
+
+
+@pytest.mark.parametrize("profile,reason", [
+    # a packaged name given as a file: it said "no cost profile file '.../thesis-2004.toml'" alone
+    ('"thesis-2004.toml"', "did you mean the packaged profile 'thesis-2004'? (a packaged profile is named without .toml)"),
+    # a misspelled name: the close packaged names
+    ("thesis-2040", "no cost profile named \"thesis-2040\"; did you mean the packaged profile 'thesis-2004'"),
+    ('"thesis-2040.toml"', "did you mean the packaged profile 'thesis-2004'"),
+])
+def test_a_missing_profile_suggests_the_packaged_one(tmp_path, monkeypatch, profile, reason):
+    from simaccept.costs import read_profile
+    monkeypatch.chdir(tmp_path)         # no such file here
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[f"costs.profile={profile}"])
+    assert ei.value.key == "costs.profile" and reason in ei.value.reason
+    with pytest.raises(KeyError) as ki:
+        read_profile(profile.strip('"'))
+    assert "did you mean the packaged profile 'thesis-2004'" in ki.value.args[0]
+
+
+@pytest.mark.parametrize("overrides,why", [
+    # a dict said "scenario key 'workload.rate': override must look like section.key=value"
+    ({"workload.rate": 30000}, "list of 'section.key=value' strings, not a dict: give ['workload.rate=30000']"),
+    ({"workload": {"rate": 30000}, "server.accept_limit": math.inf},
+     "give ['workload.rate=30000', 'server.accept_limit=inf']"),
+    # a pair said "scenario key '('workload.rate', 30000)'"
+    ([("workload.rate", 30000)], "one is the tuple ('workload.rate', 30000): give 'workload.rate=30000'"),
+])
+def test_overrides_as_a_dict_or_pairs_are_refused_showing_the_strings(overrides, why):
+    with pytest.raises(TypeError) as e:
+        load_scenario(text="", overrides=overrides)
+    assert why in str(e.value)
+    # the strings shown are taken
+    shown = eval(str(e.value).split("give ", 1)[1])
+    sc = load_scenario(text="", overrides=[shown] if isinstance(shown, str) else shown)
+    assert sc["workload"]["rate"] == 30000
+    # a list or tuple of strings is taken as before
+    assert load_scenario(text="", overrides=("workload.rate=30000",))["workload"]["rate"] == 30000
+
+
+@pytest.mark.parametrize("override,axis", [
+    # it said only 'must be a number, got "10000,20000"'
+    ("workload.rate=10000,20000", [10000.0, 20000.0]),
+    ("server.accept_limit=1,inf", [1, "inf"]),
+    ("scenario.seed=1,2", [1, 2]),
+])
+def test_a_comma_separated_number_shows_the_sweep_axis_list(override, axis):
+    import re
+    key = override.split("=", 1)[0]
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[override])
+    assert ei.value.key == key and "a sweep axis is a list: --set '" in ei.value.reason
+    # what it quotes is taken, as an override and in a file
+    shown = re.search(r"--set '([^']*)'", ei.value.reason).group(1)
+    assert shown == key + "=[" + override.split("=", 1)[1] + "]"
+    assert dict(load_scenario(text="", overrides=[shown]).axes)[key] == axis
+    in_file = re.search(r"', or (.*) in the file$", ei.value.reason).group(1)
+    section = key.split(".")[0]
+    assert dict(load_scenario(text=f"[{section}]\n{in_file}\n").axes)[key] == axis
+    # values that would not read as a list get no hint
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[f"{key}=a,b"])
+    assert "sweep axis" not in ei.value.reason
+
+
+@pytest.mark.parametrize("key,setting", [("server.service_dist", "server.service_dist=exponential"),
+                                         ("workload.idle_conns", "workload.idle_conns=10")])
+def test_the_help_of_a_key_only_the_userver_model_reads_says_so_and_the_others_refuse_it(key, setting):
+    from simaccept.sim import simulate
+    section, name = key.split(".")
+    doc = SCHEMA[section][name].doc
+    assert "μserver (userver) model only" in doc and "tux or knot point" in doc and "refused" in doc
+    for kind in ("tux", "knot"):       # as the help says
+        with pytest.raises(ScenarioError) as e:
+            simulate(load_scenario(text="", overrides=[f"server.kind={kind}", setting, "scenario.duration=0.1"]))
+        assert e.value.key == key
+
+
+def test_a_comma_separated_value_nested_past_the_recursion_limit_is_refused_not_a_traceback():
+    deep = "[" * 5000 + "1,2"
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[f'workload.rate="{deep}"'])
+    assert ei.value.key == "workload.rate" and "sweep axis" not in ei.value.reason
+    with pytest.raises(ScenarioError):
+        load_scenario(text=f'[workload]\nrate = "{deep}"\n')
+
+
+@pytest.mark.parametrize("override", ["workload.rate=1e4,-5", "workload.rate=1e4,inf", "server.accept_limit=1,0"])
+def test_a_comma_separated_value_whose_list_the_key_refuses_gets_no_sweep_axis_hint(override):
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[override])
+    assert "sweep axis" not in ei.value.reason
+
+
+def test_the_overrides_shown_for_a_dict_with_inf_in_a_list_are_taken():
+    with pytest.raises(TypeError) as e:
+        load_scenario(text="", overrides={"server.accept_limit": [1, math.inf], "scenario.seed": 3})
+    shown = eval(str(e.value).split("give ", 1)[1])
+    assert shown == ["server.accept_limit=[1, inf]", "scenario.seed=3"]
+    sc = load_scenario(text="", overrides=shown)
+    assert dict(sc.axes)["server.accept_limit"] == [1, "inf"] and sc["scenario"]["seed"] == 3
+
+
+def test_a_dict_of_override_strings_without_values_is_taken_as_before():
+    # iterating a dict gives its keys, and these were always taken as the overrides
+    sc = load_scenario(text="", overrides=dict.fromkeys(["workload.rate=100"]))
+    assert sc["workload"]["rate"] == 100
+
+
+def test_a_missing_profile_file_in_a_folder_is_not_sent_to_the_packaged_one(tmp_path):
+    from simaccept.costs import read_profile
+    mine = tmp_path / "fits" / "thesis-2004.toml"     # the user's own fit, not there: other costs than ours
+    with pytest.raises(KeyError) as ki:
+        read_profile(str(mine))
+    assert "packaged" not in ki.value.args[0] and str(mine) in ki.value.args[0]
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text="", overrides=[f'costs.profile="{mine}"'])
+    assert "packaged" not in ei.value.reason

@@ -115,3 +115,17 @@ def test_values_set_after_loading_run_as_loading_would_have_read_them():
     assert rec.replies_per_s == loaded.replies_per_s and rec.accept_limit == "inf"
     assert json.loads(rec.config)["workload"]["rate"] == 2000.0
     assert sc["server"]["accept_limit"] == math.inf      # the caller's scenario is not changed
+
+
+def test_a_scenario_with_sweep_axes_is_refused_naming_every_axis_and_the_overrides_that_fix_them():
+    # it named the first axis only and suggested run_sweep; fixing that one was refused again
+    sc = load_scenario("scenarios/thesis/userver-onepacket.toml", ["scenario.seed=[1, 2]"])
+    with pytest.raises(ScenarioError) as e:
+        simulate(sc)
+    names = [k for k, _ in sc.axes]
+    assert len(names) == 3 and e.value.key == names[0]
+    assert all(n in e.value.reason for n in names)
+    assert "run_sweep" in e.value.reason
+    fix = eval(e.value.reason.split("overrides=", 1)[1].split("]))", 1)[0] + "]")
+    assert [f.split("=", 1)[0] for f in fix] == names
+    assert not load_scenario("scenarios/thesis/userver-onepacket.toml", ["scenario.seed=[1, 2]"] + fix).axes
