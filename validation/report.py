@@ -1335,6 +1335,14 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
                           "servers/userver.py": ("AcceptPolicy", "PhaseView", "UServer", "checked_quota"),
                           "sim.py": ("check_modelled", "simulate"),
                           "workloads.py": ("OnePacket", "SpecWeb99", "make_workload")}),
+    "7e851c5d9f0729a8": ("faf0e3407f92af20f8a645012c2e0fa4acf7615c", "3ae13591482274d7",
+                         "edfedec49ae9c7054c26bc1a9bc2903dd5b19bc8",
+                         {"costs/__init__.py": ("_profile_file", "suggest_profile"),
+                          "scenario.py": ("SCHEMA", "_apply_overrides", "_as_override", "_check", "_list_hint",
+                                          "_overrides_example", "_resolve", "_toml_value", "_unknown_key",
+                                          "_unknown_section"),
+                          "sim.py": ("SCHEMA", "Scenario", "ScenarioError", "_axes_reason", "check_modelled",
+                                     "override_text", "simulate")}),
 }
 
 
