@@ -52,7 +52,7 @@ windows), fitted from 8 and 20, stopped ("xtol satisfied") at 10.085 +- 0.283 an
 or over records at other seeds, show the spread that matters.  The residuals of one
 record's ``drop_shares`` or ``time_split`` group sum to 0, so such a group has one fewer
 independent residual than m counts: thesis-2004 (22 residuals in 4 groups, 4 parameters)
-divides by 18 where 14 is arguable, so its stderr_ is about 13 % smaller (x sqrt(14/18))
+divides by 18 where 14 is arguable, so its ``stderr_`` is about 13 % smaller (x sqrt(14/18))
 than with that count; its values are unaffected (an audit, 2026-12-01; left as fitted,
 since counting so would change the committed profile's header).  ``result_`` is scipy's
 OptimizeResult in the normalised coordinates: ``result_.x`` and ``result_.jac`` are per

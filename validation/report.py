@@ -1111,7 +1111,7 @@ def check_real(real: Iterable[str], real_profile: str | None) -> None:
 
 def check_groups(only: Iterable[str], groups=None) -> None:
     """ReportError for a ``--group`` that names no configuration of the thesis's rows
-    (``groups``: their :func:`_group_key`s, default all of them)."""
+    (``groups``: their keys, from :func:`_group_key`; default all of them)."""
     if groups is None:
         groups = {_group_key(m) for m in load_thesis() if m.record.server}
     unknown = sorted(set(only or ()) - {_group_name(g) for g in groups})
