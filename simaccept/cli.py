@@ -404,8 +404,7 @@ def _main(args) -> int:
                     # a policy whose source cannot be read is never cached (run_sweep said so
                     # above): blaming the cache's other scenarios would send the user looking there
                     from .sweep import policy_key
-                    unread = sorted({pol for pol in {p["server"]["policy"] for p in sc.points()}
-                                     if policy_key(pol) is None})
+                    unread = sorted(pol for pol in {r.policy for r in recs} if policy_key(pol) is None)
                     why = (f" (policy {', '.join(unread)} is never cached: its source cannot be read)" if unread
                            else " (the points cached there are of other scenarios, costs or model code)")
                 print(f"{reused} of {len(recs)} point{'' if len(recs) == 1 else 's'} reused from {points}, "
