@@ -22,16 +22,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="realsys", description="measured runs on a network-namespace test bed",
                                  epilog="a results folder's summary: python -m realsys report DIR "
                                         "(the same as python -m realsys.report DIR)")
+    from simaccept.cli import add_set_option, split_set
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("report", help="a results folder's summary (report DIR --help for its options)")
     r = sub.add_parser("run", help="run a scenario's sweep and append RunRecords to DIR/results.csv")
     r.add_argument("scenario")
-    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    add_set_option(r, dest="overrides")
     r.add_argument("--json", action="store_true", help="print each new record as a JSON line on stdout")
     r.add_argument("--out", default=None, help="results directory (default realsys/results/<scenario name>)")
     r.add_argument("--no-bpf", action="store_true", help="counter-only drop split (no bpftrace)")
     sub.add_parser("clean", help="remove stale sa-<pid>-* namespaces and realsys-* work folders whose owner is dead")
-    from simaccept.cli import split_set
     why = split_set(ap, argv)
     if why:                             # argparse said only "unrecognized arguments: 1"
         print(f"realsys: {why}", file=sys.stderr)

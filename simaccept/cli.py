@@ -29,8 +29,7 @@ def add_predict_args(pr) -> None:
                     "(default replies_per_s)")
     pr.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
                     help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
-    pr.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="scenario override for every simulation")
+    add_set_option(pr, help="scenario override for every simulation")
     pr.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
     pr.add_argument("--out", default=None, help="also write the rows as CSV (row, seed, metric, measured, "
                     "predicted, error, difference)")
@@ -86,14 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="simulate one scenario point")
     r.add_argument("scenario", help="scenario TOML file, or a bundled scenario's name (`simaccept scenarios`)")
-    r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a scenario key, as one argument: --set server.accept_limit=1 (the value is "
+    add_set_option(r, help="override a scenario key, as one argument: --set server.accept_limit=1 (the value is "
                         "TOML, as in a scenario file; a bare word is a string); repeatable")
     r.add_argument("--json", action="store_true", help="print the record as one JSON object")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
     s.add_argument("scenario", help="scenario TOML file or bundled name; its list values are the sweep's axes")
-    s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a scenario key, as one argument: --set server.accept_limit=1; a TOML list, as "
+    add_set_option(s, help="override a scenario key, as one argument: --set server.accept_limit=1; a TOML list, as "
                         "in a scenario file, makes it an axis: --set 'workload.rate=[10000,20000]' (quoted for "
                         "the shell); repeatable")
     s.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); results are the same "
@@ -118,8 +115,7 @@ def _parser() -> argparse.ArgumentParser:
                    "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories, "
                    "'time_split' the split of the records' cpu_share_<fn> among the functions listed, "
                    "'peak_replies_per_s' fits peak rows")
-    f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="scenario overrides for every simulated record")
+    add_set_option(f, help="scenario overrides for every simulated record")
     f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
     f.add_argument("--cache", default=None, metavar="DIR",
                    help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
@@ -213,15 +209,28 @@ def set_without_value(argv) -> str | None:
     return None
 
 
+#: ``prog`` of every subcommand parser given --set by :func:`add_set_option` ("simaccept run",
+#: "python -m validation fit"): how :func:`split_set` tells them apart without argparse's
+#: private ``_actions``.
+_TAKES_SET: set[str] = set()
+
+
+def add_set_option(p: argparse.ArgumentParser, help: str | None = None, **kw) -> None:
+    """Give subcommand parser ``p`` a repeatable ``--set SECTION.KEY=VALUE`` that :func:`split_set`
+    knows of.  Every CLI here adds --set through this, or a split --set is left to argparse."""
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help=help, **kw)
+    _TAKES_SET.add(p.prog)
+
+
 def split_set(parser: argparse.ArgumentParser, argv) -> str | None:
-    """:func:`set_without_value` of ``argv`` if its subcommand takes --set, else None (a
-    subcommand without one has argparse's own refusal: the advice to join KEY=VALUE would be
-    refused again).  Shared with ``python -m validation``."""
+    """:func:`set_without_value` of ``argv`` if its subcommand took --set from :func:`add_set_option`,
+    else None (a subcommand without one has argparse's own refusal: the advice to join
+    KEY=VALUE would be refused again).  Shared with ``python -m validation`` and realsys."""
     argv = list(argv)
-    subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
     cmd = next((a for a in argv if not a.startswith("-")), None)
-    sub = subs.choices.get(cmd) if subs is not None and cmd is not None else None
-    if sub is None or "--set" not in sub._option_string_actions:
+    # argparse names a subcommand's parser "<parent prog> <name>" when, as in every CLI here, no
+    # positional comes before the subcommand
+    if cmd is None or f"{parser.prog} {cmd}" not in _TAKES_SET:
         return None
     return set_without_value(argv)
 

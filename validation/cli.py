@@ -54,7 +54,7 @@ import math
 import sys
 from pathlib import Path
 
-from simaccept.cli import _out_dir, add_predict_args, split_set, write_problem
+from simaccept.cli import _out_dir, add_predict_args, add_set_option, split_set, write_problem
 from simaccept.scenario import ScenarioError
 from simaccept.sweep import SweepError
 
@@ -632,8 +632,7 @@ def _parser() -> argparse.ArgumentParser:
                    "'peak_replies_per_s' fits peak rows")
     f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
                    help="fit only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
-    f.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="scenario override for every simulation, e.g. scenario.duration=5")
+    add_set_option(f, help="scenario override for every simulation, e.g. scenario.duration=5")
     f.add_argument("--base-profile", default="thesis-2004",
                    help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path "
                         "(default thesis-2004, the thesis's costs; docs/guides/fitting.md starts realsys runs "
@@ -679,8 +678,7 @@ def _parser() -> argparse.ArgumentParser:
     tf.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     tf.add_argument("--max-nfev", type=int, default=12,
                     help="budget of evaluations of the residuals (each simulates every record); unlike `fit`, a fit that reaches it still writes its profile, as not converged (default 12)")
-    tf.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="scenario override for every simulation of the fit (e.g. scenario.duration=120)")
+    add_set_option(tf, help="scenario override for every simulation of the fit (e.g. scenario.duration=120)")
     tf.add_argument("--params", default=None, metavar="NAME,NAME,...",
                     help="fit only these of the fit's costs (default: all of validation.thesis_fit.FIT_PARAMS)")
     tf.add_argument("--start", default=None, metavar="PROFILE",
@@ -762,8 +760,7 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("--scenario", default=None, metavar="FILE",
                        help="a scenario of one's own (a file or a bundled name; a μserver or TUX at accept-limit "
                             "inf, one point: --set picks it) instead of thesis rows")
-    ph.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="with --scenario: an override (repeatable)")
+    add_set_option(ph, help="with --scenario: an override (repeatable)")
     ph.add_argument("--profile", default=None,
                     help="cost profile (default thesis-2004 for thesis rows, the scenario's own for --scenario)")
     ph.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/phases)")
@@ -776,8 +773,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quick", action="store_true", help="shorter runs (10 s warm-up, 5 s measured), coarser grid")
     r.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     r.add_argument("--cache", default=None, help="simulation cache directory: the sweeps and the realsys runs (default out/validation-cache)")
-    r.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="scenario override for every simulation")
+    add_set_option(r, help="scenario override for every simulation")
     r.add_argument("--real", action="append", default=[], metavar="RESULTS.csv",
                    help="realsys results to compare (held-out), with --real-profile")
     r.add_argument("--real-profile", default=None, help="cost profile fitted to this machine")

@@ -282,6 +282,11 @@ def _rc(main, argv):
      "error: --set server.accept_limit: expected SECTION.KEY=VALUE as one argument, e.g. --set server.accept_limit=VALUE"),
     (["run", "--set", "server.accept_limit", "{spec}"],      # the scenario is not the example's value
      "error: --set server.accept_limit: expected SECTION.KEY=VALUE as one argument, e.g. --set server.accept_limit=VALUE"),
+    # every subcommand with --set, found by its parser's prog (fit and predict were not tested)
+    (["fit", "--records", "thesis", "--params", "k_syn_drop", "--out", "{tmp}/o", "--set", "scenario.duration", "5"],
+     "error: --set scenario.duration: expected SECTION.KEY=VALUE as one argument, e.g. --set scenario.duration=5"),
+    (["predict", "--records", "thesis", "--profile", "thesis-2004", "--out", "{tmp}/o", "--set", "scenario.duration",
+      "5"], "error: --set scenario.duration: expected SECTION.KEY=VALUE as one argument, e.g. --set scenario.duration=5"),
 ])
 def test_a_set_split_in_two_is_refused_naming_set(tmp_path, spec, capsys, argv, shown):
     # `--set server.accept_limit 1` was argparse's "unrecognized arguments: 1", no word of --set

@@ -149,7 +149,7 @@ def test_predict_cache_keeps_its_simulations_and_refuses_a_file(one_run_csv, tmp
     assert "--cache " in capsys.readouterr().err and len(ran) == 1
 
 
-@pytest.mark.parametrize("cmd", ["report", "fit", "phases"])
+@pytest.mark.parametrize("cmd", ["report", "fit", "phases", "thesis-fit", "predict"])
 def test_a_set_split_in_two_is_refused_naming_set(capsys, no_runs, cmd):
     # `--set scenario.duration 5` was argparse's "unrecognized arguments: 5", no word of --set
     from validation.cli import main as vmain
