@@ -48,7 +48,27 @@ def batch_ci(values: np.ndarray) -> float:
 
 
 def per_connection_rows(host) -> dict[str, np.ndarray]:
-    """One row per connection attempt (Ciw style)."""
+    """One row per connection attempt (Ciw style), as columns: {name: array}, in the order the
+    clients opened them.  ``host`` is the second value of ``simulate(sc, return_host=True)``.
+    Times are seconds of simulated time from the start of the run, warm-up included; NaN where the
+    connection never got there.
+
+    * ``t_first_syn``: the client sent its first SYN;
+    * ``syns_sent``: SYNs it sent (the first and the retransmissions after drops);
+    * ``t_established``: the SYN-ACK reached the client (its side of the handshake);
+    * ``t_accepted``: the server's accept() returned it;
+    * ``t_done``: the client received its last reply (completed), or gave up (timed out,
+      abandoned);
+    * ``outcome``: an index into :data:`simaccept.host.OUTCOME_NAMES`: in_flight (undecided
+      when the run stopped), completed (every request answered), timed_out (connected, a reply
+      missed its deadline), abandoned (never connected before the deadline);
+    * ``requests``: the requests it was to make (1 for one-packet; 1, or 5 to 15, for
+      SPECweb99-like);
+    * ``replies``: the replies it received in time.
+
+    The run's record counts replies and response times by when a reply arrived in the measured
+    window; rows are selected here by what the caller asks (``t_first_syn >= warmup`` for the
+    connections opened after the warm-up).  docs/tutorial.md, *One row per connection*."""
     t0 = np.asarray(host.t0)
     t_est = np.asarray(host.t_est)
     return {

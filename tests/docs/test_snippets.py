@@ -82,8 +82,20 @@ def test_block_runs(page, i, code, tmp_path):
         name, replies, c_avg = shown.split("POLICY")[-1].split()
         assert name == "half-the-queue"
         assert float(replies) > 0 and float(c_avg) >= 1
+    elif page == "docs/tutorial.md" and "per_connection_rows" in code:
+        # the page shows the output beside the block and reads numbers off it
+        assert shown.strip() == shown_after(page, code), shown
     elif "print(" in code:
         assert shown.strip(), f"{page}#{i} prints nothing"
+
+
+def shown_after(page: str, code: str) -> str:
+    """The ```text block that follows ``code``'s block on ``page``: the output the page shows."""
+    text = (ROOT / page).read_text()
+    rest = text[text.index(code) + len(code):]
+    m = re.match(r"```\s*```text\n(.*?)```", rest, re.S)
+    assert m, f"{page}: no ```text block right after the block"
+    return m.group(1).strip()
 
 
 def _check_fitting_comments(code: str, got: dict) -> None:
