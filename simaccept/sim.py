@@ -143,7 +143,10 @@ def _axes_reason(axes) -> str:
 
 
 def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = False):
-    """Run one point.  Returns a RunRecord (and the Host if ``return_host``)."""
+    """Run one point.  Returns a RunRecord, or ``(record, host)`` if ``return_host``
+    (:func:`simaccept.metrics.per_connection_rows` reads the host).  A failure inside the run is
+    the record's ``status``/``error`` unless ``raise_errors``; a ScenarioError or
+    NotImplementedError (what the model cannot run) always raises."""
     if not isinstance(sc, Scenario):
         raise TypeError(f"simulate() takes a Scenario (simaccept.load_scenario or scenario_from_dict), "
                         f"got {type(sc).__name__}")
