@@ -86,13 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="simulate one scenario point")
     r.add_argument("scenario", help="scenario TOML file, or a bundled scenario's name (`simaccept scenarios`)")
     add_set_option(r, help="override a scenario key, as one argument: --set server.accept_limit=1 (the value is "
-                        "TOML, as in a scenario file; a bare word is a string); repeatable")
+                           "TOML, as in a scenario file; a bare word is a string); repeatable")
     r.add_argument("--json", action="store_true", help="print the record as one JSON object")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
     s.add_argument("scenario", help="scenario TOML file or bundled name; its list values are the sweep's axes")
     add_set_option(s, help="override a scenario key, as one argument: --set server.accept_limit=1; a TOML list, as "
-                        "in a scenario file, makes it an axis: --set 'workload.rate=[10000,20000]' (quoted for "
-                        "the shell); repeatable")
+                           "in a scenario file, makes it an axis: --set 'workload.rate=[10000,20000]' (quoted for "
+                           "the shell); repeatable")
     s.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); results are the same "
                    "whatever the number")
     s.add_argument("--dask", default=None, metavar="ADDRESS|local",
