@@ -88,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     add_set_option(r, help="override a scenario key, as one argument: --set server.accept_limit=1 (the value is "
                            "TOML, as in a scenario file; a bare word is a string); repeatable")
     r.add_argument("--json", action="store_true", help="print the record as one JSON object")
+    r.add_argument("--connections", default=None, metavar="FILE.csv",
+                   help="also write the run's connections, one row each (first SYN, SYNs sent, established, "
+                        "accepted, done, outcome, requests, replies; times in s from the run's start, warm-up "
+                        "included; empty where a connection never got there)")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
     s.add_argument("scenario", help="scenario TOML file or bundled name; its list values are the sweep's axes")
     add_set_option(s, help="override a scenario key, as one argument: --set server.accept_limit=1; a TOML list, as "
@@ -363,6 +367,43 @@ def _axes_reason(axes) -> str:
             f"needs one point: fix each with --set (e.g. {example}), or use `simaccept sweep`")
 
 
+def _connections_file(path: str) -> None:
+    """Refuse a --connections path no file can be written at, before the run (it may take minutes)."""
+    if not str(path).strip():
+        raise ScenarioError("--connections", "must name a file, got an empty string")
+    p = Path(path)
+    if p.is_dir():
+        raise ScenarioError("--connections", f"{path!r} is a directory; give a file name (e.g. "
+                                             f"{path.rstrip('/')}/connections.csv)")
+    _out_dir(str(p.parent), "--connections")
+
+
+def write_connections(path: str | Path, host) -> int:
+    """Write :func:`simaccept.metrics.per_connection_rows` of ``host`` as CSV, atomically (a reader
+    sees the old file or the whole new one), ``outcome`` by name and an empty field for NaN;
+    returns the number of rows."""
+    import csv
+    import io
+    from .host import OUTCOME_NAMES
+    from .metrics import per_connection_rows
+    from .sweep import atomic_write
+    rows = per_connection_rows(host)
+    cols = []
+    for name, col in rows.items():
+        if name == "outcome":
+            cols.append([OUTCOME_NAMES[int(v)] for v in col.tolist()])
+        elif col.dtype.kind == "f":
+            cols.append(["" if v != v else repr(v) for v in col.tolist()])   # v != v: NaN
+        else:
+            cols.append(col.tolist())
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(rows)
+    w.writerows(zip(*cols))
+    atomic_write(Path(path), buf.getvalue())
+    return len(cols[0]) if cols else 0
+
+
 def _main(args) -> int:
     try:
         if args.cmd == "scenarios":
@@ -372,14 +413,22 @@ def _main(args) -> int:
             if sc.axes:
                 raise ScenarioError(sc.axes[0][0], _axes_reason(sc.axes))
             from .sim import simulate
-            rec = simulate(sc)
+            if args.connections is not None:
+                _connections_file(args.connections)
+                rec, host = simulate(sc, return_host=True)
+                if rec.status == "ok":
+                    n = write_connections(args.connections, host)
+                    print(f"{n} connections -> {args.connections}", file=sys.stderr)
+            else:
+                rec = simulate(sc)
             if args.json:
                 print(rec.to_json())     # a failed record too: it carries the error and the config
             elif rec.status == "ok":
                 print(f"{rec.scenario}: {rec.replies_per_s:.0f} replies/s (target {rec.target_rate:.0f}), "
                       f"drops/s {rec.qdrops_per_s:.0f}, mean response {rec.resp_ms_mean:.1f} ms")
             if rec.status != "ok":
-                print(f"error: the run failed: {rec.error}", file=sys.stderr)
+                unwritten = f" (--connections {args.connections} not written)" if args.connections else ""
+                print(f"error: the run failed{unwritten}: {rec.error}", file=sys.stderr)
                 return 1
             if not rec.conn_attempts_per_s > 0:
                 # not an error (the record is what was asked for), but no measurement either

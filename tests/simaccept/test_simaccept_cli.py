@@ -400,3 +400,53 @@ def test_a_split_set_is_left_to_argparse_where_the_subcommand_takes_no_set(capsy
 ])
 def test_describe_never_gives_an_empty_description(text, want):
     assert cli.describe(text) == want
+
+
+def test_run_connections_writes_the_runs_connections_one_row_each(spec, tmp_path, capsys):
+    import csv
+    import math
+
+    from simaccept import load_scenario, simulate
+    from simaccept.host import OUTCOME_NAMES
+    from simaccept.metrics import per_connection_rows
+    out = tmp_path / "sub" / "conns.csv"
+    sets = ["workload.rate=6000", "server.accept_limit=1"]
+    argv = ["run", str(spec), "--connections", str(out)]
+    for s in sets:
+        argv += ["--set", s]
+    assert cli.main(argv) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert f"{len(rows)} connections -> {out}" in capsys.readouterr().err
+    # the same point from Python: the file is its table, value for value
+    _, host = simulate(load_scenario(str(spec), sets), return_host=True)
+    want = per_connection_rows(host)
+    assert list(rows[0]) == list(want) and len(rows) == len(want["t_first_syn"]) > 0
+    for name, col in want.items():
+        got = [r[name] for r in rows]
+        if name == "outcome":
+            assert got == [OUTCOME_NAMES[v] for v in col.tolist()]
+        elif col.dtype.kind == "f":
+            assert [math.nan if g == "" else float(g) for g in got] == pytest.approx(col.tolist(), rel=0,
+                                                                                      abs=0, nan_ok=True)
+        else:
+            assert [int(g) for g in got] == col.tolist()
+    # the last connections are still in flight when the run stops: no t_done, an empty field
+    assert any(r["outcome"] == "in_flight" and r["t_done"] == "" for r in rows)
+
+
+@pytest.mark.parametrize("where,why", [
+    ("{tmp}", "is a directory; give a file name"),
+    ("", "must name a file"),
+    ("{tmp}/f/c.csv", "is not a directory"),          # f is a file
+])
+def test_run_connections_that_cannot_be_written_are_refused_before_the_run(spec, tmp_path, capsys, monkeypatch,
+                                                                            where, why):
+    import simaccept.sim
+
+    def boom(*a, **k):
+        raise AssertionError("the point was simulated before --connections was refused")
+    monkeypatch.setattr(simaccept.sim, "simulate", boom)
+    (tmp_path / "f").write_text("")
+    rc = cli.main(["run", str(spec), "--set", "workload.rate=6000", "--connections", where.format(tmp=tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: --connections: ") and why in err, err
