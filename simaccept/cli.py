@@ -413,12 +413,16 @@ def _main(args) -> int:
             if sc.axes:
                 raise ScenarioError(sc.axes[0][0], _axes_reason(sc.axes))
             from .sim import simulate
+            unwritten = None        # why --connections was not written
             if args.connections is not None:
                 _connections_file(args.connections)
                 rec, host = simulate(sc, return_host=True)
                 if rec.status == "ok":
-                    n = write_connections(args.connections, host)
-                    print(f"{n} connections -> {args.connections}", file=sys.stderr)
+                    try:
+                        n = write_connections(args.connections, host)
+                        print(f"{n} connections -> {args.connections}", file=sys.stderr)
+                    except OSError as e:    # a full disk: the record is still printed
+                        unwritten = e.strerror or str(e)
             else:
                 rec = simulate(sc)
             if args.json:
@@ -427,8 +431,11 @@ def _main(args) -> int:
                 print(f"{rec.scenario}: {rec.replies_per_s:.0f} replies/s (target {rec.target_rate:.0f}), "
                       f"drops/s {rec.qdrops_per_s:.0f}, mean response {rec.resp_ms_mean:.1f} ms")
             if rec.status != "ok":
-                unwritten = f" (--connections {args.connections} not written)" if args.connections else ""
-                print(f"error: the run failed{unwritten}: {rec.error}", file=sys.stderr)
+                not_written = f" (--connections {args.connections} not written)" if args.connections else ""
+                print(f"error: the run failed{not_written}: {rec.error}", file=sys.stderr)
+                return 1
+            if unwritten is not None:
+                print(f"error: --connections {args.connections}: not written: {unwritten}", file=sys.stderr)
                 return 1
             if not rec.conn_attempts_per_s > 0:
                 # not an error (the record is what was asked for), but no measurement either

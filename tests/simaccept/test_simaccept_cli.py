@@ -450,3 +450,16 @@ def test_run_connections_that_cannot_be_written_are_refused_before_the_run(spec,
     rc = cli.main(["run", str(spec), "--set", "workload.rate=6000", "--connections", where.format(tmp=tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: --connections: ") and why in err, err
+
+
+def test_run_connections_on_a_full_disk_still_prints_the_record_and_exits_1(spec, tmp_path, capsys, monkeypatch):
+    def full(path, data):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(sweep, "atomic_write", full)
+    out = tmp_path / "c.csv"
+    rc = cli.main(["run", str(spec), "--set", "workload.rate=6000", "--set", "server.accept_limit=1",
+                   "--connections", str(out), "--json"])
+    cap = capsys.readouterr()
+    assert rc == 1 and json.loads(cap.out)["status"] == "ok"
+    assert f"error: --connections {out}: not written: No space left on device" in cap.err
+    assert not out.exists()
