@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="run a scenario's sweep and append RunRecords to DIR/results.csv")
     r.add_argument("scenario", help="scenario TOML file, or a bundled name (realsys/onepacket-select; "
                    "`simaccept scenarios realsys` lists them)")
-    add_set_option(r, dest="overrides", help="override a scenario key, as one argument: --set server.accept_limit=1; a TOML list makes it an axis; repeatable")
+    add_set_option(r, dest="overrides", help="override a scenario key, as one argument: --set server.accept_limit=1; "
+                                             "a TOML list makes it an axis; repeatable")
     r.add_argument("--json", action="store_true", help="print each new record as a JSON line on stdout")
     r.add_argument("--out", default=None, help="results directory (default realsys/results/<scenario name>)")
     r.add_argument("--no-bpf", action="store_true", help="counter-only drop split (no bpftrace)")
