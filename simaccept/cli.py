@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
                            "TOML, as in a scenario file; a bare word is a string); repeatable")
     r.add_argument("--json", action="store_true", help="print the record as one JSON object")
     r.add_argument("--connections", default=None, metavar="FILE.csv",
-                   help="also write the run's connections, one row each (first SYN, SYNs sent, established, "
+                   help="also write the run's connections, one row each (first SYN, SYNs that arrived, established, "
                         "accepted, done, outcome, requests, replies; times in s from the run's start, warm-up "
                         "included; empty where a connection never got there)")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")

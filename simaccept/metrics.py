@@ -54,7 +54,9 @@ def per_connection_rows(host) -> dict[str, np.ndarray]:
     connection never got there.
 
     * ``t_first_syn``: the client sent its first SYN;
-    * ``syns_sent``: SYNs it sent (the first and the retransmissions after drops);
+    * ``syns_sent``: its SYNs that reached the server's host while the client was still trying
+      (the first, and a retransmission after each drop; 0 if the first was still on the wire
+      when the run stopped);
     * ``t_established``: the SYN-ACK reached the client (its side of the handshake);
     * ``t_accepted``: the server's accept() returned it;
     * ``t_done``: the client received its last reply (completed), or gave up (timed out,
@@ -66,9 +68,14 @@ def per_connection_rows(host) -> dict[str, np.ndarray]:
       SPECweb99-like);
     * ``replies``: the replies it received in time.
 
-    The run's record counts replies and response times by when a reply arrived in the measured
-    window; rows are selected here by what the caller asks (``t_first_syn >= warmup`` for the
-    connections opened after the warm-up).  docs/tutorial.md, *One row per connection*."""
+    The run's record counts replies and response times by when a reply arrived in its measured
+    window, and connections by when they opened in it (``conn_attempts_per_s``, ``connect_ms_mean``)
+    or gave up (``client_timeouts``).  That window opens at the server's first pass through its loop
+    at or after the warm-up (later after a long Accept-Inf work-phase) and closes where the run
+    stopped; the record keeps only its length, ``duration_s``.  Rows are selected here by what the
+    caller asks (``t_first_syn >= warmup`` for the connections opened after the warm-up).
+    docs/tutorial.md, *One row per connection*; tests/simaccept/test_metrics.py recomputes the
+    record's figures from the rows."""
     t0 = np.asarray(host.t0)
     t_est = np.asarray(host.t_est)
     return {
