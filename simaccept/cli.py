@@ -104,6 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="directory for results.csv, the figures and the point cache "
                    "(OUT/points: a rerun computes only what is missing)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    s.add_argument("--no-table", action="store_true",
+                   help="do not print the replies/s table (target rate x policy) on stdout")
     s.add_argument("--parquet", action="store_true",
                    help="also write OUT/results.parquet (typed columns; needs pyarrow, installed by make venv)")
     g = sub.add_parser("figures", help="regenerate every figure of thesis chapters 4 and 5 in simulation")
@@ -460,6 +462,11 @@ def _main(args) -> int:
             recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
                              parquet=args.parquet, on_point=simulated.append)
             failed = [r for r in recs if r.status != "ok"]
+            if not args.no_table:
+                from .plots import throughput_table
+                table = throughput_table(recs)
+                if table:
+                    print(table)
             also = " and results.parquet" if (Path(args.out) / "results.parquet").exists() else ""
             print(f"{len(recs)} point{'' if len(recs) == 1 else 's'} -> {args.out}/results.csv{also} ({len(failed)} failed)")
             if cached:              # a rerun: a silent one did not say whether the cache served it

@@ -92,6 +92,37 @@ def plot_lines(records) -> dict[str, list]:
     return lines
 
 
+def throughput_table(records) -> str:
+    """The sweep's replies/s as text: one row per target rate, one column per :func:`plot_lines`
+    line (in the order the grid first reaches it), so the policies are read side by side as in
+    the thesis's figures.  Seed replicates are shown as the mean of their finished points; a
+    cell whose every point failed reads ``failed``, one the grid does not have ``-``.  Empty
+    when no record has a target rate."""
+    rated = [r for r in records if not math.isnan(r.target_rate)]
+    if not rated:
+        return ""
+    lines = plot_lines(rated)
+    at = {id(r): i for i, r in enumerate(rated)}
+    labels = sorted(lines, key=lambda lb: min(at[id(r)] for r in lines[lb]))
+    rates = sorted({r.target_rate for r in rated})
+    cells = {}
+    most = 1
+    for lb in labels:
+        by_rate = defaultdict(list)
+        for r in lines[lb]:
+            by_rate[r.target_rate].append(r)
+        for x, rs in by_rate.items():
+            most = max(most, len(rs))
+            ys = [r.replies_per_s for r in rs if r.status == "ok"]
+            cells[lb, x] = f"{sum(ys) / len(ys):,.0f}" if ys else "failed"
+    head = ["target req/s", *labels]
+    rows = [[f"{x:,.0f}", *(cells.get((lb, x), "-") for lb in labels)] for x in rates]
+    width = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    fmt = "  ".join(f"{{:>{w}}}" for w in width)
+    title = "replies/s" + (f" (mean of up to {most} seeds)" if most > 1 else "")
+    return "\n".join([title, fmt.format(*head), *(fmt.format(*row) for row in rows)])
+
+
 def _plain(v: str) -> str:
     """A JSON value as a legend shows it: 30000.0 as 30000, strings unquoted, "" as -;
     other floats in full (repr), so two values are never shown alike."""

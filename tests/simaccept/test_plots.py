@@ -104,3 +104,35 @@ def test_a_dollar_in_a_name_is_drawn_literally(tmp_path):
             for r in (1000.0, 2000.0)]
     written = thesis_plots(recs, tmp_path, formats=("png",))
     assert len(written) == 5
+
+
+def _row(lim, rate, replies, seed=1, status="ok", mux="select"):
+    cfg = {"server": {"accept_limit": lim, "mux": mux}, "workload": {"rate": rate}, "scenario": {"seed": seed}}
+    return RunRecord(source="sim", scenario="s", server="userver", accept_limit=str(lim), policy="accept-limit",
+                     target_rate=rate, replies_per_s=replies, status=status, seed=seed, config=json.dumps(cfg))
+
+
+def test_the_throughput_table_puts_the_policies_side_by_side_in_grid_order():
+    from simaccept.plots import throughput_table
+    recs = [_row("inf", 30000.0, 20831.4), _row("inf", 10000.0, 10000.0),
+            _row(1, 10000.0, 9999.6), _row(1, 30000.0, 0.0, status="failed")]
+    assert throughput_table(recs).splitlines() == [
+        "replies/s",
+        "target req/s  Accept-Inf  Accept-1",
+        "      10,000      10,000    10,000",
+        "      30,000      20,831    failed",
+    ]
+
+
+def test_the_throughput_table_averages_seeds_and_marks_what_the_grid_lacks():
+    from simaccept.plots import throughput_table
+    recs = [_row(1, 20000.0, 100.0, seed=1), _row(1, 20000.0, 300.0, seed=2),
+            _row(1, 20000.0, 999.0, seed=3, status="failed"),      # a failed replicate is not averaged in
+            _row(1, 20000.0, 50.0, mux="poll"), _row(1, 30000.0, 60.0, mux="poll")]
+    assert throughput_table(recs).splitlines() == [
+        "replies/s (mean of up to 3 seeds)",
+        "target req/s  Accept-1, mux=select  Accept-1, mux=poll",
+        "      20,000                   200                  50",
+        "      30,000                     -                  60",
+    ]
+    assert throughput_table([]) == ""

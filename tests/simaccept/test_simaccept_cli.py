@@ -326,7 +326,7 @@ def test_a_rerun_sweep_says_how_many_points_it_reused(spec, tmp_path, capsys):
     assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress",
                      "--set", "workload.rate=[2000, 6000, 4000]"]) == 0
     o, err = capsys.readouterr()
-    assert o == f"3 points -> {out}/results.csv (0 failed)\n"          # stdout as before
+    assert o.splitlines()[-1] == f"3 points -> {out}/results.csv (0 failed)"          # stdout as before
     assert err.splitlines() == [f"2 of 3 points reused from {out / 'points'}, 1 simulated"], err
     assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress"]) == 0
     o, err = capsys.readouterr()
@@ -353,6 +353,25 @@ def test_a_rerun_of_a_policy_never_cached_blames_the_policy_not_the_cache(spec, 
     assert err[0].startswith("policy prompt-policy: its source cannot be read"), err
     assert err[1] == (f"0 of 1 point reused from {out / 'points'}, 1 simulated (policy prompt-policy is never "
                       "cached: its source cannot be read)"), err
+
+
+def test_a_sweep_prints_its_replies_per_s_by_rate_and_policy_unless_told_not_to(spec, tmp_path, capsys):
+    import csv
+    out = tmp_path / "o"
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress",
+                     "--set", "server.accept_limit=[1, inf]"]) == 0
+    o = capsys.readouterr().out.splitlines()
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    rates = sorted({float(r["target_rate"]) for r in rows})
+    assert o[0] == "replies/s" and o[1].split() == ["target", "req/s", "Accept-1", "Accept-Inf"], o
+    assert len(o) == 2 + len(rates) + 1 and o[-1].startswith(f"{len(rows)} points -> ")
+    for line, rate in zip(o[2:], rates):        # the table is the results file's, point by point
+        want = [f"{float(r['replies_per_s']):,.0f}" for lim in ("1", "inf") for r in rows
+                if r["accept_limit"] == lim and float(r["target_rate"]) == rate]
+        assert line.split() == [f"{rate:,.0f}", *want], (line, want)
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress", "--no-table",
+                     "--set", "server.accept_limit=[1, inf]"]) == 0
+    assert capsys.readouterr().out == f"{len(rows)} points -> {out}/results.csv (0 failed)\n"
 
 
 def test_the_list_hint_is_for_a_sweeps_refused_value_only(spec, tmp_path, capsys):
