@@ -486,8 +486,12 @@ def _main(args) -> int:
             if args.jobs < 1:
                 raise ScenarioError("--jobs", f"must be >= 1, got {args.jobs}")
             _out_dir(args.out)
-            from .figures import make_figures
-            make_figures(args.out, jobs=args.jobs)
+            from .figures import NoMatplotlib, make_figures
+            try:
+                make_figures(args.out, jobs=args.jobs)
+            except NoMatplotlib as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
             return 0
         if args.cmd in ("fit", "predict"):
             try:

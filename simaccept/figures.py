@@ -147,8 +147,19 @@ def drop_breakdown_figure(records, rates, title: str, path: Path, formats=("png"
     return out
 
 
+class NoMatplotlib(ImportError):
+    """The figures need matplotlib (the ``plot`` extra), and it cannot be imported."""
+
+
 def make_figures(out: str | Path = "out/figures", jobs: int = 1, formats=("png",), log=_log) -> dict:
-    """Run the six sweeps and write every chapter-4 and chapter-5 figure; returns a summary."""
+    """Run the six sweeps and write every chapter-4 and chapter-5 figure; returns a summary.
+    Raises :class:`NoMatplotlib` before simulating anything when matplotlib is missing (the
+    sweeps take minutes, and their figures are the point)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        raise NoMatplotlib(f"the figures are drawn with matplotlib, which cannot be imported ({e}): "
+                           "pip install 'simaccept[plot]'") from None
     out = Path(out)
     w0 = time.perf_counter()
     recs, walls = run_sweeps(out, jobs=jobs, log=log)

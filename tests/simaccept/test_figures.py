@@ -37,3 +37,20 @@ def test_line_and_breakdown_figures_are_written(tmp_path):
     p = figures.drop_breakdown_figure(recs, (22000.0, 30000.0), "t", tmp_path / "fig5.5")
     assert p[0].stat().st_size > 5000
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_without_matplotlib_figures_stops_before_simulating(tmp_path, monkeypatch, capsys):
+    # matplotlib is an extra (simaccept[plot]): `simaccept figures` ran all six sweeps first,
+    # minutes of simulation, then ended in a ModuleNotFoundError traceback
+    import sys
+    from simaccept import cli
+
+    def boom(*a, **k):
+        raise AssertionError("a sweep ran")
+    monkeypatch.setattr(figures, "run_sweeps", boom)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)        # import matplotlib raises ImportError
+    assert cli.main(["figures", "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the figures are drawn with matplotlib") and "simaccept[plot]" in err, err
+    with pytest.raises(figures.NoMatplotlib):
+        figures.make_figures(tmp_path / "g")
