@@ -205,12 +205,21 @@ def main(argv=None, prog: str = "python -m realsys.report") -> int:
         return 130
 
 
-def _main(argv=None, prog: str = "python -m realsys.report") -> int:
+def _parser(prog: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description="a results folder's summary: peaks, ratios past "
                                  "saturation, drops")
-    ap.add_argument("dirs", nargs="+")
-    ap.add_argument("--drops-rate", type=float, default=None)
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("dirs", nargs="+", metavar="DIR",
+                    help="results folder of python -m realsys run --out DIR (its results.csv and points/); several "
+                         "are summarised one after another")
+    ap.add_argument("--drops-rate", type=float, default=None, metavar="REQ_PER_S",
+                    help="target rate whose queue drops are broken down per policy; it must be one of the folder's "
+                         "rates past saturation (default: the third of them, or the highest when fewer)")
+    ap.add_argument("--json", action="store_true", help="print each folder's summary as one JSON object")
+    return ap
+
+
+def _main(argv=None, prog: str = "python -m realsys.report") -> int:
+    ap = _parser(prog)
     a = ap.parse_args(argv)
     for d in a.dirs:        # a typo must not read as an empty result
         if not (Path(d) / "results.csv").is_file():

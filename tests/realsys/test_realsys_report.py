@@ -183,3 +183,14 @@ def test_ctrl_c_is_exit_130_without_a_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(report, "summarize", interrupted)
     assert report.main([str(d)]) == 130
     assert capsys.readouterr().err.strip() == "python -m realsys.report: interrupted"
+
+
+def test_every_report_argument_says_what_it_takes():
+    # `python -m realsys --help` sends the reader to `report DIR --help`, which listed
+    # DIRS, --drops-rate and --json with no word on any of them
+    from realsys.report import _parser
+    p = _parser("python -m realsys report")
+    bare = [a.option_strings or a.dest for a in p._actions if a.dest != "help" and not a.help]
+    assert not bare, f"no help: {bare}"
+    drops = next(a for a in p._actions if a.dest == "drops_rate")
+    assert "default" in drops.help
