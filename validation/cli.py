@@ -662,7 +662,8 @@ def _parser() -> argparse.ArgumentParser:
                          "unconverged result (default: with --results, the runs' own per-call timings; else the "
                          "committed fit's history)")
     mf.add_argument("--fit-json", default=None, metavar="PATH",
-                    help="the fit's record (default docs/validation/realsys-fit.json, or DIR/NAME-fit.json with --results)")
+                    help="the fit's record (default docs/validation/realsys-fit.json for realsys-linux6 fitted to "
+                         "the committed runs; else RESULTS/NAME-fit.json, RESULTS being --results or realsys/results)")
     mc = sub.add_parser("machine-check", help="held-out realsys runs (measure_realsys.sh's layout) predicted with a "
                         "machine profile: median error and policy order -> OUT/realsys.md, OUT/machine-check.json")
     mc.add_argument("--results", required=True, metavar="DIR", help="folder holding the runs (RESULTS=DIR of "
