@@ -103,6 +103,13 @@ class NotSimulable(Exception):
     """The record cannot be simulated (no server, no target rate, server not simulated yet)."""
 
 
+def _number(v) -> float:
+    """A numeric column's value as a float: a record built in Python may hold an int (2950 for
+    2950.0), which read as not measured; anything else (text, None, a bool) is NaN."""
+    import numbers
+    return float(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else math.nan
+
+
 @dataclasses.dataclass
 class Measured:
     """One row of a records file: the RunRecord plus the non-schema columns."""
@@ -115,8 +122,7 @@ class Measured:
     def get(self, name: str) -> float:
         """A numeric value from the record or the extras; NaN when empty or absent."""
         if name in COLUMNS:
-            v = getattr(self.record, name)
-            return v if isinstance(v, float) else math.nan
+            return _number(getattr(self.record, name))
         text = self.extras.get(name, "")
         try:
             return float(text) if text not in ("", None) else math.nan
@@ -669,7 +675,8 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
 
         def match(m, col=col, val=val, f=_SELECT_OPS[op], op=op):
             v = getattr(m.record, col)
-            if isinstance(v, float):
+            if col not in _TEXT:
+                v = _number(v)
                 x = float(val)
                 if math.isnan(x):   # = / != nan: not measured / measured (op is one of them here)
                     return math.isnan(v) == (op == "=")

@@ -286,3 +286,19 @@ def test_a_misspelled_select_column_names_the_close_ones(tmp_path, sel, close):
     with pytest.raises(ValueError, match="unknown record column") as e:
         select_records(recs, [sel])
     assert f"(close: {close}" in str(e.value)
+
+
+def test_a_record_built_in_python_with_ints_is_measured():
+    # RunRecord(replies_per_s=2950) read as not measured (Measured.get: NaN), so a fit of such
+    # records skipped them all ("no measured value"), and --select replies_per_s>=1 raised a TypeError
+    from simaccept.record import RunRecord
+    from validation.records import Measured
+    recs = [Measured(RunRecord(source="real", server="userver", mux="select", accept_limit="1",
+                               workload="one-packet", target_rate=rate, duration_s=4, replies_per_s=got))
+            for rate, got in ((3000, 2950), (6000, 3400), (9000, 0.0))]
+    assert recs[0].get("replies_per_s") == 2950.0 and recs[0].get("target_rate") == 3000.0
+    assert [m.record.target_rate for m in select_records(recs, ["replies_per_s>=3000"])] == [6000]
+    assert [m.record.target_rate for m in select_records(recs, ["target_rate<6000"])] == [3000]
+    assert len(select_records(recs, ["replies_per_s=nan"])) == 0
+    # a bool is not a number: True as a rate reads as not measured
+    assert math.isnan(Measured(RunRecord(replies_per_s=True)).get("replies_per_s"))
