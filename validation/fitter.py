@@ -63,6 +63,7 @@ none of the chosen metrics) raises :class:`FitError`; nothing is swallowed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import json
 import math
@@ -322,8 +323,10 @@ def stderr_progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None) -> dict[str, float]:
-    """``{"a": 1}`` or ``["a=1", "costs.b=2"]`` -> {name: value}."""
+def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None, what: str = "overrides") -> dict[str, float]:
+    """``{"a": 1}`` or ``["a=1", "costs.b=2"]`` -> {name: value}.  Raises ValueError naming
+    ``what`` (the argument) and the cost for an unknown name, a value that is not a finite
+    number (a bool is not one) and a name given twice in a list (the last one silently won)."""
     if not spec:
         return {}
     if isinstance(spec, Mapping):
@@ -332,14 +335,22 @@ def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None) -> dict[str, flo
         items = []
         for s in spec:
             if "=" not in str(s):
-                raise ValueError(f"cost override {s!r} must look like name=value")
+                raise ValueError(f"{what}: cost override {s!r} must look like name=value")
             k, v = str(s).split("=", 1)
-            items.append((k.strip().removeprefix("costs."), v))
+            items.append((k.strip().removeprefix("costs."), v.strip()))
     out = {}
     for k, v in items:
         if k not in COST_NAMES:
-            raise ValueError(f"unknown cost name(s): {k} (known: {', '.join(COST_NAMES)})")
-        out[k] = float(v)
+            raise ValueError(f"{what}: unknown cost name(s): {k} (known: {', '.join(COST_NAMES)})")
+        if k in out:
+            raise ValueError(f"{what}: {k} given more than once")
+        try:
+            x = float(v) if _is_number(v) or isinstance(v, str) else math.nan
+        except ValueError:
+            x = math.nan
+        if not math.isfinite(x):
+            raise ValueError(f"{what}: {k}: a finite number of µs, got {v!r}")
+        out[k] = x
     return out
 
 
@@ -400,16 +411,13 @@ class CostFitter:
             raise ValueError(f"weights: for metric(s) not fitted: {', '.join(badw)}")
         for k, w in self.weights.items():
             # checked here: a NaN or text weight failed only after the first simulations
-            try:
-                ok = math.isfinite(float(w)) and float(w) >= 0
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
+            # a bool or a str ("2") was taken as a number and printed as given in the header
+            if not (_is_number(w) and math.isfinite(float(w)) and float(w) >= 0):
                 raise ValueError(f"weights: {k}: a finite number >= 0, got {w!r}")
         if self.weights and all(float(self.weights.get(m, 1.0)) == 0 for m in metrics):
             raise ValueError("weights: every fitted metric has weight 0: nothing to fit")
         self.base_profile = base_profile
-        self.overrides = _cost_items(overrides)
+        self.overrides = _cost_items(overrides, "overrides")
         # A cost given as a simulation override ("costs.k_syn=30") was applied in every
         # simulation but left out of the saved profile and its header ("fixed overrides:
         # none"), so the profile predicted other numbers than the fit saw.  It is a fixed
@@ -430,7 +438,7 @@ class CostFitter:
                 raise ValueError(f"sim_overrides: {key}: a fitted cost; its start value is the base "
                                  f"profile's (or a fixed override's, for another start)")
             else:
-                self.overrides.update(_cost_items([o]))
+                self.overrides.update(_cost_items([o], "sim_overrides"))
         # checked here, as run_sweep checks its jobs: 2.7 was truncated to 2, and a bad max_nfev,
         # tolerance or verbose failed inside scipy once the fit started (--verbose 5: a traceback)
         if not _is_int(n_jobs) or n_jobs < 1:
@@ -457,6 +465,9 @@ class CostFitter:
         self.accept_max_nfev = bool(accept_max_nfev)
         #: Directory of finished simulations (:func:`simulate_cached`): a fit that is stopped keeps
         #: them, and the same fit run again replays its deterministic path from them and goes on.
+        if cache is not None and not str(cache).strip():
+            # Path("") is ".": the cache's files went into the working directory (run_sweep refuses it too)
+            raise ValueError(f"cache: a directory name, got {str(cache)!r}")
         self.cache = Path(cache) if cache is not None else None
         if self.cache is not None and self.cache.exists() and not self.cache.is_dir():
             # it failed only at the first simulation, once the fit had started
@@ -838,14 +849,21 @@ class CostFitter:
         return load_costs(self.base_profile, {**self.overrides, **self.params_}).as_dict()
 
     def predict(self, scenario: Scenario | RunRecord | Measured) -> RunRecord:
-        """Simulate ``scenario`` (or a record's scenario) with the fitted costs."""
+        """Simulate ``scenario`` (or a record's scenario) with the fitted costs.
+
+        A :class:`~simaccept.scenario.Scenario` is simulated as given, costs apart: a sweep's point
+        keeps its coordinates and so its random stream (the same as ``simulate(point)`` draws),
+        and the fit's ``sim_overrides`` are not applied to it.  A record is simulated as the fit
+        simulated the records, ``sim_overrides`` included."""
         self._check_fitted()
         from simaccept.sim import simulate
         over = self._cost_overrides(self.params_)
         if isinstance(scenario, Scenario):
             if scenario.axes:
                 raise ValueError(f"{scenario.axes[0][0]} is a sweep axis; predict one point (Scenario.points())")
-            sc = scenario.with_overrides(over)
+            # with_overrides resolves anew and drops the point's seed key and coordinates
+            sc = dataclasses.replace(scenario.with_overrides(over), point_key=scenario.point_key,
+                                     coords=scenario.coords)
         else:
             sc = scenario_for(scenario, self.base_dir, self.sim_overrides + over)
         return simulate(sc)

@@ -62,6 +62,19 @@ def test_simulation_overrides_that_would_hide_what_was_fitted_are_refused(over, 
     ({"metrics": []}, "metrics: give at least one metric"),
     ({"metrics": ["replies_per_s", "replies_per_s"]}, "metrics: given more than once: replies_per_s"),
     ({"base_profile": "no-such-profile"}, "base_profile: no cost profile named 'no-such-profile'"),
+    # these were taken as numbers and printed as given ("2", True), or raised float()'s bare
+    # "could not convert string to float", or let the last of two values win, or put the
+    # cache's files into the working directory (Path("") is ".")
+    ({"weights": {"replies_per_s": "2"}}, "weights: replies_per_s: a finite number >= 0, got '2'"),
+    ({"weights": {"replies_per_s": True}}, "weights: replies_per_s: a finite number >= 0, got True"),
+    ({"overrides": {"k_syn": "abc"}}, "overrides: k_syn: a finite number of µs, got 'abc'"),
+    ({"overrides": {"k_syn": True}}, "overrides: k_syn: a finite number of µs, got True"),
+    ({"overrides": {"k_syn": float("inf")}}, "overrides: k_syn: a finite number of µs, got inf"),
+    ({"overrides": ["k_syn=1", "k_syn=2"]}, "overrides: k_syn given more than once"),
+    ({"overrides": ["no_such_cost=1"]}, "overrides: unknown cost name(s): no_such_cost"),
+    ({"sim_overrides": ["costs.k_syn=abc"]}, "sim_overrides: k_syn: a finite number of µs, got 'abc'"),
+    ({"cache": ""}, "cache: a directory name, got ''"),
+    ({"cache": "  "}, "cache: a directory name, got '  '"),
 ])
 def test_bad_arguments_are_refused_by_name(kw, msg):
     # they failed after simulating (NaN weight, diff_step 0), in numpy or scipy (bounds), or
@@ -223,3 +236,17 @@ def test_the_fits_pool_is_no_larger_than_the_simulations_it_runs_at_once(monkeyp
     with f._pooled(1):
         pass
     assert asked == [12, 3]
+
+
+def test_predict_of_a_sweep_point_keeps_its_random_stream():
+    # predict(point) resolved the scenario anew, dropping the point's coordinates: another
+    # random stream than simulate(point) and an empty `point` column (12,007 vs 12,348 replies/s)
+    from simaccept import load_scenario, simulate
+    sc = load_scenario("thesis/userver-onepacket", ["workload.rate=[12000, 14000]", "server.accept_limit=1",
+                                                    "scenario.warmup=0.1", "scenario.duration=0.3"])
+    point = sc.points()[0]
+    f = CostFitter(params=["select_base"])
+    f.params_ = dict(f.start_)          # fitted to nothing: the base profile's costs, as simulate's
+    got, want = f.predict(point), simulate(point)
+    assert got.point == want.point == "workload.rate=12000.0"
+    assert got.replies_per_s == want.replies_per_s and got.resp_ms_mean == want.resp_ms_mean
