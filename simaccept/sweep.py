@@ -160,8 +160,10 @@ def check_grid_size(sc: Scenario) -> int:
     return n
 
 
-#: Scenario keys only realsys reads (realsys.spin_us is simulated too: user work per request).
-SIM_IGNORES = frozenset(f"realsys.{k}" for k in SCHEMA["realsys"] if k != "spin_us")
+#: Scenario keys the simulator does not read: those only realsys reads (realsys.spin_us is
+#: simulated too: user work per request), and workload.request_bytes, since a simulated request
+#: is one segment whatever its size (k_data_rx is per packet; realsys refuses the key).
+SIM_IGNORES = frozenset({*(f"realsys.{k}" for k in SCHEMA["realsys"] if k != "spin_us"), "workload.request_bytes"})
 
 
 class SweepError(RuntimeError):
