@@ -114,8 +114,9 @@ int reply_send(int fd, struct reply *rp);
  *          -1 error (errno set; close the connection). */
 int reply_send_step(int fd, struct reply *rp);
 
-/* Before closing after an error reply: FIN, then discard queued input (bounded). */
-void error_close_drain(int fd);
+/* Before a server-side close after a whole reply (an error, or Connection: close): FIN, then
+ * discard queued input (bounded), so that the close sends no RST over the reply. */
+void close_drain(int fd);
 
 /* ---- process helpers ----------------------------------------------------------- */
 extern volatile sig_atomic_t g_stop, g_reset, g_snap;
@@ -123,6 +124,10 @@ void install_signals(void);
 /* Raise RLIMIT_NOFILE to want (the hard limit too, given CAP_SYS_RESOURCE; else the soft
  * limit up to the hard one).  Returns: the soft limit now in force, which may be below want. */
 int raise_nofile(int want);
+
+/* Descriptors this process holds open (the document root's files, the listener, stdio, ...).
+ * Returns: their number, from /proc/self/fd; -1 if it cannot be read. */
+int fds_open(void);
 int make_listener(const char *addr, int port, int backlog, int nonblock);
 void spin_for_us(unsigned us);
 /* Calibrate the spin loop (iterations per microsecond of CPU); returns the rate. */

@@ -1,6 +1,7 @@
 /* http.c - see http.h for the contract of each function. */
 #include "http.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <string.h>
 
@@ -46,6 +47,27 @@ static int has_token(const char *v, size_t vlen, const char *lit)
     return 0;
 }
 
+/* Is a[0..alen), the inside of an IP-literal's brackets less any zone, an IPv6address or
+ * (without a zone: RFC 6874 gives one to IPv6 only) an IPvFuture, "v" 1*HEXDIG "." 1*( unreserved /
+ * sub-delims / ":" ) (RFC 3986 3.2.2)?  The caller has checked every character is one of those.
+ * Returns: 1 yes; 0 no ("[hello]", "[:]", "[!$&]" passed the character check and were served). */
+static int ip_literal_ok(const char *a, size_t alen, int has_zone)
+{
+    if (alen > 0 && (a[0] == 'v' || a[0] == 'V')) {
+        size_t k = 1;
+        while (k < alen && isxdigit((unsigned char)a[k]))
+            k++;
+        return !has_zone && k > 1 && k + 1 < alen && a[k] == '.';
+    }
+    char buf[INET6_ADDRSTRLEN];
+    struct in6_addr addr;
+    if (alen >= sizeof buf)
+        return 0;
+    memcpy(buf, a, alen);
+    buf[alen] = '\0';
+    return inet_pton(AF_INET6, buf, &addr) == 1;
+}
+
 /* Is v[0..vlen) a valid Host field value, uri-host [ ":" port ] (RFC 9110 7.2, RFC 3986 3.2)?
  * Returns: 1 valid (also empty, which RFC 9110 7.2 allows); 0 invalid (RFC 9112 3.2: a 400).
  * uri-host is an IP-literal in brackets (with an RFC 6874 zone, %25...) or a reg-name (IPv4
@@ -80,6 +102,8 @@ static int host_value_ok(const char *v, size_t vlen)
         }
         if (i == vlen || i == s || (zone && i == zone))
             return 0; /* no closing bracket, "[]", or an empty zone */
+        if (!ip_literal_ok(v + s, (zone ? zone - 3 : i) - s, zone != 0))
+            return 0; /* "[hello]", "[:]": the characters allowed, but no address */
         i++;
     } else {
         while (i < vlen && v[i] != ':') {
@@ -165,7 +189,7 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
 {
     size_t scan = len > HTTP_MAX_HEAD ? HTTP_MAX_HEAD : len;
     size_t p = 0;
-    int eol, hosts = 0;
+    int eol, hosts = 0, closed = 0; /* closed: a Connection field said "close" */
 
     memset(req, 0, sizeof *req);
     /* Tolerate (RFC 9112 2.2) empty lines before the request line. */
@@ -288,9 +312,11 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
         if (++req->nheaders > HTTP_MAX_HEADERS)
             return HTTP_ERROR;
         if (ci_eq(name, nlen, "connection")) {
+            /* RFC 9112 9.6: "close" in any Connection field ends the connection after this
+             * reply; a later "Connection: keep-alive" had undone it. */
             if (has_token(val, vlen, "close"))
-                req->keepalive = 0;
-            else if (has_token(val, vlen, "keep-alive"))
+                req->keepalive = 0, closed = 1;
+            else if (!closed && has_token(val, vlen, "keep-alive"))
                 req->keepalive = 1;
         } else if (ci_eq(name, nlen, "content-length")) {
             size_t n = 0;

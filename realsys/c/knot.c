@@ -107,8 +107,7 @@ static void serve(int fd)
             break;
         }
         if (!rp.keepalive) {
-            if (rp.status >= 400)
-                error_close_drain(fd);
+            close_drain(fd);
             break;
         }
         deadline = now_ns() + limit;

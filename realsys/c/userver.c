@@ -171,8 +171,8 @@ static void do_write(struct conn *c)
     if (r == 0)
         return;
     if (r < 0 || !c->rp.keepalive) {
-        if (r > 0 && c->rp.status >= 400)
-            error_close_drain(c->fd);
+        if (r > 0)
+            close_drain(c->fd);
         conn_close(c, r < 0);
         return;
     }
@@ -253,15 +253,8 @@ int main(int argc, char **argv)
         opt_stray("userver", argv[optind]);
     ST = &stats_main;
     install_signals();
-    int maxfds = max_conns + 64;
-    /* accepted fds >= maxfds are refused and closed.  With maxfds = lim no fd was ever >= maxfds:
-     * accept() failed with EMFILE instead, the listener stayed readable and the loop spun at
-     * full CPU; 16 descriptors above maxfds leave room to accept and refuse.  They are asked
-     * for too: a soft limit raised to exactly maxfds (a low soft limit under a high hard one,
-     * systemd's 1024 / 524288) had left none. */
-    int lim = raise_nofile(maxfds + 16);
-    if (lim < maxfds + 16)
-        maxfds = lim > 64 ? lim - 16 : lim;
+    /* Asked for before the document root is loaded, which keeps one descriptor per file open. */
+    raise_nofile(max_conns + 64 + 16);
     if (spin_us)
         fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());
     if (docroot_load(docroot) < 0) {
@@ -274,6 +267,21 @@ int main(int argc, char **argv)
         perror("userver: listen");
         return 1;
     }
+    /* The kernel gives the lowest free descriptor, so connections take what the server does
+     * not hold itself (the document root keeps one per file; the event backend's own is
+     * still to come, hence the 8).  maxfds had been max_conns + 64, so a document root of
+     * more than ~58 files left fewer than --max-conns (121 files and --max-conns 10: every
+     * connection refused).  Accepted fds >= maxfds are refused and
+     * closed.  With maxfds = lim no fd was ever >= maxfds: accept() failed with EMFILE
+     * instead, the listener stayed readable and the loop spun at full CPU; 16 descriptors
+     * above maxfds leave room to accept and refuse.  They are asked for too: a soft limit
+     * raised to exactly maxfds (a low soft limit under a high hard one, systemd's 1024 /
+     * 524288) had left none. */
+    int held = fds_open();
+    int maxfds = (held < 0 ? 64 : held + 8) + max_conns;
+    int lim = raise_nofile(maxfds + 16);
+    if (lim < maxfds + 16)
+        maxfds = lim > 64 ? lim - 16 : lim;
     conns = calloc((size_t)maxfds, sizeof *conns);
     evs = ev->create(maxfds);
     struct ev_fired *fired = malloc((size_t)maxfds * sizeof *fired);

@@ -850,3 +850,60 @@ def test_knot_accept_limit_inf_takes_more_than_4096_in_one_phase(cbuild, tmp_pat
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["ok"] == n and got["accepts"] == n and got["accept_phases"] == 1, got
+
+
+@pytest.mark.parametrize("mux", ["select", "epoll"])
+def test_userver_max_conns_holds_with_a_docroot_of_many_files(cbuild, tmp_path, mux):
+    """The document root keeps one descriptor per file open, below the connections'.  maxfds
+    was max_conns + 64 counted from fd 0, so a root of more than ~58 files left fewer than
+    --max-conns (an audit: 121 files and --max-conns 10 refused every connection)."""
+    extra = tmp_path / "r" / "extra"
+    extra.mkdir(parents=True)
+    for i in range(120):
+        (extra / f"f{i}.html").write_bytes(b"x" * 100)
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", mux, "--max-conns", "10",
+                         "--idle-timeout", "30")
+    held = []
+    try:
+        time.sleep(0.5)
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(12)]
+        time.sleep(0.5)
+        held[0].sendall(b"GET /extra/f119.html HTTP/1.1\r\nHost: x\r\n\r\n")
+        st, h, body = read_reply(held[0])
+        assert st == 200 and body == b"x" * 100
+    finally:
+        st = stop_asan(p, tmp_path)
+        for s in held:
+            s.close()
+    assert st["open_conns_now"] == 10 and st["conns_refused_fd"] == 2, st
+
+
+@pytest.mark.parametrize("binary, args", [("userver-asan", ("--mux", "select")), ("userver-asan", ("--mux", "epoll")),
+                                          ("knot-asan", ("--threads", "4"))], ids=["select", "epoll", "knot"])
+def test_a_reply_closed_after_with_input_unread_arrives_whole(cbuild, tmp_path, binary, args):
+    """A 200 with Connection: close to a client that sent more while it was being sent: the
+    close with that input unread sent RST, and the kernel dropped the reply's unsent bytes
+    (an audit: 12-13 MB of 16 MB received, counted as sent whole).  The server now sends FIN
+    and discards the queued input first, as it did for error replies only."""
+    big = 16_000_000
+    root = make_docroot(tmp_path / "r", 512)
+    (root / "big.bin").write_bytes(b"b" * big)
+    p, port = start_asan(cbuild, binary, tmp_path, *args)
+    try:
+        time.sleep(0.5)
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        time.sleep(0.1)                 # the reply fills the socket buffers; the server waits to write
+        s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")      # unread when the server closes
+        got = b""
+        while True:
+            b = s.recv(1 << 20)         # ConnectionResetError here was the bug
+            if not b:
+                break
+            got += b
+        s.close()
+    finally:
+        st = stop_asan(p, tmp_path)
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and len(body) == big, (head[:40], len(body))
+    assert st["status_2xx"] == 1 and st["conns_reset"] == 0, st
