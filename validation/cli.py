@@ -621,7 +621,7 @@ _PROFILE_HELP = "cost profile: a packaged name or a .toml path (default thesis-2
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    f = sub.add_parser("fit", help="fit cost parameters to a records CSV")
+    f = sub.add_parser("fit", help="fit cost parameters to records (CSV or Parquet)")
     f.add_argument("--records", required=True, help="records CSV (thesis.csv or a results.csv), a sweep's results.parquet, "
                    "or 'thesis' (validation/data/thesis.csv, which comes with the package)")
     f.add_argument("--params", required=True, help="comma-separated cost names")
