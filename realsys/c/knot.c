@@ -66,13 +66,15 @@ static int bound_by(int fd, int opt, uint64_t *cur_ns, uint64_t deadline)
  * call: a request must be whole within S of the connection's accept or of the previous
  * reply's end (however it trickles in), and a reply sent within S of the request's end
  * (however slowly it is read).  Both timeouts are at S already, from the listener. */
-static void serve(int fd)
+static void serve(int fd, uint64_t t_accept)
 {
     char buf[HTTP_MAX_HEAD + 1];
     size_t len = 0;
     struct reply rp;
     uint64_t limit = (uint64_t)idle_timeout_s * 1000000000u, rcv = limit, snd = limit;
-    uint64_t deadline = now_ns() + limit;
+    /* From the accept, not from here: a connection a batch held behind slower ones had had
+     * its whole S again once its turn came. */
+    uint64_t deadline = t_accept + limit;
     int reset = 0, idle = 0;
     for (;;) {
         int r = reply_prepare(&rp, buf, len, spin_us);
@@ -143,7 +145,7 @@ static void *worker(void *arg)
      * It was a fixed 4096, so accept-limit inf and any limit above 4096 were 4096 in truth;
      * the accept queue rarely holds that many, but a phase also takes what arrives meanwhile. */
     size_t cap = accept_limit > 0 && accept_limit < 64 ? (size_t)accept_limit : 64;
-    int *acc = malloc(cap * sizeof *acc);
+    struct held { int fd; uint64_t t_accept; } *acc = malloc(cap * sizeof *acc);
     if (!acc)
         return NULL;
     while (!g_stop) {
@@ -151,7 +153,7 @@ static void *worker(void *arg)
         while (accept_limit < 0 || n < (size_t)accept_limit) {
             if (n == cap) {
                 size_t want = accept_limit > 0 && (size_t)accept_limit < 2 * cap ? (size_t)accept_limit : 2 * cap;
-                int *more = realloc(acc, want * sizeof *acc);
+                struct held *more = realloc(acc, want * sizeof *acc);
                 if (!more)
                     break;   /* out of memory: this phase serves what it has */
                 acc = more;
@@ -173,7 +175,8 @@ static void *worker(void *arg)
             }
             ST->accepts++;
             atomic_fetch_add(&nopen, 1);
-            acc[n++] = fd;
+            acc[n].fd = fd;
+            acc[n++].t_accept = now_ns();
         }
         if (n == 0) {
             struct pollfd p = { lfd, POLLIN, 0 };
@@ -184,7 +187,7 @@ static void *worker(void *arg)
         ST->work_phases++;
         ST->work_items += n;
         for (size_t i = 0; i < n; i++)
-            serve(acc[i]);
+            serve(acc[i].fd, acc[i].t_accept);
     }
     free(acc);
     return NULL;
