@@ -35,7 +35,10 @@ struct http_req {
 
 /* Parse one request head from buf[0..len).
  * Returns: > 0  COMPLETE: the number of bytes of the head (up to and including the blank line);
- *          HTTP_PARTIAL: every byte so far is valid but the blank line has not arrived;
+ *          HTTP_PARTIAL: the blank line has not arrived and nothing so far is known to be
+ *                        invalid: the request line and every whole header line are valid, a
+ *                        header line still arriving is checked up to its field name (its
+ *                        value, a second Host say, is judged when its line ends);
  *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
  *          HTTP_ERROR: malformed (bad method token, NUL or control byte, a version other
  *                      than HTTP/1.<digit>, bad header line, a body, a target that is not
