@@ -44,8 +44,15 @@ def _run(sets):
 _RUNS = {}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _forget_runs():
+    # the hosts must not outlive this module: test_sim checks that no Host is left alive
+    yield
+    _RUNS.clear()
+
+
 def _once(sets):
-    """_run(sets), simulated once per test session whichever test asks first."""
+    """_run(sets), simulated once per module whichever test asks first."""
     key = tuple(sets)
     if key not in _RUNS:
         _RUNS[key] = _run(sets)
