@@ -594,7 +594,7 @@ void close_drain(int fd)
 {
     /* Closing with unread input makes the kernel send RST, which can destroy the reply still
      * in flight to the client: an error's, or a 200's to a client that asked for the close
-     * and sent more (a 16 MB reply cut at 12-13 MB, counted as sent whole).  Send FIN first,
+     * and sent more (a review measured a 16 MB reply cut at 12-13 MB, counted as sent whole).  Send FIN first,
      * then discard what is already queued (bounded), like nginx's lingering close without
      * the wait: input that arrives after this still resets the connection.  Costs a
      * shutdown and a recv per server-side close; in the measured runs the clients (HTTP/1.1,

@@ -899,7 +899,7 @@ def test_knot_accept_limit_inf_takes_more_than_4096_in_one_phase(cbuild, tmp_pat
 def test_a_reply_closed_after_with_input_unread_arrives_whole(cbuild, tmp_path, binary, args):
     """A 200 with Connection: close to a client that sent more while it was being sent: the
     close with that input unread sent RST, and the kernel dropped the reply's unsent bytes
-    (an audit: 12-13 MB of 16 MB received, counted as sent whole).  The server now sends FIN
+    (a review's run, not repeated here: 12-13 MB of 16 MB received, counted as sent whole).  The server now sends FIN
     and discards the queued input first, as it did for error replies only."""
     big = 16_000_000
     root = make_docroot(tmp_path / "r", 512)
