@@ -44,14 +44,15 @@ from realsys.testbed import TestBed  # noqa: E402
 from simaccept.sweep import atomic_write  # noqa: E402
 
 PORT = 8080
-#: NET_RX runs on the server's CPU, and packets received there by device (bpftrace 0.17).
+#: NET_RX runs on the server's CPU, and packets received by device, on the server's CPU (key "dev,1")
+#: or another (so a packet steered elsewhere is told from one the program missed) (bpftrace 0.17).
 PROGRAM = r"""
 BEGIN { printf("{READY}\n"); }
 tracepoint:irq:softirq_entry /args->vec == 3 && cpu == {CPU}/ { @st = nsecs; }
 tracepoint:irq:softirq_exit /args->vec == 3 && cpu == {CPU} && @st/ {
   @netrx_ns = sum(nsecs - @st); @netrx_runs = count(); @st = 0;
 }
-tracepoint:net:netif_receive_skb /cpu == {CPU}/ { @pkts[str(args->name)] = count(); }
+tracepoint:net:netif_receive_skb { @pkts[str(args->name), cpu == {CPU}] = count(); }
 """
 
 #: The listener: accept queue of two (listen(1)), never accepting.  It exits with its namespace.
@@ -109,11 +110,14 @@ def measure(tb: TestBed, rate: float, duration: float) -> dict:
         raise RuntimeError("bpftrace did not exit cleanly: counts unknown")
     m = bpf_maps(out)
     d = counter_delta(before, after)
-    pkts = m.get("@pkts", {}) or {}
+    by_cpu = m.get("@pkts", {}) or {}
+    pkts = {k.rsplit(",", 1)[0]: v for k, v in by_cpu.items() if k.endswith(",1")}
+    elsewhere = {k.rsplit(",", 1)[0]: v for k, v in by_cpu.items() if not k.endswith(",1")}
     nic = f"sa{tb.pid}s1"
     return {"rate": rate, "duration_s": duration, "wall_s": round(wall, 3), "connects": int(o.split()[-1]),
             "listen_overflows": d.get("TcpExt.ListenOverflows", 0), "listen_drops": d.get("TcpExt.ListenDrops", 0),
             "in_segs": d.get("Tcp.InSegs", 0), "pkts_by_device": pkts, "pkts_server_nic": pkts.get(nic, 0),
+            "pkts_other_cpus_by_device": elsewhere, "pkts_server_nic_other_cpus": elsewhere.get(nic, 0),
             "pkts_cpu": sum(pkts.values()), "netrx_runs": m.get("@netrx_runs", 0), "netrx_ns": m.get("@netrx_ns", 0)}
 
 

@@ -26,13 +26,17 @@ def test_syns_to_a_full_accept_queue_are_dropped_counted_and_timed(tmp_path):
     # the accept queue holds two handshakes; every other SYN (retransmissions only add) is
     # dropped at the accept-queue check, which counts ListenOverflows and ListenDrops alike
     assert p["listen_overflows"] >= 298 and p["listen_drops"] == p["listen_overflows"]
-    # each TCP segment the server namespace received was processed on the server's CPU (RPS),
-    # on the server's NIC, plus ARP: the first exchange and at most a reachability re-probe (one
-    # fresh-machine run had 3 packets more than segments, 2026-11-27).  The tracepoint program
-    # can also miss a packet: the kernel skips a BPF program while another one runs on that CPU
-    # (trace_call_bpf's bpf_prog_active).  In 6 runs here netif_rx saw 305 packets every time and
-    # netif_receive_skb (on any CPU) 303-305, twice one short of the 304 segments TCP counted
-    assert p["in_segs"] - 2 <= p["pkts_server_nic"] <= p["in_segs"] + 4
+    # each TCP segment the server namespace received was processed on the server's NIC, plus ARP:
+    # the first exchange and at most a reachability re-probe (one fresh-machine run had 3 packets
+    # more than segments, 2026-11-27).  The tracepoint program can miss a packet: the kernel skips
+    # a BPF program while another one runs on that CPU (trace_call_bpf's bpf_prog_active).  Here
+    # 10 runs saw 304-305 packets for 304 segments; a fresh-machine CI run (2 Dec 2026) saw 299 on
+    # the server's CPU for 305 segments, which the tool did not then tell apart from packets RPS
+    # steered to another CPU: it now counts those too.  Misses are allowed to 3 %.
+    seen = p["pkts_server_nic"] + p["pkts_server_nic_other_cpus"]
+    assert 0.97 * p["in_segs"] <= seen <= p["in_segs"] + 4, p
+    # RPS sends them to the server's CPU, which the per-packet cost below is measured on
+    assert p["pkts_server_nic"] >= 0.97 * seen, p
     # each SYN reaches an idle CPU and mostly starts a NET_RX run of its own; a few runs carry no
     # packet at all (one fresh-clone CI run had 1.003 runs per packet), so not exactly <= 1
     assert 0.5 <= p["runs_per_packet"] <= 1.1
