@@ -23,7 +23,7 @@
 enum http_method { HTTP_GET = 1, HTTP_HEAD = 2, HTTP_OTHER = 3 };
 
 struct http_req {
-    int method;               /* enum http_method; HTTP_OTHER = valid token we do not serve (501) */
+    int method;               /* enum http_method; HTTP_OTHER = valid token of any length we do not serve (501) */
     int minor;                /* 0 or 1 (HTTP/1.0; HTTP/1.1 and higher 1.x, answered as 1.1) */
     int keepalive;            /* 1 if the connection stays open after the reply */
     const char *target;       /* origin-form target (points into the caller's buffer): as sent; for an
@@ -40,7 +40,7 @@ struct http_req {
  *                        header line still arriving is checked up to its field name (its
  *                        value, a second Host say, is judged when its line ends);
  *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
- *          HTTP_ERROR: malformed (bad method token, NUL or control byte, a version other
+ *          HTTP_ERROR: malformed (a method that is not a token, NUL or control byte, a version other
  *                      than HTTP/1.<digit>, bad header line, a body, a target that is not
  *                      origin-form, "http://" absolute-form with a valid host, or asterisk-form
  *                      with OPTIONS, more than one Host header, a Host value that is not

@@ -163,6 +163,9 @@ def test_big_file_complete(server):
     (b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", 400),
     (b"POST / HTTP/1.1\r\nHost: x\r\n\r\n", 501),
     (b"DELETE /index.html HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    # a method longer than any served is still one (RFC 9112 3: 501); past 16 bytes it was a 400
+    (b"PROPFINDPROPFINDPROPFIND /index.html HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    (b"PROPFINDPROPFIND(X /index.html HTTP/1.1\r\nHost: x\r\n\r\n", 400),    # not a token
     # asterisk-form is OPTIONS's (RFC 9112 3.2.4): a method not served, 501 like DELETE
     (b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 501),
     (b"GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400),
