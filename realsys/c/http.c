@@ -130,6 +130,38 @@ static int host_value_ok(const char *v, size_t vlen)
     return 1;
 }
 
+/* Can val[0..vlen), the value so far of a header line still arriving (OWS trimmed at both
+ * ends; more may follow), still become one the line's end accepts?  hosts: Host lines whole
+ * before this one.  Only what no continuation can mend is refused: any Transfer-Encoding, a
+ * second Host, a Host value with a byte no uri-host[:port] holds (or a space inside it), a
+ * Content-Length that is not digits or whose digits are not all 0 (a body) or past 12.
+ * Returns: 1 it may (PARTIAL); 0 it cannot (HTTP_ERROR, as at the line's end). */
+static int partial_value_ok(const char *name, size_t nlen, const char *val, size_t vlen, int hosts)
+{
+    if (ci_eq(name, nlen, "transfer-encoding"))
+        return 0;
+    if (ci_eq(name, nlen, "host")) {
+        if (hosts > 0)
+            return 0;
+        for (size_t k = 0; k < vlen; k++) {
+            unsigned char c = (unsigned char)val[k];
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c != 0 && strchr("-._~!$&'()*+,;=%:[]", c))))
+                return 0;
+        }
+        return 1;
+    }
+    if (ci_eq(name, nlen, "content-length")) {
+        if (vlen > 12)
+            return 0;
+        for (size_t k = 0; k < vlen; k++)
+            if (val[k] != '0')
+                return 0; /* a non-digit, a space inside, or a non-zero length: a body */
+        return 1;
+    }
+    return 1;
+}
+
 /* Absolute-form "http://authority[/path]" (RFC 9112 3.2.2: a server MUST accept it; the
  * scheme is case-insensitive, RFC 3986 3.1).  The authority is checked as a Host value,
  * and must name a host (RFC 9110 4.2.1: an empty host is invalid, so is "user@host",
@@ -297,10 +329,11 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
             i++;
         if (i < lend && (buf[i] != ':' || i == p))
             return HTTP_ERROR;
-        if (le == HTTP_PARTIAL)
-            return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
-        if (i == lend)
+        if (i == lend) {
+            if (le == HTTP_PARTIAL) /* the name still arriving */
+                return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
             return HTTP_ERROR; /* no colon */
+        }
         const char *name = buf + p;
         size_t nlen = i - p;
         i++;
@@ -312,6 +345,15 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
             vlen--;
         if (++req->nheaders > HTTP_MAX_HEADERS)
             return HTTP_ERROR;
+        if (le == HTTP_PARTIAL) {
+            /* The value still arriving: line_end has refused its bytes that no field value may
+             * hold (NUL, other CTLs but HTAB, DEL, a CR not followed by LF); what this field's
+             * value can already be told never to become is refused now too, not when the
+             * line ends (a client may never end it). */
+            if (!partial_value_ok(name, nlen, val, vlen, hosts))
+                return HTTP_ERROR;
+            return len > HTTP_MAX_HEAD ? HTTP_TOO_BIG : HTTP_PARTIAL;
+        }
         if (ci_eq(name, nlen, "connection")) {
             /* RFC 9112 9.6: "close" in any Connection field ends the connection after this
              * reply; a later "Connection: keep-alive" had undone it. */

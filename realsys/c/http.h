@@ -36,9 +36,12 @@ struct http_req {
 /* Parse one request head from buf[0..len).
  * Returns: > 0  COMPLETE: the number of bytes of the head (up to and including the blank line);
  *          HTTP_PARTIAL: the blank line has not arrived and nothing so far is known to be
- *                        invalid: the request line and every whole header line are valid, a
- *                        header line still arriving is checked up to its field name (its
- *                        value, a second Host say, is judged when its line ends);
+ *                        invalid: the request line and every whole header line are valid, and
+ *                        a header line still arriving is valid as far as it goes: its name,
+ *                        and its value so far holds no byte a field value never may (NUL,
+ *                        other CTLs but HTAB, DEL, a CR not followed by LF) nor what that
+ *                        field's value can no longer mend (any Transfer-Encoding, a second
+ *                        Host, a byte no Host value holds, a Content-Length not all 0s);
  *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
  *          HTTP_ERROR: malformed (a method that is not a token, NUL or control byte, a version other
  *                      than HTTP/1.<digit>, bad header line, a body, a target that is not

@@ -197,6 +197,23 @@ def test_bad_requests_get_error_and_close(server, req, want):
     assert status_of(exchange(server["port"], b"GET / HTTP/1.0\r\n\r\n")) == 200
 
 
+@pytest.mark.parametrize("head", [
+    b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked",
+    b"GET / HTTP/1.1\r\nHost: x\r\nHost: y",
+    b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5",
+    b"GET / HTTP/1.1\r\nHost: user@x",
+    b"GET / HTTP/1.1\r\nHost: x\r\nX: a\x00",
+], ids=["te", "second-host", "body", "host-userinfo", "nul"])
+def test_a_head_already_bad_is_refused_before_its_line_ends(server, head):
+    # the header line is never ended: the 400 must come for what has arrived (it came only
+    # after the line's CRLF, so here after the idle timeout, with no reply at all)
+    t0 = time.monotonic()
+    raw = exchange(server["port"], head, timeout=1.5)
+    assert raw, f"no reply within 1.5 s (idle timeout {'2' if server['kind'] == 'knot' else '10'} s)"
+    assert status_of(raw) == 400 and b"Connection: close" in raw, raw[:200]
+    assert time.monotonic() - t0 < 1.5
+
+
 @pytest.mark.parametrize("req", [
     b"GET /nope.html HTTP/1.1\r\nHost: x\r\n\r\n",
     b"GET /escape HTTP/1.1\r\nHost: x\r\n\r\n",             # symlink to /etc/passwd: never served
