@@ -256,8 +256,11 @@ int main(int argc, char **argv)
     install_signals();
     /* Each thread may hold a whole accept-phase's batch at once: accept-limit connections, or
      * at inf as many as there are (ask for everything; raise_nofile falls back to the hard
-     * limit).  The old nthreads x min(limit, 64) gave one thread at inf 320 descriptors. */
-    long long want = accept_limit < 0 ? INT_MAX : (long long)nthreads * accept_limit + 256;
+     * limit).  The old nthreads x min(limit, 64) gave one thread at inf 320 descriptors.
+     * Asked for before the document root is loaded, so that its files find room too; asked
+     * again below with what the process then holds counted. */
+    long long conns = accept_limit < 0 ? INT_MAX : (long long)nthreads * accept_limit;
+    long long want = conns + 256;
     raise_nofile(want > INT_MAX ? INT_MAX : (int)want);
     if (spin_us)
         fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());
@@ -271,6 +274,13 @@ int main(int argc, char **argv)
         perror("knot: listen");
         return 1;
     }
+    /* The document root keeps one descriptor per file, and stdio, the listener and the
+     * statistics' spare one each: counted on top of the connections, as userver counts them
+     * (fds_open).  They had come out of the 256 spare, so a root of more than about 250 files
+     * took descriptors the connections were sized for (a batch then met EMFILE). */
+    int held = fds_open();
+    want = conns + (held < 0 ? 64 : held) + 256;
+    raise_nofile(want > INT_MAX ? INT_MAX : (int)want);
     /* Both socket timeouts start at the idle timeout on the listener, inherited by every
      * accepted socket (as TCP_NODELAY is): no setsockopt per connection (there was one, for
      * SO_RCVTIMEO); serve() lowers them only for a request or reply that outlasts one call. */

@@ -842,6 +842,51 @@ def test_userver_takes_the_whole_hard_limit_when_it_cannot_raise_it(cbuild, tmp_
     assert "maxfds 184" in banner, banner
 
 
+def test_knot_counts_the_docroots_descriptors_in_its_limit(cbuild, tmp_path):
+    """knot asks for threads x accept-limit connections' descriptors (+ 256) and, like userver
+    (fds_open), for those it holds itself on top: the document root keeps one per file.  The
+    root's files had come out of the 256, so with 250 extra files (about 290 in all) and a soft
+    limit of 64 under a high hard one, 100 threads of accept-limit 1 got a limit of 356 and
+    about 60 descriptors for their 100 connections: the rest met EMFILE."""
+    import resource
+
+    extra = tmp_path / "r" / "extra"
+    extra.mkdir(parents=True)
+    for i in range(250):
+        (extra / f"f{i}.html").write_bytes(b"x" * 100)
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 4096))
+
+    p, port = start_asan(cbuild, "knot-asan", tmp_path, "--threads", "100", "--accept-limit", "1",
+                         "--idle-timeout", "30", preexec_fn=cap)
+    held = []
+    try:
+        time.sleep(0.5)
+        held = _connect_many(port, 100)              # each holds a thread, silent
+        time.sleep(1.0)
+        # and one of them is served a file of the root
+        s = held[0]
+        s.settimeout(5)
+        s.sendall(b"GET /extra/f249.html HTTP/1.0\r\n\r\n")
+        try:
+            served = read_reply(s)
+        except (OSError, AssertionError) as e:      # not accepted: no reply within 5 s
+            served = e
+        snap = Path(str(tmp_path / "s.json") + ".snap")
+        p.send_signal(signal.SIGUSR2)
+        deadline = time.monotonic() + 5
+        while not snap.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        st = json.loads(snap.read_text())
+    finally:
+        stop_asan(p, tmp_path)
+        for s in held:
+            s.close()
+    assert st["accept_errors"] == 0 and st["accepts"] == 100, {k: st[k] for k in ("accept_errors", "accepts")}
+    assert not isinstance(served, Exception) and served[0] == 200 and served[2] == b"x" * 100, served
+
+
 _BIG_PHASE = r'''
 import json, os, resource, signal, socket, subprocess, sys, time
 resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
