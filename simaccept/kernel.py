@@ -67,6 +67,9 @@ class KernelProfile:
     max_syn_backlog: int        # net.ipv4.tcp_max_syn_backlog
     synq_is_backlog: bool       # SYN queue limit = accept backlog (Linux >= 4.4)
     acceptq_young_rule: bool    # AcceptQFull only when > 1 young request (2.4)
+    # the kernel's own net.ipv4.tcp_syncookies default: what a ListenSocket built without
+    # a value uses.  A scenario always gives one (kernel.syncookies, default off for every
+    # profile, as the thesis ran; realsys sets the sysctl from the same key).
     syncookies_default: bool
     syn_rto: float              # client's initial SYN RTO (s), doubles
     syn_retries: int

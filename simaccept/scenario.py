@@ -177,7 +177,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "kernel": {
         "profile": Key("choice", "linux-2.4", "Listen-socket rules: see simaccept.kernel.", choices=("linux-2.4", "linux-6")),
         "backlog": Key("int", 128, "listen() backlog.", lo=1, hi=1 << 20),
-        "syncookies": Key("bool", False, "net.ipv4.tcp_syncookies (true = 1)."),
+        "syncookies": Key("bool", False, "net.ipv4.tcp_syncookies (true = 1).  Off unless set, whatever "
+                          "kernel.profile: the thesis ran without them; a stock Linux 6 has them on "
+                          "(set true to model it)."),
         "somaxconn": Key("int", -1, "net.core.somaxconn; -1 = the profile's default.", lo=-1, hi=1 << 20),
         "max_syn_backlog": Key("int", -1, "net.ipv4.tcp_max_syn_backlog; -1 = the profile's default.", lo=1, hi=1 << 20,
                                sentinel=-1),
@@ -199,7 +201,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "max_conns": Key("int", 15000, "Open-connection cap (thesis: 15,000).", lo=1, hi=1 << 22),
         "threads": Key("int", 1000, "Threads (knot).", lo=1, hi=1 << 20),
         "sndbuf": Key("int", 65536, "Socket send buffer bytes (big replies are written in chunks).", lo=1024, hi=1 << 30),
-        "phase_budget_us": _pos(2000.0, "time-budget policy: CPU budget per accept/work phase."),
+        "phase_budget_us": _pos(2000.0, ("time-budget policy: CPU budget (µs) of each accept-phase: the server's own CPU time "
+                                      "in it, not the kernel packet work that preempts it.")),
         "service_dist": Key("choice", "deterministic", "Per-request user work (costs.user_per_request): "
                             "fixed, or exponential with that mean.  Read by the μserver (userver) model only: "
                             "a tux or knot point with any value but \"deterministic\" is refused "

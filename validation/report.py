@@ -1282,6 +1282,13 @@ MODEL_CHANGES: tuple[tuple[str, str], ...] = (
                                   "retransmission up to a 10 ms tick early (`client.syn_tick_ms`) and httperf "
                                   "answers a connection it gets in if its 10 ms loop reaches the socket before "
                                   "the deadline (`client.loop_ms`); thesis-2004 fitted again"),
+    ("2026-12-02T15:00:00+00:00", "the model defects of docs/known-defects.md fixed: a first ACK without its "
+                                  "request counts one ListenOverflow, not two (Knot's 47 ms-delayed requests "
+                                  "were counted twice), a request's retransmissions count from when it was "
+                                  "sent, a client that gave up before its SYN-ACK resets it and is not served, "
+                                  "the time-budget policy counts the server's CPU, not elapsed time; "
+                                  "user_per_event and fd_alloc_per_open are charged (0 in every profile; "
+                                  "user_per_event read 0.5 and was never charged) and k_timewait is gone"),
 )
 
 

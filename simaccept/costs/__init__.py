@@ -21,9 +21,10 @@ Where the terms come from:
   queued (request + SYN-ACK), a SYN dropped, the final ACK creating the
   child socket, an ACK dropped by ListenOverflow, a SYN-ACK retransmission,
   request and FIN/ACK segments, reply data segments and the client's ACKs of
-  them (seed 002: 9 packets per small HTTP/1.0 exchange), TIME_WAIT handling
-  (seed 004); and a fixed cost per softirq run, shared by the packets that
-  arrive while one runs.
+  them (seed 002: 9 packets per small HTTP/1.0 exchange); and a fixed cost per
+  softirq run, shared by the packets that arrive while one runs.  No TIME_WAIT
+  term (seed 004): TIME_WAIT is held by the side that closes first, and in every
+  modelled workload the clients close first, as httperf's do.
 * threaded servers: a thread switch and a scheduler scan per blocked thread.
 """
 from __future__ import annotations
@@ -60,7 +61,14 @@ DEFAULTS: dict[str, float] = {
     "sendfile_per_kb": 0.4,
     "close": 8.0,
     "user_per_request": 4.0,
-    "user_per_event": 0.5,
+    # user_per_event: the server's own work per event getevents returns (finding the
+    # descriptor in the result, dispatching on its state), charged by the μserver and
+    # Knot-C's scheduler.  0 in every shipped profile: none was fitted with it (before
+    # 2 Dec 2026 it was listed, 0.5, and never charged).
+    "user_per_event": 0.0,
+    # fd_alloc_per_open: descriptor allocation scans the open descriptors (seed 003,
+    # Banga and Mogul), so each accept costs this per descriptor already open.  Charged
+    # by the μserver and Knot-C; TUX holds its connections in the kernel, without one.
     "fd_alloc_per_open": 0.0,
     # kernel packet work (interrupt priority) ------------------------------------
     "k_syn": 5.0,
@@ -77,7 +85,6 @@ DEFAULTS: dict[str, float] = {
     # (Host.reply_kernel_cost); a one-segment reply's ACK rides on the client's FIN or next
     # request (k_fin_rx, k_data_rx), so one-packet runs never pay it.
     "k_ack_rx": 3.0,
-    "k_timewait": 0.0,
     # k_softirq_run: the fixed cost of one softirq run (a busy period of kernel
     # packet work: interrupt or IPI entry and exit, net_rx_action's setup); packets
     # that arrive while one runs share it.  0 for the thesis's profiles (NAPI

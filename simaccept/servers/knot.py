@@ -105,6 +105,8 @@ class Knot(ServerModel):
                 self.t_last = t
                 cost = c.sched_base + c.sched_per_blocked * (n_blocked + h.n_open) + c.sched_per_ready * n_ready
                 t = h.run(t, cost, "poll")
+                if c.user_per_event:
+                    t = h.run(t, c.user_per_event * n_ready, "user")
                 st["getevents_calls"] += 1
                 st["fds_returned"] += n_ready
                 for conn in woken:
@@ -128,6 +130,8 @@ class Knot(ServerModel):
                     if quota.__class__ not in (int, float) or not quota >= 1:
                         quota = checked_quota(self.policy, quota)
                     q = self.conns[th]
+                    budget = self.policy.budget_s
+                    used = 0.0          # the thread's own CPU in this accept-phase
                     n = 0
                     while n < quota and h.n_open < self.max_conns:
                         warmth.sync()
@@ -137,9 +141,14 @@ class Knot(ServerModel):
                             st["accepts_eagain"] += 1
                             break
                         warmth.accepted(conn)
-                        t = h.run2(t, c.accept, "accept", c.setsockopt, "setsockopt")
+                        # the new descriptor's allocation scans the ones open (seed 003)
+                        c_acc = c.accept + c.fd_alloc_per_open * (h.n_open - 1)
+                        t = h.run2(t, c_acc, "accept", c.setsockopt, "setsockopt")
                         q.append(conn)
                         n += 1
+                        used += c_acc + c.setsockopt
+                        if used >= budget:
+                            break
                     st["accept_phases"] += 1
                     st["accepts"] += n
                     if n == 0:

@@ -74,6 +74,7 @@ class UServer(ServerModel):
         one_packet = self.one_packet
         c_accept, c_sso, c_ctl, c_writev = c.accept, c.setsockopt, c.epoll_ctl, c.writev
         c_read, c_eof, c_close, c_eagain = c.read, c.read_eof, c.close, c.accept_eagain
+        c_event, c_fd = c.user_per_event, c.fd_alloc_per_open
         # per-request user work: fixed, or exponential drawn in blocks of 4096
         m_service = c.user_per_request
         exp_service = self.exp_service and m_service > 0
@@ -153,8 +154,10 @@ class UServer(ServerModel):
             t_last = t
             cost = g_base + g_fd * (n_open + idle) + g_ready * n_ready
             a_get += cost
+            ev = c_event * n_ready              # the loop's own work per event returned
+            a_user += ev
             kb = cpu.kbusy
-            end = (t if t > kb else kb) + cost
+            end = (t if t > kb else kb) + cost + ev
             t = end if h.nt >= end else stretch(end)
             n_get += 1
             n_fds += n_ready
@@ -169,7 +172,9 @@ class UServer(ServerModel):
                     if quota.__class__ not in (int, float) or not quota >= 1:
                         quota = checked_quota(policy, quota)
                     budget = policy.budget_s
-                t_phase = t
+                # the budget is of the server's own CPU: kernel packet work that preempts
+                # the accept-phase stretches it in time but is not counted
+                used = 0.0
                 n = 0
                 while n < quota and h.n_open < max_conns:
                     conn = accept(t)
@@ -180,10 +185,12 @@ class UServer(ServerModel):
                         t = end if h.nt >= end else stretch(end)
                         n_eagain += 1
                         break
-                    a_acc += c_accept
+                    # the new descriptor's allocation scans the ones open (seed 003)
+                    c_acc = c_accept + c_fd * (h.n_open - 1 + idle)
+                    a_acc += c_acc
                     a_sso += c_sso
                     kb = cpu.kbusy
-                    end = (t if t > kb else kb) + (c_accept + c_sso)
+                    end = (t if t > kb else kb) + (c_acc + c_sso)
                     t = end if h.nt >= end else stretch(end)
                     if epoll:
                         a_get += c_ctl
@@ -191,7 +198,8 @@ class UServer(ServerModel):
                         end = (t if t > kb else kb) + c_ctl
                         t = end if h.nt >= end else stretch(end)
                     n += 1
-                    if t - t_phase >= budget:
+                    used += c_acc + c_sso + c_ctl if epoll else c_acc + c_sso
+                    if used >= budget:
                         break
                 n_aph += 1
                 n_acc += n

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import json
 import math
 import subprocess
 import tarfile
@@ -490,3 +491,18 @@ def test_a_note_read_again_for_a_later_model_is_marked_by_its_own(monkeypatch):
     assert report._miss_note(*other).startswith(f"*(written for simulator model {report.NOTES_MODEL};")
     monkeypatch.setattr(report, "_model_fingerprint", lambda: "0123456789abcdef")
     assert report._miss_note(*key).startswith("*(written for simulator model fedcba9876543210;")
+
+
+def test_the_committed_report_is_of_this_model_or_says_it_is_stale():
+    """docs/validation was simulated with the model summary.json names; once the model's code
+    changes, its two report pages must open with a **Stale:** note naming that fingerprint until
+    the report is simulated again (which writes the pages without it)."""
+    from simaccept.fingerprint import model_fingerprint
+    from validation.report import same_model
+    docs = ROOT / "docs" / "validation"
+    recorded = json.loads((docs / "summary.json").read_text())["model_fingerprint"]
+    if model_fingerprint() in same_model(recorded):
+        return
+    for page in ("index.md", "realsys.md"):
+        first = (docs / page).read_text().split("\n\n")[1]
+        assert first.startswith("**Stale:**") and f"`{recorded}`" in first, page
