@@ -83,7 +83,7 @@ def _merge_hist(hs: list[dict]) -> dict:
 
 SUM_KEYS = ("attempts", "established", "requests", "replies", "replies_ok", "replies_in_window", "replies_recv_in_window", "timeouts",
             "timeouts_connect", "timeouts_reply", "resets", "refused", "local_errors", "other_errors",
-            "conns_done", "open_at_end", "bytes", "achieved_rate", "achieved_rate_mid", "target_rate")
+            "conns_done", "open_at_end", "bytes", "reconnects", "achieved_rate", "achieved_rate_mid", "target_rate")
 
 
 def merge(results: list[dict]) -> dict:

@@ -15,7 +15,11 @@
  * after the reply) and specweb (SPECweb99-like: 4 classes x 9 files, class mix
  * 35/50/14/1 %, Zipf within a class; 30 % of connections carry 1 request, 70 % a
  * uniform 5..15, mean 7.3, on one keep-alive connection).  Files are
- * /specweb/class<c>_<i> with size (i+1)*1024*10^c/10 bytes (realsys/docroot.py).
+ * /specweb/class<c>_<i> with size (i+1)*1024*10^c/10 bytes (realsys/docroot.py).  A server
+ * that closes after a reply in the middle of a session (Connection: close, or a body it ends
+ * by closing) is taken at its word: the session's remaining requests go on a new connection,
+ * when the next is due, as httperf's --wsesslog sessions do (session.c opens a connection for
+ * the calls left); counted in reconnects, each timed as a first connection is.
  *
  * Slow clients, as the simulator's client.think_ms and client.request_delay_ms: --think-ms
  * holds each next request, and the close after the last reply, that long after a reply
@@ -162,10 +166,11 @@ static double class_cdf[4], file_cdf[9];
 /* ---- connections -------------------------------------------------------------------- */
 enum { C_CONNECTING = 1, C_SENDING, C_READING, C_WAITING };
 /* what a waiting connection does when its wait is over */
-enum { W_REQUEST = 1, W_FIRST_REQUEST, W_CLOSE };
+enum { W_REQUEST = 1, W_FIRST_REQUEST, W_CLOSE, W_RECONNECT };
 
 struct lconn {
-    int fd, state, reqs_left;
+    int fd, state, reqs_left;  /* fd -1: between a server's close and the session's next connection */
+    int bind;                  /* index into binds of the local address, -1 none: kept for a reconnect */
     int hdr_done, status, server_closes, have_cl;
     uint64_t t_start, t_req, t_sent, deadline; /* first SYN; request began (timeout base); request fully written */
     size_t hlen, body_left;
@@ -196,6 +201,10 @@ struct lstats {
     uint64_t attempts, established, requests, replies, replies_ok, st2, st3, st4, st5;
     uint64_t timeouts, timeouts_connect, timeouts_reply, resets, refused, local_errors, other_errors;
     uint64_t conns_done, bytes, replies_in_window, attempts_in_window;
+    /* new connections a session opened for its remaining requests after the server closed
+     * the previous one after a reply (Connection: close, or a body ended by the close): not
+     * launches, not in attempts */
+    uint64_t reconnects;
     /* keep-alive sessions still running at the hard end, their current request inside its
      * own timeout: the generator gave up on them, the server did not fail them */
     uint64_t open_at_end;
@@ -262,7 +271,7 @@ static int wait_push(struct waitq *q, struct lconn *c, int what, uint64_t now)
     q->tail = c;
     int was = c->state;
     c->state = C_WAITING;
-    if (was != C_READING) {
+    if (was != C_READING && c->fd >= 0) {
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
         if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
             return -1;
@@ -274,7 +283,8 @@ static void conn_end(struct lconn *c)
 {
     list_del(c);
     wait_del(c);
-    close(c->fd);
+    if (c->fd >= 0)
+        close(c->fd);
     nactive--;
     free(c);
 }
@@ -305,6 +315,35 @@ static void pick_request(struct lconn *c)
     c->server_closes = http10 && c->reqs_left <= 1;
 }
 
+/* A non-blocking socket, bound to binds[bind_ix] (bind_ix >= 0), its connect to the server begun.
+ * Returns: the socket; -1 with the failure counted in st (refused, or the generator's own). */
+static int connect_begin(struct lstats *st, int bind_ix)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        st->local_errors++;
+        return -1;
+    }
+    if (bind_ix >= 0) {
+        int one = 1;
+        /* Defer the port choice to connect(): the 4-tuple, not the address alone, must be unique. */
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+        struct sockaddr_in b = { .sin_family = AF_INET, .sin_addr = binds[bind_ix] };
+        if (bind(fd, (struct sockaddr *)&b, sizeof b) < 0) {
+            close(fd);
+            st->local_errors++;
+            return -1;
+        }
+    }
+    int r = connect(fd, (struct sockaddr *)&server, sizeof server);
+    if (r < 0 && errno != EINPROGRESS) {
+        if (errno == ECONNREFUSED) st->refused++; else st->local_errors++;
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static void launch(uint64_t sched)
 {
     uint64_t now = now_ns();
@@ -319,28 +358,10 @@ static void launch(uint64_t sched)
         st->local_errors++;
         return;
     }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        st->local_errors++;
+    int bi = nbinds ? bind_rr++ % nbinds : -1;
+    int fd = connect_begin(st, bi);
+    if (fd < 0)
         return;
-    }
-    if (nbinds) {
-        int one = 1;
-        /* Defer the port choice to connect(): the 4-tuple, not the address alone, must be unique. */
-        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-        struct sockaddr_in b = { .sin_family = AF_INET, .sin_addr = binds[bind_rr++ % nbinds] };
-        if (bind(fd, (struct sockaddr *)&b, sizeof b) < 0) {
-            close(fd);
-            st->local_errors++;
-            return;
-        }
-    }
-    int r = connect(fd, (struct sockaddr *)&server, sizeof server);
-    if (r < 0 && errno != EINPROGRESS) {
-        if (errno == ECONNREFUSED) st->refused++; else st->local_errors++;
-        close(fd);
-        return;
-    }
     struct lconn *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
@@ -348,6 +369,7 @@ static void launch(uint64_t sched)
         return;
     }
     c->fd = fd;
+    c->bind = bi;
     c->st = st;
     c->state = C_CONNECTING;
     c->t_start = now;
@@ -402,6 +424,29 @@ static void send_request(struct lconn *c)
     }
 }
 
+/* The session's next connection, from the same local address, for its remaining requests:
+ * timed as a first one is (a deadline from its SYN, connect_ms, established; with
+ * --request-delay-ms its first request waits that long, as on any new connection).  A
+ * connect that fails at once is counted as a launch's would be and ends the session. */
+static void reopen(struct lconn *c, uint64_t now)
+{
+    c->fd = connect_begin(c->st, c->bind);
+    if (c->fd < 0) {
+        conn_end(c);
+        return;
+    }
+    c->st->reconnects++;
+    c->state = C_CONNECTING;
+    c->t_start = now;
+    c->t_req = now;
+    list_push(c, now + (uint64_t)(timeout_s * 1e9));
+    struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+        c->st->local_errors++;
+        conn_end(c);
+    }
+}
+
 static void reply_done(struct lconn *c)
 {
     uint64_t now = now_ns();
@@ -432,6 +477,22 @@ static void reply_done(struct lconn *c)
         conn_end(c);
         return;
     }
+    if (c->server_closes) {
+        /* The server closes after this reply (Connection: close): the next request went on
+         * this connection, to be met by its FIN or a reset (counted against the server) or,
+         * after a think, the FIN cut the session as a reset.  Closed here; the rest of the
+         * session goes on a new connection when its next request is due. */
+        list_del(c);
+        close(c->fd);
+        c->fd = -1;
+        if (thinkq.delay_ns) {
+            if (wait_push(&thinkq, c, W_RECONNECT, now) < 0)
+                conn_end(c);
+            return;
+        }
+        reopen(c, now);
+        return;
+    }
     if (thinkq.delay_ns) {
         list_del(c);   /* no deadline while thinking: the next request's starts when it is sent */
         if (wait_push(&thinkq, c, W_REQUEST, now) < 0)
@@ -453,6 +514,10 @@ static void wait_run(struct waitq *q, uint64_t now)
         wait_del(c);
         if (what == W_CLOSE) {
             conn_end(c);
+            continue;
+        }
+        if (what == W_RECONNECT) {
+            reopen(c, now);
             continue;
         }
         if (what == W_REQUEST || !timeout_from_syn) {
@@ -535,8 +600,8 @@ static void on_readable(struct lconn *c)
             return;
         }
         if (n == 0) {
-            if (c->hdr_done && !c->have_cl) { /* body delimited by close */
-                c->reqs_left = 1;
+            if (c->hdr_done && !c->have_cl) { /* body delimited by close: the server closed */
+                c->server_closes = 1;
                 reply_done(c);
             } else {
                 fail(c, ECONNRESET); /* closed before a complete reply */
@@ -661,11 +726,11 @@ static void write_json(FILE *o, double window)
             (unsigned long long)S.st5);
     fprintf(o, " \"timeouts\": %llu, \"timeouts_connect\": %llu, \"timeouts_reply\": %llu, \"resets\": %llu, "
                "\"refused\": %llu, \"local_errors\": %llu, \"other_errors\": %llu, \"conns_done\": %llu, "
-               "\"bytes\": %llu,\n",
+               "\"bytes\": %llu, \"reconnects\": %llu,\n",
             (unsigned long long)S.timeouts, (unsigned long long)S.timeouts_connect,
             (unsigned long long)S.timeouts_reply, (unsigned long long)S.resets, (unsigned long long)S.refused,
             (unsigned long long)S.local_errors, (unsigned long long)S.other_errors,
-            (unsigned long long)S.conns_done, (unsigned long long)S.bytes);
+            (unsigned long long)S.conns_done, (unsigned long long)S.bytes, (unsigned long long)S.reconnects);
     hist_json(o, "connect_ms", &S.connect, 1000.0);
     fprintf(o, ",\n");
     hist_json(o, "resp_ms", &S.resp, 1000.0);

@@ -436,3 +436,83 @@ def test_wsesslog_sessions_follow_loadgens_mix(tmp_path):
     argv = httperf_wsesslog_argv(server_ip="198.18.1.1", port=8080, rate=100.0, sessions=5000, timeout=2.0, log=a)
     assert argv[argv.index("--wsesslog") + 1] == f"5000,0,{a}"
     assert argv[argv.index("--max-connections") + 1] == "1" and argv[argv.index("--max-piped-calls") + 1] == "1"
+
+
+# ---- a server that closes in the middle of a keep-alive session ------------------------
+class ClosingServer(NotingServer):
+    """Keep-alive server answering every request at once, but a connection's second with
+    ``Connection: close`` (or, ``eof``, with a body it ends by closing), closing after it."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.how = how
+
+    async def _handle(self, reader, writer):
+        c = {"accept": time.monotonic(), "req": [], "reply": [], "eof": None, "paths": []}
+        self.conns.append(c)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    c["eof"] = time.monotonic()
+                    break
+                c["req"].append(time.monotonic())
+                c["paths"].append(head.split(b" ", 2)[1].decode())
+                if len(c["req"]) < 2:
+                    writer.write(KEEPALIVE_REPLY)
+                elif self.how == "header":
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                                 % (len(KEEPALIVE_BODY), KEEPALIVE_BODY))
+                else:
+                    writer.write(b"HTTP/1.1 200 OK\r\n\r\n" + KEEPALIVE_BODY)
+                await writer.drain()
+                c["reply"].append(time.monotonic())
+                if len(c["req"]) == 2:
+                    break
+        except ConnectionError:
+            c["eof"] = time.monotonic()
+        finally:
+            writer.close()
+
+
+def _sessions_run(cbuild, tmp_path, server, name: str, think_ms: float = 0.0):
+    out = tmp_path / f"{name}.json"
+    argv = [str(cbuild / "loadgen"), "--server", "127.0.0.1", "--rate", "10", "--duration", "1",
+            "--timeout", "2", "--workload", "specweb", "--seed", "4", "--out", str(out)]
+    if think_ms:
+        argv += ["--think-ms", str(think_ms)]
+    with server as srv:
+        argv[3:3] = ["--port", str(srv.port)]
+        p = subprocess.run(argv, capture_output=True, timeout=60)
+        time.sleep(0.05)
+        conns = list(srv.conns)
+    assert p.returncode == 0, p.stderr.decode()
+    return json.loads(out.read_text()), conns
+
+
+@pytest.mark.parametrize("how,think_ms", [("header", 0.0), ("eof", 0.0), ("header", 20.0)],
+                         ids=["connection-close", "close-delimited-body", "connection-close-think"])
+def test_a_server_close_mid_session_moves_the_rest_to_a_new_connection(cbuild, tmp_path, how, think_ms):
+    """A reply after which the server closes (Connection: close, or a body ended by the close)
+    ends that connection, not the session: the next request went on the closed connection and
+    the session was cut as a reset (a body ended by the close ended the session instead), and
+    after a think the server's FIN cut it as a reset too.  As httperf's --wsesslog does, the
+    remaining requests now go on a new connection (here every connection's second reply
+    closes), so the server sees every request of every session and no session fails."""
+    g, conns = _sessions_run(cbuild, tmp_path, ClosingServer(how), how, think_ms)
+    assert g["resets"] == 0 and g["timeouts"] == 0 and g["other_errors"] == 0 and g["local_errors"] == 0, g
+    assert g["conns_done"] == g["attempts"] == 10, g
+    if not think_ms:
+        # the same seed against a server that never closes: the sessions made as many requests
+        # (the reconnects draw no random numbers, and each session ends long before the next
+        # launch, so the sessions' lengths are the same draws)
+        ref, ref_conns = _sessions_run(cbuild, tmp_path, NotingServer(), "ref")
+        assert len(ref_conns) == ref["attempts"] == 10, ref
+        assert g["requests"] == ref["requests"], (g["requests"], ref["requests"])
+        assert g.get("reconnects") == sum((len(c["req"]) - 1) // 2 for c in ref_conns), g
+    assert g.get("reconnects", 0) > 0, g
+    # the server saw a connection per launch and per reconnect, and every request the generator made
+    assert len(conns) == g["attempts"] + g["reconnects"], (len(conns), g)
+    assert all(len(c["req"]) <= 2 for c in conns)
+    assert sum(len(c["req"]) for c in conns) == g["requests"] == g["replies"] == g["status"]["2xx"], g
