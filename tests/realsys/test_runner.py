@@ -446,6 +446,10 @@ def test_a_resumed_run_says_when_it_mixes_drop_splits(cbuild, tmp_path):
 
 _PLOT_UNDER_CTRL_C = """
 import os, signal, sys, time
+# Ctrl-C as a terminal gives it: a shell without job control starts a background command with
+# SIGINT ignored, and Python then installs no KeyboardInterrupt (a fresh-clone CI started with
+# `&` inside a subshell failed here on 2 Dec 2026: both SIGINTs were ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {root!r})
 from realsys import runner
 real_plot, runs = runner.plot, []
