@@ -232,6 +232,15 @@ def test_sweeping_the_request_size_warns_since_no_model_reads_it(tmp_path, spec,
                                                                          b.cpu_share_kernel_net)
 
 
+def test_run_warns_when_the_scenario_sets_the_request_size(spec, capsys):
+    # a sweep along workload.request_bytes warned; a run at 60,000 bytes printed the 80-byte
+    # run's figures without a word
+    assert cli.main(["run", str(spec), "--set", "workload.rate=2000", "--set", "workload.request_bytes=60000"]) == 0
+    assert "warning: the simulator does not read workload.request_bytes" in capsys.readouterr().err
+    assert cli.main(["run", str(spec), "--set", "workload.rate=2000"]) == 0
+    assert "does not read" not in capsys.readouterr().err
+
+
 def test_dask_local_has_jobs_workers(tmp_path, spec, monkeypatch):
     pytest.importorskip("dask.distributed")
     import dask.distributed
