@@ -45,6 +45,7 @@ void stats_sub(struct stats *from, const struct stats *s)
 static struct file *files;
 static size_t nfiles, capfiles;
 #define HBITS 12
+_Static_assert(DOCROOT_MAX_FILES <= (1 << HBITS) / 2, "the hash table keeps half its slots free");
 static int htab[1 << HBITS]; /* open addressing: index+1 into files, 0 = empty */
 
 static unsigned hash_str(const char *s)
@@ -59,7 +60,7 @@ size_t writev_max = SMALL_FILE_MAX;
 
 static int add_file(int dirfd, const char *name, const char *rel, const struct stat *st)
 {
-    if (nfiles >= (1u << HBITS) / 2)
+    if (nfiles >= DOCROOT_MAX_FILES)
         return 0; /* file set larger than the cache: ignore the rest */
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)

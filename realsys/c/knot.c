@@ -257,10 +257,12 @@ int main(int argc, char **argv)
     /* Each thread may hold a whole accept-phase's batch at once: accept-limit connections, or
      * at inf as many as there are (ask for everything; raise_nofile falls back to the hard
      * limit).  The old nthreads x min(limit, 64) gave one thread at inf 320 descriptors.
-     * Asked for before the document root is loaded, so that its files find room too; asked
+     * Asked for before the document root is loaded, so that its files find room too (as many
+     * as it loads, DOCROOT_MAX_FDS: conns + 256 alone had failed a root of 400 files under a
+     * soft limit of 256, 2 threads of accept-limit 1, "docroot: Too many open files"); asked
      * again below with what the process then holds counted. */
     long long conns = accept_limit < 0 ? INT_MAX : (long long)nthreads * accept_limit;
-    long long want = conns + 256;
+    long long want = conns + 256 + DOCROOT_MAX_FDS;
     raise_nofile(want > INT_MAX ? INT_MAX : (int)want);
     if (spin_us)
         fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());

@@ -253,8 +253,12 @@ int main(int argc, char **argv)
         opt_stray("userver", argv[optind]);
     ST = &stats_main;
     install_signals();
-    /* Asked for before the document root is loaded, which keeps one descriptor per file open. */
-    raise_nofile(max_conns + 64 + 16);
+    /* Asked for before the document root is loaded, which keeps one descriptor per file open:
+     * room for the largest root it loads (DOCROOT_MAX_FDS) too.  max_conns + 80 alone left a
+     * root of more files than that to the soft limit the server was started with (400 files,
+     * a soft limit of 256 under a hard 4096, --max-conns 10: "docroot: Too many open files",
+     * exit 1).  The table is sized below from what the root then holds (fds_open). */
+    raise_nofile(max_conns + 64 + 16 + DOCROOT_MAX_FDS);
     if (spin_us)
         fprintf(stderr, "%s: spin calibrated at %.1f iterations/us\n", argv[0], spin_calibrate());
     if (docroot_load(docroot) < 0) {

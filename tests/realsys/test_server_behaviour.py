@@ -887,6 +887,53 @@ def test_knot_counts_the_docroots_descriptors_in_its_limit(cbuild, tmp_path):
     assert not isinstance(served, Exception) and served[0] == 200 and served[2] == b"x" * 100, served
 
 
+@pytest.mark.parametrize("binary, args", [
+    ("userver-asan", ("--mux", "epoll", "--max-conns", "10", "--idle-timeout", "30")),
+    ("knot-asan", ("--threads", "2", "--accept-limit", "1", "--idle-timeout", "30")),
+], ids=["userver", "knot"])
+def test_a_docroot_larger_than_the_soft_nofile_limit_loads(cbuild, tmp_path, binary, args):
+    """The document root keeps one descriptor per file open.  RLIMIT_NOFILE was raised before
+    loading it, but only by what the connections want (userver --max-conns + 80, knot
+    threads x accept-limit + 256), so a root of more files than the soft limit the server was
+    started with failed at start though the hard limit had room (400 files under a soft 256 of
+    a hard 4096: "docroot: Too many open files", exit 1).  The raise before loading now has
+    room for the largest root it loads; the connections are still counted on top of the
+    descriptors the root holds (userver: 10 open, the other 10 refused)."""
+    import resource
+
+    extra = tmp_path / "r" / "extra"
+    extra.mkdir(parents=True)
+    for i in range(400):
+        (extra / f"f{i}.html").write_bytes(b"%d" % i)
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 4096))
+
+    p, port = start_asan(cbuild, binary, tmp_path, *args, preexec_fn=cap)
+    held = []
+    try:
+        deadline = time.monotonic() + 10
+        while p.poll() is None and time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        assert p.poll() is None, p.communicate()[1].decode(errors="replace")
+        for i in (0, 399):
+            assert exchange(port, b"GET /extra/f%d.html HTTP/1.0\r\n\r\n" % i).endswith(b"\r\n\r\n%d" % i)
+        if binary.startswith("userver"):
+            held = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+            time.sleep(0.5)
+    finally:
+        st = stop_asan(p, tmp_path)
+        for s in held:
+            s.close()
+    assert st["accept_errors"] == 0 and st["status_2xx"] == 2, st
+    if binary.startswith("userver"):
+        assert st["open_conns_now"] == 10 and st["conns_refused_fd"] == 10, st
+
+
 _BIG_PHASE = r'''
 import json, os, resource, signal, socket, subprocess, sys, time
 resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
