@@ -16,8 +16,8 @@
  * 35/50/14/1 %, Zipf within a class; 30 % of connections carry 1 request, 70 % a
  * uniform 5..15, mean 7.3, on one keep-alive connection).  Files are
  * /specweb/class<c>_<i> with size (i+1)*1024*10^c/10 bytes (realsys/docroot.py).  A server
- * that closes after a reply in the middle of a session (Connection: close, or a body it ends
- * by closing) is taken at its word: the session's remaining requests go on a new connection,
+ * that closes after a reply in the middle of a session (Connection: close, an HTTP/1.0 reply
+ * without Connection: keep-alive, or a body it ends by closing) is taken at its word: the session's remaining requests go on a new connection,
  * when the next is due, as httperf's --wsesslog sessions do (session.c opens a connection for
  * the calls left); counted in reconnects, each timed as a first connection is.
  *
@@ -565,18 +565,26 @@ static size_t parse_head(struct lconn *c)
     c->status = 0;
     if (c->hlen >= 12 && memcmp(c->hbuf, "HTTP/1.", 7) == 0)
         c->status = atoi(c->hbuf + 9);
+    /* An HTTP/1.0 reply keeps the connection only with "Connection: keep-alive" (RFC 9112
+     * sec. 9.3): without it the server closes after the reply, as after Connection: close.
+     * The next request had gone on it and met the close (a reset). */
+    int http10_reply = c->hlen >= 8 && memcmp(c->hbuf, "HTTP/1.0", 8) == 0, keepalive = 0;
     for (char *p = c->hbuf; p < c->hbuf + hl; ) {
         char *nl = memchr(p, '\n', (size_t)(c->hbuf + hl - p));
         if (!nl) break;
         if ((size_t)(nl - p) > 15 && strncasecmp(p, "content-length:", 15) == 0) {
             c->body_left = strtoull(p + 15, NULL, 10);
             c->have_cl = 1;
-        } else if ((size_t)(nl - p) > 11 && strncasecmp(p, "connection:", 11) == 0 &&
-                   ci_contains(p + 11, (size_t)(nl - p) - 11, "close")) {
-            c->server_closes = 1;
+        } else if ((size_t)(nl - p) > 11 && strncasecmp(p, "connection:", 11) == 0) {
+            if (ci_contains(p + 11, (size_t)(nl - p) - 11, "close"))
+                c->server_closes = 1;
+            else if (ci_contains(p + 11, (size_t)(nl - p) - 11, "keep-alive"))
+                keepalive = 1;
         }
         p = nl + 1;
     }
+    if (http10_reply && !keepalive)
+        c->server_closes = 1;
     return hl;
 }
 

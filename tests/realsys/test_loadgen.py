@@ -454,18 +454,24 @@ def test_wsesslog_sessions_follow_loadgens_mix(tmp_path):
 # ---- a server that closes in the middle of a keep-alive session ------------------------
 class ClosingServer(NotingServer):
     """Keep-alive server answering every request at once, but a connection's second with
-    ``Connection: close`` (or, ``eof``, with a body it ends by closing), closing after it."""
+    ``Connection: close`` (or, ``eof``, with a body it ends by closing; ``http10``, with an
+    ``HTTP/1.0`` status line and no ``Connection: keep-alive``), closing after it."""
 
     def __init__(self, how: str):
         super().__init__()
         self.how = how
 
     def _reply(self, n: int) -> tuple[bytes, bool]:
+        if self.how == "http10-keepalive":   # never closes
+            return (b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\nConnection: Keep-Alive\r\n\r\n%s"
+                    % (len(KEEPALIVE_BODY), KEEPALIVE_BODY)), False
         if n < 2:
             return KEEPALIVE_REPLY, False
         if self.how == "header":
             return (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
                     % (len(KEEPALIVE_BODY), KEEPALIVE_BODY)), True
+        if self.how == "http10":
+            return b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(KEEPALIVE_BODY), KEEPALIVE_BODY), True
         return b"HTTP/1.1 200 OK\r\n\r\n" + KEEPALIVE_BODY, True
 
 
@@ -478,15 +484,20 @@ def _sessions_run(cbuild, tmp_path, server, name: str, think_ms: float = 0.0):
     return _run_against(server, argv, out)
 
 
-@pytest.mark.parametrize("how,think_ms", [("header", 0.0), ("eof", 0.0), ("header", 20.0)],
-                         ids=["connection-close", "close-delimited-body", "connection-close-think"])
+@pytest.mark.parametrize("how,think_ms", [("header", 0.0), ("eof", 0.0), ("header", 20.0), ("http10", 0.0),
+                                          ("http10", 20.0)],
+                         ids=["connection-close", "close-delimited-body", "connection-close-think",
+                              "http10-reply", "http10-reply-think"])
 def test_a_server_close_mid_session_moves_the_rest_to_a_new_connection(cbuild, tmp_path, how, think_ms):
     """A reply after which the server closes (Connection: close, or a body ended by the close)
     ends that connection, not the session: the next request went on the closed connection and
     the session was cut as a reset (a body ended by the close ended the session instead), and
     after a think the server's FIN cut it as a reset too.  As httperf's --wsesslog does, the
     remaining requests now go on a new connection (here every connection's second reply
-    closes), so the server sees every request of every session and no session fails."""
+    closes), so the server sees every request of every session and no session fails.
+    An ``HTTP/1.0`` reply without ``Connection: keep-alive`` is one the server closes after
+    (RFC 9112 sec. 9.3): the next request had gone on it, and of the 10 sessions 5 were cut
+    as resets (6 with a think of 20 ms), none reconnected."""
     g, conns = _sessions_run(cbuild, tmp_path, ClosingServer(how), how, think_ms)
     assert g["resets"] == 0 and g["timeouts"] == 0 and g["other_errors"] == 0 and g["local_errors"] == 0, g
     assert g["conns_done"] == g["attempts"] == 10, g
@@ -503,3 +514,13 @@ def test_a_server_close_mid_session_moves_the_rest_to_a_new_connection(cbuild, t
     assert len(conns) == g["attempts"] + g["reconnects"], (len(conns), g)
     assert all(len(c["req"]) <= 2 for c in conns)
     assert sum(len(c["req"]) for c in conns) == g["requests"] == g["replies"] == g["status"]["2xx"], g
+
+
+def test_an_http10_reply_with_keep_alive_keeps_the_connection(cbuild, tmp_path):
+    """An HTTP/1.0 reply that says Connection: keep-alive is persistent (RFC 9112 sec. 9.3):
+    a session's requests all go on its one connection, none reconnects."""
+    g, conns = _sessions_run(cbuild, tmp_path, ClosingServer("http10-keepalive"), "ka")
+    assert g["resets"] == 0 and g["timeouts"] == 0 and g["other_errors"] == 0 and g["local_errors"] == 0, g
+    assert g["conns_done"] == g["attempts"] == len(conns) == 10 and g["reconnects"] == 0, g
+    assert sum(len(c["req"]) for c in conns) == g["requests"] == g["replies"] == g["status"]["2xx"], g
+    assert max(len(c["req"]) for c in conns) > 1, conns
