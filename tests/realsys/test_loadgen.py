@@ -524,3 +524,34 @@ def test_an_http10_reply_with_keep_alive_keeps_the_connection(cbuild, tmp_path):
     assert g["conns_done"] == g["attempts"] == len(conns) == 10 and g["reconnects"] == 0, g
     assert sum(len(c["req"]) for c in conns) == g["requests"] == g["replies"] == g["status"]["2xx"], g
     assert max(len(c["req"]) for c in conns) > 1, conns
+
+
+def test_a_reconnect_after_a_server_close_waits_the_think_time_as_httperf_does(cbuild, tmp_path):
+    """With --think-ms, a session whose connection the server closed after a reply opens its
+    next connection when its next request is due, a think time after that reply, and sends
+    the request as soon as it is up (no second think).  This is what httperf 0.9.0's
+    --wsesslog does: the next burst's call is issued by the think timer (src/gen/wsesslog.c,
+    prepare_for_next_burst -> user_think_time_expired -> issue_calls -> src/gen/session.c
+    session_issue_call/send_calls), httperf reads nothing while no call is pending, so the
+    close is met only by that call (src/core.c do_recv: EOF -> conn_failure) and
+    src/gen/session.c conn_failed opens the new connection at once (create_conn), whose
+    conn_connected sends the call.  loadgen skips the doomed write on the closed connection
+    (httperf counts it a connreset) but keeps the timing.  Pinned, not changed: one session of
+    7 requests, every connection's second reply with Connection: close."""
+    think = 0.15
+    out = tmp_path / "g.json"
+    argv = [str(cbuild / "loadgen"), "--server", "127.0.0.1", "--rate", "1", "--duration", "1",
+            "--timeout", "2", "--workload", "specweb", "--seed", "5", "--think-ms", str(think * 1e3),
+            "--out", str(out)]
+    g, conns = _run_against(ClosingServer("header"), argv, out)
+    assert g["attempts"] == 1 and g["requests"] == g["replies"] == 7, g
+    assert g["resets"] == 0 and g["timeouts"] == 0 and g["other_errors"] == 0, g
+    conns.sort(key=lambda c: c["accept"])
+    assert g["reconnects"] == len(conns) - 1 >= 2, (g["reconnects"], len(conns))
+    for c in conns:                                      # a think between replies and requests
+        for reply, req in zip(c["reply"], c["req"][1:]):
+            assert req - reply >= 0.9 * think, (reply, req)
+    for prev, nxt in zip(conns, conns[1:]):
+        gap = nxt["accept"] - prev["reply"][-1]          # the server's close to the next connection
+        assert 0.9 * think <= gap < 2 * think, gap
+        assert nxt["req"][0] - nxt["accept"] < think / 2, (nxt["accept"], nxt["req"][0])
