@@ -40,7 +40,9 @@ class RunRecord:
     policy: str = ""            # accept-limit | adaptive-closed | queue-aware | time-budget
     workload: str = ""          # one-packet | specweb99
     target_rate: float = math.nan   # requests/s offered
-    duration_s: float = math.nan    # measured period (warm-up excluded)
+    duration_s: float = math.nan    # measured period (warm-up excluded): from scenario.warmup to warmup +
+                                    # duration_s s after t = 0 (simulated time, or the load generator's
+                                    # start in a real run); config holds the warm-up
     # throughput -------------------------------------------------------------
     replies_per_s: float = math.nan
     replies_per_s_ci: float = math.nan     # 95 % half-width (batch means)
