@@ -77,7 +77,7 @@ struct file {
 /* Load every regular file under root (symlinks are skipped, so nothing outside
  * the root is ever reachable). Returns the number of files or -1 with errno.
  * Each file's descriptor stays open (struct file.fd); files past DOCROOT_MAX_FILES are
- * ignored.  While loading it holds at most DOCROOT_MAX_FDS descriptors: those files, and
+ * not served, and their number is written to stderr once loaded.  While loading it holds at most DOCROOT_MAX_FDS descriptors: those files, and
  * two for each directory level it is in (5 levels).  A server raises RLIMIT_NOFILE by
  * DOCROOT_MAX_FDS before loading, so that a root larger than the soft limit it was
  * started with (a shell's 1024, or less) still loads when the hard limit allows it. */

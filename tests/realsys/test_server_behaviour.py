@@ -934,6 +934,34 @@ def test_a_docroot_larger_than_the_soft_nofile_limit_loads(cbuild, tmp_path, bin
         assert st["open_conns_now"] == 10 and st["conns_refused_fd"] == 10, st
 
 
+
+def test_a_docroot_past_its_file_cap_says_how_many_files_it_does_not_serve(cbuild, tmp_path):
+    """The server loads at most DOCROOT_MAX_FILES (2,048) files; the rest answered 404 with no
+    word at start.  It now says how many it left out, and still serves the ones it loaded."""
+    extra = tmp_path / "r" / "extra"
+    extra.mkdir(parents=True)
+    for i in range(2100):
+        (extra / f"f{i}.html").write_bytes(b"%d" % i)
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", "epoll")
+    root = tmp_path / "r"
+    files = [f.relative_to(root).as_posix() for f in root.rglob("*") if f.is_file() and not f.name.startswith(".")]
+    n = len(files)
+    try:
+        deadline = time.monotonic() + 10
+        while p.poll() is None and time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        codes = [status_of(exchange(port, b"GET /%s HTTP/1.0\r\n\r\n" % f.encode())) for f in files]
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=10)
+    assert b"AddressSanitizer" not in err
+    assert f"holds {n} regular files, more than the 2048 loaded: {n - 2048} not served".encode() in err, err
+    assert (codes.count(200), codes.count(404)) == (2048, n - 2048)     # which ones: readdir's order
+
 _BIG_PHASE = r'''
 import json, os, resource, signal, socket, subprocess, sys, time
 resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
