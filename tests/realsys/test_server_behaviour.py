@@ -31,6 +31,19 @@ def free_port() -> int:
     return port
 
 
+def wait_listening(p: subprocess.Popen, port: int, timeout: float = 10.0) -> None:
+    """Until the server ``p`` accepts on loopback ``port`` (at most ``timeout`` s); a server that
+    exited meanwhile fails the test with the end of its stderr."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    assert p.poll() is None, p.communicate()[1].decode(errors="replace")[-500:]
+
+
 @pytest.fixture(params=KINDS, ids=[f"{k}-{m}" if m else k for k, m in KINDS])
 def server(request, cbuild, tmp_path):
     kind, mux = request.param
@@ -49,13 +62,7 @@ def server(request, cbuild, tmp_path):
     # reads), which skips the check.
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
     p = subprocess.Popen(argv, stderr=subprocess.PIPE, env=env)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    wait_listening(p, port)
     yield {"port": port, "root": root, "proc": p, "stats": stats, "kind": kind}
     if p.poll() is None:
         p.send_signal(signal.SIGTERM)
@@ -427,14 +434,7 @@ def _idle_server(cbuild, tmp_path, kind: str, mux: str, *args: str):
     """A sanitized server with --idle-timeout 2, up and listening: (proc, port)."""
     extra = ["--mux", mux] if kind == "userver" else ["--threads", "4"]
     p, port = start_asan(cbuild, f"{kind}-asan", tmp_path, "--idle-timeout", "2", *extra, *args)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and p.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    assert p.poll() is None, p.communicate()[1].decode(errors="replace")[-500:]
+    wait_listening(p, port)
     return p, port
 
 
@@ -912,14 +912,7 @@ def test_a_docroot_larger_than_the_soft_nofile_limit_loads(cbuild, tmp_path, bin
     p, port = start_asan(cbuild, binary, tmp_path, *args, preexec_fn=cap)
     held = []
     try:
-        deadline = time.monotonic() + 10
-        while p.poll() is None and time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        assert p.poll() is None, p.communicate()[1].decode(errors="replace")
+        wait_listening(p, port)
         for i in (0, 399):
             assert exchange(port, b"GET /extra/f%d.html HTTP/1.0\r\n\r\n" % i).endswith(b"\r\n\r\n%d" % i)
         if binary.startswith("userver"):
@@ -947,13 +940,7 @@ def test_a_docroot_past_its_file_cap_says_how_many_files_it_does_not_serve(cbuil
     files = [f.relative_to(root).as_posix() for f in root.rglob("*") if f.is_file() and not f.name.startswith(".")]
     n = len(files)
     try:
-        deadline = time.monotonic() + 10
-        while p.poll() is None and time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_listening(p, port)
         codes = [status_of(exchange(port, b"GET /%s HTTP/1.0\r\n\r\n" % f.encode())) for f in files]
     finally:
         p.send_signal(signal.SIGTERM)
