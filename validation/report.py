@@ -177,7 +177,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "because each accept-phase takes more, not because a connection is seen more often.  The phase "
         "takes the whole accept queue (129; full in 91-98 % of drops.md's 50 ms samples from 10 s on) and "
         "what completes while it runs, and how much that is follows how many of the accepted connections "
-        "are answered.  Scratch runs at trace.md's four seeds (120 s from idle, these costs, 2026-12-01): "
+        "are answered.  Scratch runs at trace.md's four seeds (120 s from idle, these costs, the model of 2026-12-01): "
         "with the connect race off, every connection a 3 s retransmission gets in is closed unanswered (19-22 "
         "% of the accepts) and the loop is a mix, 86-133 a loop in 153-233 loops a second; with the race "
         "(16 % unanswered, the thesis 13.8 %) 193-195 in 96 at all four; with every such connection "
@@ -215,11 +215,11 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "inf", "select_calls_per_s"): "as fds per select: fewer, longer loops",
     ("userver-one-packet-select", "inf", "share:drops_acceptq_full"):
         "the other side of the DropRequest share the connect race brought into band (35.3 % -> 15.7 %, thesis "
-        "22.3 %; 13.2-15.3 % over seeds.md's four seeds): in its long loop (see fds/select) the sim's accept "
+        "22.3 %; 13.3-15.4 % over seeds.md's four seeds): in its long loop (see fds/select) the sim's accept "
         "queue is full when more SYNs come (91-98 % of drops.md's 50 ms samples from 10 s on), so AcceptQFull "
-        "takes 76.5 % of its drops at this report's seed and 76.8-79.1 % at seeds.md's, against the thesis's "
-        "66.0 %.  In counts (drops.md, the row's seed, 120 s) AcceptQFull 18,347/s against 16,795, DropRequest "
-        "3,621 against 5,680, ListenOverflow 1,832 against 2,973, all drops 0.94x the thesis's, at 15,596 "
+        "takes 76.9 % of its drops at this report's seed and 77.2-79.5 % at seeds.md's four, against the "
+        "thesis's 66.0 %.  In counts (drops.md, the row's seed, 120 s) AcceptQFull 18,347/s against 16,795, "
+        "DropRequest 3,621 against 5,680, ListenOverflow 1,719 against 2,973, all drops 0.93x the thesis's, at 15,596 "
         "replies/s (thesis 15,918): the sim refuses as many SYNs, more of them at the accept queue",
     ("userver-one-packet-select", "*", "accepted_never_completed"):
         "in band at every policy since the clients of 2026-11-29 (*The clients' timeout*): a connection whose "
@@ -273,7 +273,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "Accept-Inf's note), which this row pays 7.2 times a connection, with the excess per-reply cost of "
         "Accept-Inf's note.  The workload's 7.3 requests a connection (30 % single, else 5-15: the thesis says "
         "7.2 and 7.24) against table 4.6's 20,000 / 2,542 = 7.87 (validation/data/README.md, item 10): at 7.87 "
-        "(scratch runs, this model, the rows' seed, 120 s, 2026-12-01) this row is -9.6 %, Accept-Inf -15.2 % "
+        "(scratch runs of the model of 2026-12-01, 778bf9939bbac689, the rows' seed, 120 s) this row is -9.6 %, Accept-Inf -15.2 % "
         "and Accept-1 +14.2 % (at 7.3: -10.8, -15.9, +12.1 %), so fewer connections make every policy a "
         "little cheaper and leave the policies' spread as it was (thesis +38 % from Accept-1 to Accept-Inf, "
         "sim +2 %)",
@@ -362,8 +362,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "retransmitted), that is 42 ms or more of accepting.  TUX's accept only queues the connection's first"
         " work item (net/tux/accept.c, accept_requests: got_request, which for HTTP puts parse_request on "
         "work_pending).  Traced (`python -m validation phases --rows tux/specweb99/-/accept-inf@26000`, 2 "
-        "seeds, 2026-12-01): 95-97 % of the sim's phases start with the queue full (129); a phase takes "
-        "121-123 in 0.27 ms (2.2 us an accept), 0.6 % of them completing during it, and the loop is 80-82 ms "
+        "seeds, 2026-12-02): 95-97 % of the sim's phases start with the queue full (129); a phase takes "
+        "121-123 in 0.26-0.27 ms (2.2 us an accept), 0.6 % of them completing during it, and the loop is 80-82 ms "
         "(12.2-12.4 phases a second; 11,083 work items per phase in the thesis against the sim's 1,065).  So "
         "the thesis's figure needs an accept queue longer than 129 or an accept-phase that did far more than "
         "accept; the thesis's text says neither, and the sim keeps the stated backlog",
@@ -390,7 +390,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "(-17.7 % replies/s)",
     ("tux-one-packet", "inf", "share:drops_drop_request"):
         "the sim's TUX Accept-Inf refuses as many packets as the thesis's but splits them the other way: "
-        "drops.md (this model, the row's seed, 120 s) has 23,404 drops/s against 23,369, DropRequest "
+        "drops.md (this model, the row's seed, 120 s) has 23,112 drops/s against 23,369, DropRequest "
         "10,963/s against 4,367 and AcceptQFull 8,302/s against 15,566, at 17,099 replies/s where table "
         "5.2's totals imply 16,705-17,171.  A SYN is a DropRequest only while the accept queue has room and "
         "the SYN queue is at the 3/4 line: from 10 s on the sim's accept queue is full in 48-57 % of the "
@@ -409,12 +409,13 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "reaches its socket after its deadline closes it without a request, and its first ACK to a full "
         "accept queue now counts one ListenOverflow, not two.  At this report's seed the shares moved "
         "16.0 / 60.9 / 23.2 % -> 16.2 / 61.7 / 22.1 % (AcceptQFull / DropRequest / ListenOverflow; thesis "
-        "10.6 / 51.5 / 38.0): DropRequest +9.4 pp -> +10.3 pp.  The sim refuses more SYNs in all than the "
+        "10.6 / 51.5 / 38.0): DropRequest +9.4 pp -> +10.3 pp; at seeds.md's four seeds +11.4 to +12.1 pp (+10.5 "
+        "to +11.2 before the count, so in band at this report's seed only).  The sim refuses more SYNs in all than the "
         "thesis: see ListenOverflow share",
     ("tux-one-packet", "1", "share:drops_listen_overflow"):
-        "ListenOverflow itself is at the thesis's rate (drops.md, this model, the row's seed, 120 s: 4,478/s "
-        "against 4,329); its share is low because the sim refuses 1.77x the thesis's SYNs and ACKs in all "
-        "(20,193/s against 11,406: DropRequest 12,614 against 5,873, AcceptQFull 3,101 against 1,204).  "
+        "ListenOverflow itself is at the thesis's rate (drops.md, this model, the row's seed, 120 s: 4,202/s "
+        "against 4,329); its share is low because the sim refuses 1.75x the thesis's SYNs and ACKs in all "
+        "(19,917/s against 11,406: DropRequest 12,614 against 5,873, AcceptQFull 3,101 against 1,204).  "
         "27,000 is 8 % past the sim's Accept-1 peak (25,008 replies/s at 25,001, where tux_request was set), "
         "and the sim falls 25 % there (18,876 replies/s) where table 5.2's totals imply 23,345-23,511 (a "
         "6.5 % fall).  Its SYN queue holds ~745 young, ListenOverflowed requests the whole run, waiting for "
@@ -424,7 +425,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "here and split its drops 21.9 / 46.3 / 31.8 % (AcceptQFull / DropRequest / ListenOverflow; thesis "
         "10.6 / 51.5 / 38.0): DropRequest and ListenOverflow in band.  Not adopted: at stop 54's costs the "
         "ticks took the μserver's calibration rows from residual norm 0.485 to 0.565 (Accept-1 @30,000 "
-        "-33.8 % -> -40.7 %).  Tried again at this model (scratch, 2026-12-01, the request's timer early by its "
+        "-33.8 % -> -40.7 %).  Tried again at the model of 2026-12-01 (scratch, the request's timer early by its "
         "handshake's phase within the 10 ms tick, as the race's SYNs; docs/background/client-timers.md): "
         "19,444 replies/s and 22.3 / 49.0 / 28.7 % here (DropRequest and ListenOverflow in band, AcceptQFull "
         "out), but the μserver Accept-Inf calibration row's shares move away (AcceptQFull +15.3 pp) and the "
@@ -437,8 +438,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "model tried at stop 10 changed its batches, not that level",
     ("knot-one-packet", "50", "open_conns_mean"):
         "at 15,000 req/s the sim's Accept-50 is past its peak (13,959-13,974 replies/s, seeds.md; thesis "
-        "14,000, sec 4.2.3) and serves 13,494-13,559 replies/s at four seeds (trace.md), its open connections "
-        "growing from 9,758-11,880 in the first 20 s to 24,164-24,372 in the last: 20,854-21,457 on average "
+        "14,000, sec 4.2.3) and serves 13,491-13,564 replies/s at four seeds (trace.md), its open connections "
+        "growing from 9,758-11,880 in the first 20 s to 24,151-24,396 in the last: 20,818-21,506 on average "
         "over the 120 s against the thesis's 25,000 (-17 % to -14 %, in band at every seed).  The count grows "
         "while the server is behind, so its 120 s average depends on how far past its peak the run is: the "
         "sim's peak is 0.2-0.3 % below the thesis's",
@@ -446,18 +447,19 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
 
 
 #: The simulator model (:func:`simaccept.fingerprint.model_fingerprint`) whose runs the figures in
-#: :data:`MISS_NOTES` were read from (seeds.md, trace.md, drops.md, this report, all of that model, with
-#: thesis-2004).  Once the model changes, :func:`_miss_note` says so on every note until they are read again.
-#: Figures a note quotes from a scratch run or an analysis of an earlier model say which in the note.
-NOTES_MODEL = "778bf9939bbac689"
+#: :data:`MISS_NOTES` were read from (seeds.md, trace.md, drops.md, phases.md, this report, all of that
+#: model, with thesis-2004).  Once the model changes, :func:`_miss_note` says so on every note until they
+#: are read again.  Figures a note quotes from a scratch run or an analysis of an earlier model say which
+#: in the note.
+NOTES_MODEL = "3557408fbd973b53"
 
-#: Notes read again for a later model than :data:`NOTES_MODEL` while the others were not (when a model
-#: change moves only some cells): {key: the model their figures are of}.  Empty when every note was
-#: read for :data:`NOTES_MODEL` (2026-12-01, after the connect race).  The fixes of 2026-12-02
-#: (docs/known-defects.md) left every throughput cell as it was and moved some drop shares; the
-#: one cell they took out of band has a note of the new model, the others are yet to be read again.
+#: Notes whose figures are of another model than :data:`NOTES_MODEL`: {key: the model they are of}.
+#: Every note was read again for the fixes of 2026-12-02 (docs/known-defects.md) once drops, seeds,
+#: trace, phases and window were simulated again at that model, except these two, which quote
+#: specweb-idle.md, not yet simulated again.
 NOTE_MODELS: dict[tuple[str, str, str], str] = {
-    ("tux-one-packet", "1", "share:drops_drop_request"): "3557408fbd973b53",
+    ("userver-specweb99-select", "1", "replies_per_s"): "778bf9939bbac689",
+    ("tux-specweb99", "*", "replies_per_s"): "778bf9939bbac689",
 }
 
 

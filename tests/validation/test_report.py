@@ -484,7 +484,7 @@ def test_before_now_table_counts_each_metric_and_names_a_missing_file(tmp_path):
 def test_a_note_read_again_for_a_later_model_is_marked_by_its_own(monkeypatch):
     from validation import report
     key, other = [k for k in report.MISS_NOTES if k[1] != "*"][:2]
-    # NOTE_MODELS is empty whenever every note has been read for one model (NOTES_MODEL)
+    # a note marked in NOTE_MODELS carries its own model; the others NOTES_MODEL
     monkeypatch.setattr(report, "NOTE_MODELS", {**report.NOTE_MODELS, key: "fedcba9876543210"})
     monkeypatch.setattr(report, "_model_fingerprint", lambda: "fedcba9876543210")
     assert report._miss_note(*key) == report.MISS_NOTES[key]
