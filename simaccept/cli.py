@@ -418,8 +418,11 @@ def _main(args) -> int:
             from .sweep import SIM_IGNORES
             # as a sweep along it warns: 60,000-byte requests ran as 80-byte ones without a word
             # (the realsys.* keys are not named: a realsys scenario is simulated as it is measured)
-            set_idle = sorted(k for k in SIM_IGNORES if not k.startswith("realsys.")
-                              and sc.get(k) != SCHEMA[k.partition(".")[0]][k.partition(".")[2]].default)
+            set_idle = []
+            for k in sorted(SIM_IGNORES):
+                section, _, name = k.partition(".")
+                if section != "realsys" and sc.get(k) != SCHEMA[section][name].default:
+                    set_idle.append(k)
             if set_idle:
                 print(f"warning: the simulator does not read {', '.join(set_idle)}: this run is the "
                       f"one its default gives (a simulated request is one segment whatever its size)",

@@ -17,8 +17,8 @@
  * uniform 5..15, mean 7.3, on one keep-alive connection).  Files are
  * /specweb/class<c>_<i> with size (i+1)*1024*10^c/10 bytes (realsys/docroot.py).  A server
  * that closes after a reply in the middle of a session (Connection: close, an HTTP/1.0 reply
- * without Connection: keep-alive, or a body it ends by closing) is taken at its word: the session's remaining requests go on a new connection,
- * when the next is due, as httperf's --wsesslog sessions do (session.c opens a connection for
+ * without Connection: keep-alive, or a body it ends by closing) is taken at its word: the
+ * session's remaining requests go on a new connection, when the next is due, as httperf's --wsesslog sessions do (session.c opens a connection for
  * the calls left); counted in reconnects, each timed as a first connection is.
  *
  * Slow clients, as the simulator's client.think_ms and client.request_delay_ms: --think-ms
