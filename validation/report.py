@@ -66,7 +66,7 @@ from simaccept.scenario import load_scenario, model_fingerprint as _model_finger
 from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, time_split
-from .sensitivity import format_factor
+from .sensitivity import format_factor, one_way_costs, one_way_sentence
 from .specweb_idle import outside_per_kib_markdown, per_kb_reads
 from .records import (DOCS_OUT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
                       repo_path, simulator_supports, thesis_scenario_file)
@@ -1555,9 +1555,11 @@ def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
             "stale_model": stale_model,
             "rows_current": _sensitivity_rows_current(out, d.get("profile")) if stale or stale_model else None,
             "unidentified": sorted(p for p, v in params.items() if v["status"] == "unidentified"),
-            "n_costs": len(params), "misses": misses,
-            "what_if": [{k: w[k] for k in ("param", "factor", "value", "chosen_for", "heldout_within",
-                                           "heldout_within_before", "heldout_cells", "calibration_max_abs_change")}
+            "n_costs": len(params), "misses": misses, "one_way_costs": one_way_costs(d),
+            "what_if": [{**{k: w[k] for k in ("param", "factor", "value", "chosen_for", "heldout_within",
+                                              "heldout_within_before", "heldout_cells", "calibration_max_abs_change")},
+                         "brought_in": [c["row"] for c in w["cells"] if c["ok"] and not c["was_ok"]],
+                         "pushed_out": [c["row"] for c in w["cells"] if c["was_ok"] and not c["ok"]]}
                         for w in d["what_if"]]}
 
 
@@ -1636,10 +1638,18 @@ def sensitivity_markdown(se: dict[str, Any] | None) -> list[str]:
     if se["what_if"]:
         L.append("\nOne unidentified cost changed by the factor read off a missing cell (not a prediction), every "
                  "cell simulated again:\n")
-        L.append("| change | held-out within ±10 % | largest change on a calibration row |\n|---|---|---|")
+        L.append("| change | held-out within ±10 % | brought in | pushed out | largest change on a calibration row |"
+                 "\n|---|---|---|---|---|")
         for w in se["what_if"]:
             L.append(f"| `{w['param']}` x{w['factor']:.2f} | {w['heldout_within_before']} -> {w['heldout_within']} "
-                     f"of {w['heldout_cells']} | {100 * w['calibration_max_abs_change']:.1f} pp |")
+                     f"of {w['heldout_cells']} | {', '.join(w.get('brought_in') or []) or '–'} | "
+                     f"{', '.join(w.get('pushed_out') or []) or '–'} | {100 * w['calibration_max_abs_change']:.1f} pp |")
+        all_in = [w for w in se["what_if"] if w["heldout_within"] == w["heldout_cells"]]
+        L.append("\n" + ("No one of these changes brings every held-out cell inside ±10 %."
+                         if not all_in else f"`{all_in[0]['param']}` x{all_in[0]['factor']:.2f} brings every "
+                         "held-out cell inside ±10 %: one unmeasured number could explain the misses."))
+    if se.get("one_way_costs"):
+        L.append("\n" + one_way_sentence([m["error"] for m in se["misses"]], se["one_way_costs"]))
     L.append("")
     return L
 

@@ -323,6 +323,31 @@ def _what_if(cs, rows, status, runner: Runner, over_for, base_over) -> list[dict
     return out
 
 
+def one_way_costs(d: dict) -> list[str] | None:
+    """When the missing held-out cells err both ways: the costs every one of them sees (|E| >= SEEN),
+    if each of those moves them all the same way (E of one sign), else None.
+
+    Then no change to one cost closes them all: it narrows the misses on one side and widens the others',
+    and what the cells miss is the difference between them, not a level."""
+    miss = [r for r in d["rows"] if r["role"] == "held-out" and not r["ok"] and r["error"] is not None]
+    if not miss or not (any(r["error"] > 0 for r in miss) and any(r["error"] < 0 for r in miss)):
+        return None
+    seen = [p for p in miss[0]["elasticity"]
+            if all(r["elasticity"].get(p) is not None and abs(r["elasticity"][p]) >= SEEN for r in miss)]
+    if not seen or any(len({math.copysign(1, r["elasticity"][p]) for r in miss}) > 1 for p in seen):
+        return None
+    return seen
+
+
+def one_way_sentence(errors: Sequence[float], costs: Sequence[str]) -> str:
+    """What :func:`one_way_costs` found, in a sentence for the pages."""
+    errs = ", ".join(f"{100 * e:+.1f} %" for e in errors)
+    return (f"The missing cells err both ways ({errs}), and every cost all of them see moves them the same way "
+            "(E of one sign: " + ", ".join(f"`{p}`" for p in costs) + "): a change to one cost narrows the misses "
+            "on one side and widens the others'.  What these cells miss is the difference between them, which no "
+            "one cost's level moves.")
+
+
 # --------------------------------------------------------------------------- output
 def _e(v) -> str:
     return "–" if v is None or not math.isfinite(v) else f"{v:+.2f}"
@@ -389,6 +414,10 @@ def markdown(res: dict) -> str:
         if not el:
             L.append("| (no cost moves this cell by 5 % per 100 %) | | | |")
         L.append("")
+    ow = one_way_costs(res)
+    if ow:
+        L += [one_way_sentence([r["error"] for r in rows if r["role"] == "held-out" and not r["ok"]
+                               and r["error"] is not None], ow), ""]
     if res["what_if"]:
         L += ["## What one unidentified cost would do", "",
               "For each missing cell, its unidentified cost with the factor closest to 1 is set to that factor "

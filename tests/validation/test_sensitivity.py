@@ -228,3 +228,49 @@ def test_report_points_at_a_current_partial_run_when_the_whole_analysis_is_stale
     (tmp_path / "sensitivity-rows.json").write_text(json.dumps(_analysis(row, -0.175, now, model_fingerprint())))
     se = report._sensitivity_summary(tmp_path)
     assert se["rows_current"] is None and "Current for" not in "\n".join(report.sensitivity_markdown(se))
+
+
+def _miss(row, error, e):
+    return {"row": row, "role": "held-out", "ok": False, "error": error, "elasticity": e,
+            "factor_to_band": {p: 1.1 for p in e}}
+
+
+def test_report_says_when_one_cost_cannot_close_misses_that_err_both_ways(tmp_path):
+    from simaccept.scenario import model_fingerprint
+    d = _analysis("a@1", 0.12, dict(load_costs("thesis-2004").us), model_fingerprint())
+    d["params"] = {p: {"status": "unidentified", "value": 1.0} for p in ("sendfile_per_kb", "k_ack_rx", "write")}
+    d["rows"] = [_miss("a@1", 0.12, {"sendfile_per_kb": -0.33, "k_ack_rx": -0.19, "write": 0.0}),
+                 _miss("a@2", -0.16, {"sendfile_per_kb": -0.36, "k_ack_rx": -0.21, "write": -0.05})]
+    cell = lambda row, ok, was_ok: {"row": row, "role": "held-out", "ok": ok, "was_ok": was_ok,
+                                    "error": 0.0, "was_error": 0.0}
+    d["what_if"] = [{"param": "sendfile_per_kb", "factor": 1.06, "value": 2.12, "chosen_for": ["a@1"],
+                     "heldout_within": 1, "heldout_within_before": 1, "heldout_cells": 3,
+                     "calibration_max_abs_change": 0.0,
+                     "cells": [cell("a@1", True, False), cell("a@2", False, False), cell("b@1", False, True)]}]
+    (tmp_path / "sensitivity.json").write_text(json.dumps(d))
+    se = report._sensitivity_summary(tmp_path)
+    # `write` is not seen by a@1: only the costs both misses see count
+    assert se["one_way_costs"] == ["sendfile_per_kb", "k_ack_rx"]
+    w, = se["what_if"]
+    assert w["brought_in"] == ["a@1"] and w["pushed_out"] == ["b@1"]
+    md = "\n".join(report.sensitivity_markdown(se))
+    assert "| 1 -> 1 of 3 | a@1 | b@1 |" in md
+    assert "No one of these changes brings every held-out cell inside" in md
+    assert "err both ways (+12.0 %, -16.0 %)" in md and "`sendfile_per_kb`, `k_ack_rx`" in md
+    # a cost that moves the two misses apart could close both: no such claim
+    d["rows"][1]["elasticity"]["k_ack_rx"] = +0.21
+    (tmp_path / "sensitivity.json").write_text(json.dumps(d))
+    assert report._sensitivity_summary(tmp_path)["one_way_costs"] is None
+    # misses all on one side: one cost may close them all
+    d["rows"][1]["elasticity"]["k_ack_rx"], d["rows"][1]["error"] = -0.21, 0.16
+    (tmp_path / "sensitivity.json").write_text(json.dumps(d))
+    se = report._sensitivity_summary(tmp_path)
+    assert se["one_way_costs"] is None and "err both ways" not in "\n".join(report.sensitivity_markdown(se))
+    # the analysis's own page says it too
+    d["rows"][1]["error"] = -0.16
+    for s in d["params"].values():
+        s.update(max_abs_e_calibration=0.0, max_abs_e_hand_set=None)
+    for r in d["rows"]:
+        r.update(measured=100.0, predicted=100.0 * (1 + r["error"]))
+    page = markdown({**d, "partial": False, "seen_threshold": SEEN, "generated_at": "now"})
+    assert "err both ways (+12.0 %, -16.0 %)" in page
