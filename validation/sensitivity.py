@@ -324,7 +324,7 @@ def _what_if(cs, rows, status, runner: Runner, over_for, base_over) -> list[dict
 
 
 def one_way_costs(d: dict) -> list[str] | None:
-    """When the missing held-out cells err both ways: the costs every one of them sees (|E| >= SEEN),
+    """When the missing held-out cells err both ways: the costs every one of them sees (``|E|`` >= :data:`SEEN`),
     if each of those moves them all the same way (E of one sign), else None.
 
     Then no change to one cost closes them all: it narrows the misses on one side and widens the others',
