@@ -424,12 +424,15 @@ def markdown(res: dict) -> str:
               "and every cell is simulated again.  Not a fit and not a prediction: the factor was read off "
               "the held-out cell itself.  It shows whether a single unmeasured number could explain the miss "
               "without breaking the others.", "",
-              "| cost x factor | chosen for | held-out within ±10 % (before -> after) | largest change on a "
-              "calibration row |", "|---|---|---|---|"]
+              "| cost x factor | chosen for | held-out within ±10 % (before -> after) | brought in | pushed out "
+              "| largest change on a calibration row |", "|---|---|---|---|---|---|"]
         for w in res["what_if"]:
+            moved = [", ".join(x["row"] for x in w["cells"]
+                               if bool(x["ok"]) != bool(x["was_ok"]) and bool(x["ok"]) == into) or "–"
+                     for into in (True, False)]
             L.append(f"| `{w['param']}` x{w['factor']:.2f} ({w['value']:.3g} µs) | {', '.join(w['chosen_for'])} | "
                      f"{w['heldout_within_before']} -> {w['heldout_within']} of {w['heldout_cells']} | "
-                     f"{100 * w['calibration_max_abs_change']:.1f} pp |")
+                     f"{moved[0]} | {moved[1]} | {100 * w['calibration_max_abs_change']:.1f} pp |")
         L.append("")
         for w in res["what_if"]:
             L += [f"<details><summary><code>{w['param']}</code> x{w['factor']:.2f}: every cell</summary>", "",

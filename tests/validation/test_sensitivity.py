@@ -274,3 +274,4 @@ def test_report_says_when_one_cost_cannot_close_misses_that_err_both_ways(tmp_pa
         r.update(measured=100.0, predicted=100.0 * (1 + r["error"]))
     page = markdown({**d, "partial": False, "seen_threshold": SEEN, "generated_at": "now"})
     assert "err both ways (+12.0 %, -16.0 %)" in page
+    assert "| 1 -> 1 of 3 | a@1 | b@1 |" in page
