@@ -66,7 +66,7 @@ from simaccept.scenario import load_scenario, model_fingerprint as _model_finger
 from simaccept.sweep import atomic_write, run_sweep
 
 from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, time_split
-from .sensitivity import format_factor, one_way_costs, one_way_sentence
+from .sensitivity import format_factor, moved_cells, one_way_costs, one_way_sentence
 from .specweb_idle import outside_per_kib_markdown, per_kb_reads
 from .records import (DOCS_OUT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window,
                       repo_path, simulator_supports, thesis_scenario_file)
@@ -1558,8 +1558,7 @@ def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
             "n_costs": len(params), "misses": misses, "one_way_costs": one_way_costs(d),
             "what_if": [{**{k: w[k] for k in ("param", "factor", "value", "chosen_for", "heldout_within",
                                               "heldout_within_before", "heldout_cells", "calibration_max_abs_change")},
-                         "brought_in": [c["row"] for c in w["cells"] if c["ok"] and not c["was_ok"]],
-                         "pushed_out": [c["row"] for c in w["cells"] if c["was_ok"] and not c["ok"]]}
+                         **dict(zip(("brought_in", "pushed_out"), moved_cells(w)))}
                         for w in d["what_if"]]}
 
 

@@ -323,13 +323,24 @@ def _what_if(cs, rows, status, runner: Runner, over_for, base_over) -> list[dict
     return out
 
 
+def missing_heldout(rows: Iterable[dict]) -> list[dict]:
+    """The held-out rows outside the band that have an error to read."""
+    return [r for r in rows if r["role"] == "held-out" and not r["ok"] and r["error"] is not None]
+
+
+def moved_cells(w: dict) -> tuple[list[str], list[str]]:
+    """A what-if run's cells it brought inside the band, and those it pushed outside."""
+    return ([x["row"] for x in w["cells"] if x["ok"] and not x["was_ok"]],
+            [x["row"] for x in w["cells"] if x["was_ok"] and not x["ok"]])
+
+
 def one_way_costs(d: dict) -> list[str] | None:
     """When the missing held-out cells err both ways: the costs every one of them sees (``|E|`` >= :data:`SEEN`),
     if each of those moves them all the same way (E of one sign), else None.
 
     Then no change to one cost closes them all: it narrows the misses on one side and widens the others',
     and what the cells miss is the difference between them, not a level."""
-    miss = [r for r in d["rows"] if r["role"] == "held-out" and not r["ok"] and r["error"] is not None]
+    miss = missing_heldout(d["rows"])
     if not miss or not (any(r["error"] > 0 for r in miss) and any(r["error"] < 0 for r in miss)):
         return None
     seen = [p for p in miss[0]["elasticity"]
@@ -416,8 +427,7 @@ def markdown(res: dict) -> str:
         L.append("")
     ow = one_way_costs(res)
     if ow:
-        L += [one_way_sentence([r["error"] for r in rows if r["role"] == "held-out" and not r["ok"]
-                               and r["error"] is not None], ow), ""]
+        L += [one_way_sentence([r["error"] for r in missing_heldout(rows)], ow), ""]
     if res["what_if"]:
         L += ["## What one unidentified cost would do", "",
               "For each missing cell, its unidentified cost with the factor closest to 1 is set to that factor "
@@ -427,9 +437,7 @@ def markdown(res: dict) -> str:
               "| cost x factor | chosen for | held-out within ±10 % (before -> after) | brought in | pushed out "
               "| largest change on a calibration row |", "|---|---|---|---|---|---|"]
         for w in res["what_if"]:
-            moved = [", ".join(x["row"] for x in w["cells"]
-                               if bool(x["ok"]) != bool(x["was_ok"]) and bool(x["ok"]) == into) or "–"
-                     for into in (True, False)]
+            moved = [", ".join(rs) or "–" for rs in moved_cells(w)]
             L.append(f"| `{w['param']}` x{w['factor']:.2f} ({w['value']:.3g} µs) | {', '.join(w['chosen_for'])} | "
                      f"{w['heldout_within_before']} -> {w['heldout_within']} of {w['heldout_cells']} | "
                      f"{moved[0]} | {moved[1]} | {100 * w['calibration_max_abs_change']:.1f} pp |")
