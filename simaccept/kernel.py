@@ -76,6 +76,9 @@ class KernelProfile:
     synack_rto: float           # server's initial SYN-ACK RTO (s), doubles
     synack_retries: int
     synq_full_gt: bool = False  # SYN queue full at len > limit (6.18) instead of >=
+    # SYN queue limit rounded up to a power of two >= 64 (2.4's tcp_listen_start sizes
+    # max_qlen_log so; the 3/4 rule still reads tcp_max_syn_backlog itself)
+    synq_pow2: bool = False
     syn_linear_timeouts: int = 0  # first N SYN retransmits one RTO apart (tcp_syn_linear_timeouts)
 
     def syn_send_offset(self, k: int, rto: float) -> float:
@@ -91,7 +94,7 @@ PROFILES: dict[str, KernelProfile] = {
     "linux-2.4": KernelProfile("linux-2.4", somaxconn=128, max_syn_backlog=1024,
                                synq_is_backlog=False, acceptq_young_rule=True,
                                syncookies_default=False, syn_rto=3.0, syn_retries=5,
-                               synack_rto=3.0, synack_retries=5),
+                               synack_rto=3.0, synack_retries=5, synq_pow2=True),
     # This machine's kernel family (6.18: TCP_TIMEOUT_INIT = 1 s, somaxconn 4096
     # since 5.4, tcp_max_syn_backlog = max(128, ehash/128) = 2048 here, SYN queue
     # test `>` since a 2025 patch, first 4 SYN retransmits linear).
@@ -123,7 +126,15 @@ class ListenSocket:
         self.syncookies = profile.syncookies_default if syncookies is None else syncookies
         self.max_syn_backlog = (profile.max_syn_backlog if max_syn_backlog is None or max_syn_backlog < 0
                                 else max_syn_backlog)
-        self.synq_max = self.backlog if profile.synq_is_backlog else self.max_syn_backlog
+        if profile.synq_is_backlog:
+            self.synq_max = self.backlog
+        elif profile.synq_pow2:
+            # for (max_qlen_log = 6; ; max_qlen_log++) if ((1 << max_qlen_log) >= sysctl_max_syn_backlog) break;
+            # Without syncookies the 3/4 rule keeps the queue below it; with them a SYN is
+            # answered with a cookie only once this, not tcp_max_syn_backlog, is reached.
+            self.synq_max = 1 << max(6, (self.max_syn_backlog - 1).bit_length())
+        else:
+            self.synq_max = self.max_syn_backlog
         self.synq_len = 0
         self.young = 0
         self.acceptq: collections.deque[int] = collections.deque()

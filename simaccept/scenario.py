@@ -181,7 +181,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
                           "kernel.profile: the thesis ran without them; a stock Linux 6 has them on "
                           "(set true to model it)."),
         "somaxconn": Key("int", -1, "net.core.somaxconn; -1 = the profile's default.", lo=-1, hi=1 << 20),
-        "max_syn_backlog": Key("int", -1, "net.ipv4.tcp_max_syn_backlog; -1 = the profile's default.", lo=1, hi=1 << 20,
+        "max_syn_backlog": Key("int", -1, "net.ipv4.tcp_max_syn_backlog; -1 = the profile's default.  "
+                               "linux-2.4 sizes the SYN queue to the next power of two >= max(64, this); "
+                               "its 3/4 rule reads this value itself.", lo=1, hi=1 << 20,
                                sentinel=-1),
         "synack_retries": Key("int", -1, "net.ipv4.tcp_synack_retries; -1 = profile default.", lo=-1, hi=64),
     },

@@ -29,8 +29,9 @@ from .servers import make_server
 SIMULATED_SERVERS = ("userver", "tux", "knot")
 
 
-def check_modelled(sc: Scenario) -> None:
-    """ScenarioError if the point ``sc`` sets something its server's model does not read:
+def check_modelled(sc: Scenario):
+    """The point's accept policy (:func:`~simaccept.servers.policies.make_policy`), which the run
+    then uses; ScenarioError if the point ``sc`` sets something its server's model does not read:
     a run would otherwise be the default's, "ok", under the setting's name.  Only the μserver
     model draws per-request work from ``server.service_dist``, holds ``workload.idle_conns``
     and has a getevents phase (``server.mux``: TUX and Knot-C have none); Knot-C's
@@ -59,6 +60,7 @@ def check_modelled(sc: Scenario) -> None:
             raise ScenarioError("server.mux", f"only the userver model has a getevents phase (select, poll, "
                                 f"epoll); {kind} has none, so {mux!r} would change nothing: leave it "
                                 f"{default_mux!r}")
+    return policy
 
 
 class Meter:
@@ -155,7 +157,7 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     sc = sc.resolved()
     if sc.axes:
         raise ScenarioError(sc.axes[0][0], _axes_reason(sc.axes))
-    check_modelled(sc)
+    policy = check_modelled(sc)
     rec = RunRecord(**_identity(sc))
     wall0 = time.perf_counter()
     host = None
@@ -167,7 +169,7 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
         env = simpy.Environment()
         host = Host(sc, rng, costs, t_stop)
         meter = Meter(host, warm, t_stop)
-        server = make_server(env, host, sc, costs, meter)
+        server = make_server(env, host, sc, costs, meter, policy)
         meter.server = server
         env.run(until=server.proc)
         if meter.warm is None:

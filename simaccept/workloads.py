@@ -66,7 +66,7 @@ class SpecWeb99(Workload):
         if not ok:
             raise ValueError(f"keepalive_range: (lo, hi), whole numbers with 1 <= lo <= hi, got {keepalive_range!r}")
         self.p_single = p_single
-        self.lo, self.hi = keepalive_range
+        self.lo, self.hi = lo, hi
         ranks = np.arange(1, 10, dtype=float)
         w = ranks ** (-zipf_alpha) if zipf_alpha > 0 else np.ones(9)
         # SPECweb99 gives the most popular rank to a mid-sized file; any fixed

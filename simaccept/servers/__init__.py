@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 
-def make_server(env, host, sc, costs, meter):
+def make_server(env, host, sc, costs, meter, policy=None):
+    """The server model of ``sc["server"]["kind"]``; ``policy``: its accept policy, when the
+    caller has already made it (simulate() makes it once, in check_modelled)."""
     kind = sc["server"]["kind"]
-    from .policies import make_policy
-    policy = make_policy(sc["server"])
+    if policy is None:
+        from .policies import make_policy
+        policy = make_policy(sc["server"])
     if kind == "userver":
         from .userver import UServer
         return UServer(env, host, sc, costs, policy, meter)

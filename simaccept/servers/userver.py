@@ -192,13 +192,15 @@ class UServer(ServerModel):
                     kb = cpu.kbusy
                     end = (t if t > kb else kb) + (c_acc + c_sso)
                     t = end if h.nt >= end else stretch(end)
+                    step = c_acc + c_sso
                     if epoll:
                         a_get += c_ctl
                         kb = cpu.kbusy
                         end = (t if t > kb else kb) + c_ctl
                         t = end if h.nt >= end else stretch(end)
+                        step += c_ctl
                     n += 1
-                    used += c_acc + c_sso + c_ctl if epoll else c_acc + c_sso
+                    used += step
                     if used >= budget:
                         break
                 n_aph += 1

@@ -52,6 +52,28 @@ def test_24_acceptq_full_drops_only_with_more_than_one_young():
     assert ls2.on_syn() == SynVerdict.QUEUED          # not full: no drop whatever young is
 
 
+@pytest.mark.parametrize("sysctl, synq_max", [(1024, 1024), (1000, 1024), (1025, 2048), (100, 128),
+                                              (64, 64), (16, 64), (1, 64)])
+def test_24_synq_sized_to_a_power_of_two_of_at_least_64(sysctl, synq_max):
+    # tcp_listen_start: for (max_qlen_log = 6; ; max_qlen_log++) if ((1 << max_qlen_log) >= sysctl) break;
+    ls = sock("linux-2.4", cookies=True, max_syn_backlog=sysctl)
+    assert ls.max_syn_backlog == sysctl and ls.synq_max == synq_max
+    ls.synq_len = synq_max - 1
+    assert ls.on_syn() == SynVerdict.QUEUED           # a cookie only once the rounded size is reached
+    assert ls.on_syn() == SynVerdict.COOKIE
+
+
+def test_24_drop_request_reads_the_sysctl_not_the_rounded_size():
+    ls = sock("linux-2.4", max_syn_backlog=1000)      # SYN queue 1024; 3/4 line from 1000
+    ls.synq_len = 750
+    assert ls.on_syn() == SynVerdict.QUEUED           # 1000 - 750 = 250, not < 250
+    assert ls.on_syn() == SynVerdict.DROPPED and ls.last_drop == Drop.DROP_REQUEST
+
+
+def test_6_synq_not_rounded():
+    assert sock("linux-6", backlog=100).synq_max == 100
+
+
 def test_24_synq_full_with_cookies_is_a_cookie_counted_synqfull():
     ls = sock("linux-2.4", cookies=True)
     ls.synq_len = 1023
