@@ -462,6 +462,16 @@ def test_miss_note_says_when_it_was_written_for_another_model(monkeypatch):
 
 
 
+def test_miss_note_is_not_marked_for_a_model_of_the_same_results(monkeypatch):
+    from validation import report
+    key = ("userver-one-packet-select", "10", "c_avg")
+    monkeypatch.setattr(report, "SAME_RESULTS", {report.NOTES_MODEL: ("", "0123456789abcdef", "", {})})
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: "0123456789abcdef")
+    assert report._miss_note(*key) == report.MISS_NOTES[key]
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: "fedcba9876543210")
+    assert report._miss_note(*key).startswith(f"*(written for simulator model {report.NOTES_MODEL};")
+
+
 def test_before_now_table_counts_each_metric_and_names_a_missing_file(tmp_path):
     from validation.report import _before_now_table
     p = tmp_path / "cells-x.csv"
