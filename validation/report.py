@@ -435,7 +435,15 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "handshake's phase within the 10 ms tick, as the race's SYNs; docs/background/client-timers.md): "
         "19,444 replies/s and 22.3 / 49.0 / 28.7 % here (DropRequest and ListenOverflow in band, AcceptQFull "
         "out), but the μserver Accept-Inf calibration row's shares move away (AcceptQFull +15.3 pp) and the "
-        "fit's residual rises from 0.2419 to 0.2707: not adopted",
+        "fit's residual rises from 0.2419 to 0.2707: not adopted.  The fall is the refused SYNs' cost: "
+        "k_syn_drop (10.85 us, fitted on the μserver's rows) set to k_syn (2.97 us, an admitted SYN's, which "
+        "does all a refused one does and more; scratch runs at each row's seed, 120 s, 2026-12-03) gives "
+        "23,293 replies/s and 11,454 drops/s here, table 5.2's totals (23,345-23,511 implied, 11,406), and "
+        "shares 21.6 / 39.9 / 38.5 % (ListenOverflow in band, the other two 11 pp out).  But TUX Accept-Inf "
+        "at 27,000 then serves 20,325 (17,099 at the fitted cost; table 5.2 implies 16,705-17,171), and the "
+        "μserver's calibration rows at 27,000 rise from 9,686 and 15,596 to 14,517 and 20,383 (Accept-1, "
+        "Accept-Inf; thesis 9,442 and 15,918): the μserver's collapse past saturation needs the dear drop "
+        "cost, TUX Accept-1's does not, and no one value of it fits both TUX policies' levels at this rate",
     ("tux-one-packet", "inf", "replies_per_s"):
         "in band since the clients of 2026-11-29, whose late-acting deadline leaves connections TUX releases "
         "uncounted when no longer ESTABLISHED (*The clients' timeout*): +2.8 % to +3.0 % over seeds.md's four "
