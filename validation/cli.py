@@ -32,8 +32,9 @@
   server loop (loops/s, accepts per loop, open connections, drop shares) in steps within each row's run, from runs of
   growing length at the same seed (:mod:`validation.trace`);
 * ``python -m validation drops [--out DIR] [--jobs N] [--cache DIR]``: tables 5.1 and 5.2's queue-drop
-  totals against the simulator's, the TUX replies/s they imply, and a trace of each run's
-  queues (:mod:`validation.drops`);
+  totals against the simulator's, the TUX replies/s they imply, a trace of each run's
+  queues, and each row's scenario at the rates below it at two costs of a refused SYN
+  (:mod:`validation.drops`);
 * ``python -m validation phases [--out DIR] [--jobs N] [--seeds 2] [--from 20] [--rows LABEL,... |
   --scenario FILE [--set K=V ...]]``: the μserver's and TUX's Accept-Inf accept-phases one at a
   time, under three client settings: queued at the start, accepted, completions and the kernel's
@@ -740,7 +741,8 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--profile", default="thesis-2004", help=_PROFILE_HELP)
     tr.add_argument("--cache", default=None, help="simulation cache (default out/validation-cache/trace)")
     dr = sub.add_parser("drops", help="tables 5.1/5.2's queue-drop totals against the simulator's, the TUX "
-                        "replies/s they imply, and a trace of each run's queues -> docs/validation/drops.md")
+                        "replies/s they imply, a trace of each run's queues, and each row's scenario at the rates below "
+                        "it at two costs of a refused SYN -> docs/validation/drops.md")
     dr.add_argument("--out", default=None, help=_OUT_HELP)
     dr.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
     dr.add_argument("--profile", default="thesis-2004", help=_PROFILE_HELP)

@@ -29,6 +29,14 @@ the probe only reads state and draws no random number, so its record equals the 
 operations, ahead of SimPy's clock by at most the current phase (a few ms here), so a
 sample is the queues' state within that step of its time stamp.
 
+**Why an approach.**  Each row's scenario is also simulated at the rates below it
+(:data:`APPROACH_RATES`, the same seed and window) at two costs of a refused SYN: the profile's
+fitted ``k_syn_drop`` and ``k_syn``, the cost of an admitted SYN, which does all a refused one
+does and more (the measured kernel cost is of that size: ``tools/syn_drop_cost.py``).  A row
+past the rate where its server's replies fall off a cliff answers to the drop cost far more than
+one on a gentle slope, and the thesis's TUX Accept-1 totals say which side that row was on.
+The largest fall between neighbouring rates is reported per row and cost (:func:`steepest_fall`).
+
 ``python -m validation drops [--out DIR] [--jobs N] [--cache DIR]`` writes ``drops.md`` and
 ``drops.json`` (default ``docs/validation``).  Finished runs are kept in the cache, keyed by
 the scenario's content hash (resolved costs and the model's fingerprint included).
@@ -55,6 +63,9 @@ SAMPLE_DT = 0.05              # s between samples of the queues
 WINDOW = 10.0                 # s per row of a trace's table
 BOUND_SLACK = 0.01             # beyond syn_drop_bound by more than this share, over either run length
 TRACE_FORMAT = 1              # in a cached trace's name: a trace written by other code is not read back
+#: Target rates (req/s) each drop row is also simulated at, up to its own: from below the
+#: simulated μserver Accept-1's peak (~17,600) past TUX Accept-1's (25,000 in the thesis).
+APPROACH_RATES = (16_000.0, 18_000.0, 20_000.0, 22_000.0, 23_000.0, 24_000.0, 25_000.0, 26_000.0, 27_000.0)
 
 
 class DropsError(ValueError):
@@ -129,6 +140,55 @@ def implied_replies(rate: float, syn_per_s: float, ratios: Sequence[float]) -> t
         raise DropsError("no SYN-drops-per-failed-connection ratio to infer replies from")
     lo, hi = rate - syn_per_s / min(rs), rate - syn_per_s / max(rs)
     return max(0.0, min(lo, rate)), max(0.0, min(hi, rate))
+
+
+def approach_costs(profile: str) -> dict[str, float]:
+    """The two costs of a refused SYN the approach is simulated at (µs): the profile's fitted
+    ``k_syn_drop`` ("fitted") and its ``k_syn`` ("k_syn")."""
+    us = load_costs(profile).us
+    return {"fitted": float(us["k_syn_drop"]), "k_syn": float(us["k_syn"])}
+
+
+def steepest_fall(points: Sequence[dict]) -> dict | None:
+    """The largest relative fall in replies/s between neighbouring rates of ``points`` (dicts
+    with ``rate`` and ``replies_per_s``, any order): {"from", "to" (rates), "replies_from",
+    "replies_to", "change" (relative, < 0)}; None when replies/s never fall."""
+    pts = sorted(points, key=lambda p: p["rate"])
+    best = None
+    for a, b in zip(pts, pts[1:]):
+        if a["replies_per_s"] > 0 and b["replies_per_s"] < a["replies_per_s"]:
+            ch = b["replies_per_s"] / a["replies_per_s"] - 1.0
+            if best is None or ch < best["change"]:
+                best = {"from": a["rate"], "to": b["rate"], "replies_from": a["replies_per_s"],
+                        "replies_to": b["replies_per_s"], "change": ch}
+    return best
+
+
+def _approach_jsons(rows, profile: str, rates: Sequence[float]) -> dict[tuple[str, str, float], str]:
+    """{(row label, cost name, rate): scenario JSON} of every approach run (rates above a row's own are
+    left out; at its own rate and fitted cost the JSON is the plain run's, so the cache answers it)."""
+    prof = [f"costs.profile={json.dumps(profile)}"]
+    costs = approach_costs(profile)
+    out = {}
+    for m in rows:
+        for name, k in costs.items():
+            ov = prof if name == "fitted" else prof + [f"costs.k_syn_drop={k!r}"]
+            for r in rates:
+                if r <= m.record.target_rate:
+                    out[(m.label, name, float(r))] = scenario_json(scenario_for(m, overrides=ov, rate=r))
+    return out
+
+
+def _thesis_replies_at(m, rates: Sequence[float], thesis=None) -> dict[float, float]:
+    """{rate: replies/s} of the thesis rows of ``m``'s server, workload, mux and accept-limit at ``rates``."""
+    r0, want = m.record, {float(r) for r in rates}
+    out = {}
+    for t in (thesis if thesis is not None else load_thesis()):
+        r = t.record
+        if ((r.server, r.workload, r.mux, r.accept_limit) == (r0.server, r0.workload, r0.mux, r0.accept_limit)
+                and float(r.target_rate) in want and math.isfinite(t.get("replies_per_s"))):
+            out[float(r.target_rate)] = float(t.get("replies_per_s"))
+    return out
 
 
 # ---------------------------------------------------------------------------- the probe
@@ -257,10 +317,13 @@ def _traced(jsons: list[str], cache: Path, jobs: int, worker: Callable[[str], di
 
 # ---------------------------------------------------------------------------- the analysis
 def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thesis-2004",
-        cache: str | Path = DEFAULT_CACHE, check_plain: bool = True) -> dict:
+        cache: str | Path = DEFAULT_CACHE, check_plain: bool = True,
+        approach_rates: Sequence[float] = APPROACH_RATES) -> dict:
     """Simulate every drop row in its own window under the probe; compare totals; infer TUX's
     replies/s; write drops.json and drops.md into ``out``.  ``check_plain`` also simulates each
-    run without the probe (in the same pool) and records whether the two records agree."""
+    run without the probe (in the same pool) and records whether the two records agree.
+    ``approach_rates`` (empty: none) are the rates each row is also simulated at, without the
+    probe, at both :func:`approach_costs`."""
     cache = check_run_inputs(profile, cache, DropsError)
     rows = drop_rows()
     if not rows:
@@ -270,10 +333,14 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     traced = _traced(list(jsons.values()), cache, jobs)
     raise_if_failed(((lab, traced[js]["record"]) for lab, js in jsons.items()), DropsError)
     same = {}
-    if check_plain:
+    ajs = _approach_jsons(rows, profile, approach_rates) if approach_rates else {}
+    if check_plain or ajs:
         from .fitter import simulate_cached, stderr_progress
-        plain = simulate_cached(list(jsons.values()), cache / "plain", jobs, source="<drops>",
-                                progress=stderr_progress)
+        batch = list(dict.fromkeys((list(jsons.values()) if check_plain else []) + list(ajs.values())))
+        plain = simulate_cached(batch, cache / "plain", jobs, source="<drops>", progress=stderr_progress)
+        raise_if_failed(((f"{k[0]} at {k[2]:g} req/s, {k[1]} k_syn_drop", plain[js]) for k, js in ajs.items()),
+                        DropsError)
+    if check_plain:
         same = {lab: all(plain[js].get(k) == traced[js]["record"].get(k)
                          for k in ("replies_per_s", "accept_rate") + CATEGORIES)
                 for lab, js in jsons.items()}
@@ -312,6 +379,25 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
         else:
             c["implied_replies_per_s"] = None
             c["sim_vs_implied"] = None
+    approach = None
+    if ajs:
+        acosts = approach_costs(profile)
+        approach = {"rates": [float(r) for r in approach_rates], "k_syn_drop": acosts, "rows": []}
+        for m in rows:
+            row = {"row": m.label, "thesis_replies_per_s": {f"{r:g}": v for r, v in
+                                                            _thesis_replies_at(m, approach_rates).items()}}
+            for name in acosts:
+                pts = []
+                for (lab, nm, r), js in ajs.items():
+                    if lab == m.label and nm == name:
+                        d = plain[js]
+                        pts.append({"rate": r, "replies_per_s": float(d["replies_per_s"]),
+                                    "drops_per_s": per_second({c: d.get(c) for c in CATEGORIES},
+                                                              float(d["duration_s"]))["total"]})
+                pts.sort(key=lambda p: p["rate"])
+                row[name] = pts
+                row[name + "_steepest_fall"] = steepest_fall(pts)
+            approach["rows"].append(row)
     result = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model_fingerprint": model_fingerprint(),   # drops.md names it: which model these figures are of
@@ -321,6 +407,7 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
         "sample_dt_s": SAMPLE_DT, "trace_window_s": WINDOW,
         "thesis_syn_per_failed_range": [min(ratios), max(ratios)] if ratios else None,
         "cells": cells,
+        "approach": approach,
     }
     out = Path(out)
     atomic_write(out / "drops.json", json.dumps(nan_to_null(result), indent=2, allow_nan=False) + "\n")
@@ -379,6 +466,44 @@ def bound_markdown(cells: Sequence[dict]) -> list[str]:
     return L
 
 
+def approach_markdown(ap: dict | None, cells: Sequence[dict]) -> list[str]:
+    """The section on the approach to each row's rate at the two drop costs (none without one)."""
+    if not ap or not ap["rows"]:
+        return []
+    k = ap["k_syn_drop"]
+    implied = {c["row"]: c["implied_replies_per_s"] for c in cells if c.get("implied_replies_per_s")}
+    L = ["## The approach to each row's rate, at two costs of a refused SYN\n",
+         f"Each row's scenario (its seed and window) simulated at the rates below its own, with the profile's "
+         f"fitted `k_syn_drop` ({k['fitted']:.2f} µs, fitted on the μserver's one-packet rows only) and with "
+         f"`k_syn_drop` = `k_syn` ({k['k_syn']:.2f} µs: an admitted SYN's cost, which does all a refused one "
+         "does and more; this kernel's own NET_RX per refused SYN measures 2.2-3.8 µs, "
+         "`tools/syn_drop_cost.py`).  Both servers ran on the same kernel, so a refused SYN cost them the "
+         "same.  Replies/s and queue drops/s (all four categories); *thesis* where a table or the text gives "
+         "that rate's replies/s (TUX at 27,000: the range the totals imply, above).\n"]
+    for row in ap["rows"]:
+        fit, ks = row["fitted"], {p["rate"]: p for p in row["k_syn"]}
+        th = {float(r): v for r, v in row["thesis_replies_per_s"].items()}
+        L += [f"### {row['row']}\n",
+              "| req/s | thesis replies/s | replies/s, fitted | drops/s, fitted | replies/s, k_syn | drops/s, k_syn |",
+              "|---|---|---|---|---|---|"]
+        for p in fit:
+            r, q = p["rate"], ks.get(p["rate"])
+            t = _f(th.get(r))
+            if r not in th and implied.get(row["row"]) and r == max(x["rate"] for x in fit):
+                lo, hi = implied[row["row"]]
+                t = f"{lo:,.0f} – {hi:,.0f} (implied)"
+            L.append(f"| {r:,.0f} | {t} | {p['replies_per_s']:,.0f} | {p['drops_per_s']:,.0f} | "
+                     f"{_f(q and q['replies_per_s'])} | {_f(q and q['drops_per_s'])} |")
+        falls = []
+        for name, what in (("fitted", "fitted"), ("k_syn", "`k_syn`")):
+            f = row.get(name + "_steepest_fall")
+            falls.append(f"at the {what} cost, {f['from']:,.0f} -> {f['to']:,.0f} req/s: {f['replies_from']:,.0f} -> "
+                         f"{f['replies_to']:,.0f} replies/s ({100 * f['change']:+.1f} %)" if f
+                         else f"at the {what} cost, never")
+        L += ["", "Largest fall between neighbouring rates: " + "; ".join(falls) + ".", ""]
+    return L
+
+
 def markdown(res: dict) -> str:
     cells = res["cells"]
     rng = res["thesis_syn_per_failed_range"]
@@ -417,6 +542,7 @@ def markdown(res: dict) -> str:
             L.append(f"| {c['row']} | {c['thesis_per_s']['syn']:,.0f} | {lo:,.0f} – {hi:,.0f} | "
                      f"{c['sim_replies_per_s']:,.0f} | {100 * e0:+.1f} % – {100 * e1:+.1f} % |")
         L.append("")
+    L += approach_markdown(res.get("approach"), cells)
     L += ["## How each simulated run gets there\n",
           f"The listening socket sampled every {res['sample_dt_s'] * 1000:g} ms; per {res['trace_window_s']:g} s: "
           "SYN queue (mean, max), share of samples at the 3/4 line (a SYN arriving then is a DropRequest), young "

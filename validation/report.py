@@ -443,7 +443,13 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "at 27,000 then serves 20,325 (17,099 at the fitted cost; table 5.2 implies 16,705-17,171), and the "
         "μserver's calibration rows at 27,000 rise from 9,686 and 15,596 to 14,517 and 20,383 (Accept-1, "
         "Accept-Inf; thesis 9,442 and 15,918): the μserver's collapse past saturation needs the dear drop "
-        "cost, TUX Accept-1's does not, and no one value of it fits both TUX policies' levels at this rate",
+        "cost, TUX Accept-1's does not, and no one value of it fits both TUX policies' levels at this rate.  "
+        "drops.md's approach (each drop row from 16,000 to 27,000 req/s at both costs, the row's seed, 120 s, "
+        "2026-12-03) shows it is a cliff: at the fitted cost TUX Accept-1 serves its rate up to 25,000 (25,010) "
+        "and falls 18.1 % at the next step (20,485 at 26,000); at k_syn it slopes, 24,344 at 26,000 and 23,268 "
+        "at 27,000, as table 5.2 implies.  At k_syn TUX Accept-Inf stays at 20,135-20,391 from 22,000 to "
+        "27,000 (20,214 at 23,000, thesis 18,470; 18,997 at the fitted cost), and the μserver's largest steps "
+        "fall 6.8 % (Accept-1) and 4.9 % (Accept-Inf) where the fitted cost's fall 14.1 % and 15.2 %",
     ("tux-one-packet", "inf", "replies_per_s"):
         "in band since the clients of 2026-11-29, whose late-acting deadline leaves connections TUX releases "
         "uncounted when no longer ESTABLISHED (*The clients' timeout*): +2.8 % to +3.0 % over seeds.md's four "

@@ -135,7 +135,7 @@ def test_run_writes_totals_implied_replies_and_traces(tmp_path, monkeypatch):
     short = [dataclasses.replace(m, record=dataclasses.replace(m.record, duration_s=2.0))
              for m in drops.drop_rows()]
     monkeypatch.setattr(drops, "drop_rows", lambda: short)
-    res = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache")
+    res = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache", approach_rates=())
     cells = {c["row"]: c for c in res["cells"]}
     us, tux = cells[US_AL1], cells[TUX_AL1]
     assert us["implied_replies_per_s"] is None and math.isfinite(us["thesis_syn_per_failed"])
@@ -154,10 +154,11 @@ def test_run_writes_totals_implied_replies_and_traces(tmp_path, monkeypatch):
     assert math.isnan(tux["thesis_syn_bound"])          # no accepts or replies printed for TUX here
     assert inf["accepts_run_s"] == pytest.approx(2_271_144 / 18_462)
     assert "## SYN drops per failed connection: the most that clients with an exact retransmission allow" in md
+    assert res["approach"] is None and "## The approach" not in md
     assert f"| {US_AL1} | 17,558 | 1,923 |" in md and f"| {TUX_AL1} | 17," not in md
     n = len(list((tmp_path / "cache").glob("trace1-*.json")))
     assert n == 4
-    again = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache")      # from the cache, same figures
+    again = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache", approach_rates=())   # from the cache
     assert [c["sim_per_s"] for c in again["cells"]] == [c["sim_per_s"] for c in res["cells"]]
 
 
@@ -177,3 +178,52 @@ def test_a_run_that_fails_is_named_and_nothing_is_written(tmp_path, monkeypatch)
     with pytest.raises(drops.DropsError, match=r"simulation failed for .*ZeroDivisionError"):
         drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache", check_plain=False)
     assert not (tmp_path / "drops.md").exists() and not list((tmp_path / "cache").glob("*.json"))
+
+
+def test_steepest_fall_is_the_largest_relative_fall_between_neighbours():
+    pts = [{"rate": 27.0, "replies_per_s": 18.0}, {"rate": 25.0, "replies_per_s": 25.0},
+           {"rate": 26.0, "replies_per_s": 20.0}, {"rate": 24.0, "replies_per_s": 24.0}]
+    f = drops.steepest_fall(pts)            # any order; 25 -> 26 falls 20 %, 26 -> 27 only 10 %
+    assert (f["from"], f["to"], f["replies_from"], f["replies_to"]) == (25.0, 26.0, 25.0, 20.0)
+    assert f["change"] == pytest.approx(-0.2)
+    assert drops.steepest_fall([{"rate": 1.0, "replies_per_s": 1.0}, {"rate": 2.0, "replies_per_s": 2.0}]) is None
+    assert drops.steepest_fall([]) is None
+
+
+def test_approach_costs_are_the_fitted_drop_cost_and_an_admitted_syns():
+    from simaccept.costs import load_costs
+    us = load_costs("thesis-2004").us
+    assert drops.approach_costs("thesis-2004") == {"fitted": us["k_syn_drop"], "k_syn": us["k_syn"]}
+    assert us["k_syn_drop"] > us["k_syn"]       # else the two settings would be one
+
+
+def test_the_approach_simulates_each_row_below_its_rate_at_both_costs(tmp_path, monkeypatch):
+    short = [dataclasses.replace(m, record=dataclasses.replace(m.record, duration_s=2.0))
+             for m in drops.drop_rows()]
+    monkeypatch.setattr(drops, "drop_rows", lambda: short)
+    rates = (23_000.0, 27_000.0, 28_000.0)          # 28,000 is above every row's own rate: left out
+    res = drops.run(out=tmp_path, jobs=2, cache=tmp_path / "cache", approach_rates=rates)
+    ap = res["approach"]
+    assert ap["rates"] == list(rates) and set(ap["k_syn_drop"]) == {"fitted", "k_syn"}
+    rows = {r["row"]: r for r in ap["rows"]}
+    assert set(rows) == {c["row"] for c in res["cells"]}
+    for lab, r in rows.items():
+        assert [p["rate"] for p in r["fitted"]] == [p["rate"] for p in r["k_syn"]] == [23_000.0, 27_000.0]
+        own = next(c for c in res["cells"] if c["row"] == lab)
+        # at its own rate and the fitted cost the approach point is the row's own run
+        assert r["fitted"][-1]["replies_per_s"] == own["sim_replies_per_s"]
+        assert r["fitted"][-1]["drops_per_s"] == pytest.approx(own["sim_per_s"]["total"])
+    # a cheaper refused SYN leaves the server more CPU: TUX Accept-1 serves more at 27,000
+    assert rows[TUX_AL1]["k_syn"][-1]["replies_per_s"] > rows[TUX_AL1]["fitted"][-1]["replies_per_s"]
+    assert rows[TUX_AL1]["thesis_replies_per_s"] == {"23000": 22997.0}
+    md = (tmp_path / "drops.md").read_text()
+    assert "## The approach to each row's rate, at two costs of a refused SYN" in md
+    assert f"| 23,000 | 22,997 |" in md and "(implied)" in md and "Largest fall between neighbouring rates" in md
+    saved = json.loads((tmp_path / "drops.json").read_text())
+    assert saved["approach"]["rows"][0]["row"] == ap["rows"][0]["row"]
+    # from the cache: nothing simulated again, the same figures
+    monkeypatch.setattr(drops, "trace_run", lambda sc: 1 / 0)
+    import validation.fitter as fitter
+    monkeypatch.setattr(fitter, "_simulate_json", lambda *a: 1 / 0)
+    again = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache", approach_rates=rates)
+    assert again["approach"]["rows"] == ap["rows"]
