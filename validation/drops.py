@@ -466,17 +466,18 @@ def bound_markdown(cells: Sequence[dict]) -> list[str]:
     return L
 
 
-def approach_markdown(ap: dict | None, cells: Sequence[dict]) -> list[str]:
+def approach_markdown(ap: dict | None, cells: Sequence[dict], profile: str = "") -> list[str]:
     """The section on the approach to each row's rate at the two drop costs (none without one)."""
     if not ap or not ap["rows"]:
         return []
     k = ap["k_syn_drop"]
+    where = ", fitted on the μserver's one-packet rows only" if profile == "thesis-2004" else ""
     implied = {c["row"]: c["implied_replies_per_s"] for c in cells if c.get("implied_replies_per_s")}
     L = ["## The approach to each row's rate, at two costs of a refused SYN\n",
          f"Each row's scenario (its seed and window) simulated at the rates below its own, with the profile's "
-         f"fitted `k_syn_drop` ({k['fitted']:.2f} µs, fitted on the μserver's one-packet rows only) and with "
+         f"`k_syn_drop` (profile `{profile}`: {k['fitted']:.2f} µs{where}) and with "
          f"`k_syn_drop` = `k_syn` ({k['k_syn']:.2f} µs: an admitted SYN's cost, which does all a refused one "
-         "does and more; this kernel's own NET_RX per refused SYN measures 2.2-3.8 µs, "
+         "does and more; the test bed's Linux 6 spends 2.2-3.8 µs of NET_RX per refused SYN, "
          "`tools/syn_drop_cost.py`).  Both servers ran on the same kernel, so a refused SYN cost them the "
          "same.  Replies/s and queue drops/s (all four categories); *thesis* where a table or the text gives "
          "that rate's replies/s (TUX at 27,000: the range the totals imply, above).\n"]
@@ -542,7 +543,7 @@ def markdown(res: dict) -> str:
             L.append(f"| {c['row']} | {c['thesis_per_s']['syn']:,.0f} | {lo:,.0f} – {hi:,.0f} | "
                      f"{c['sim_replies_per_s']:,.0f} | {100 * e0:+.1f} % – {100 * e1:+.1f} % |")
         L.append("")
-    L += approach_markdown(res.get("approach"), cells)
+    L += approach_markdown(res.get("approach"), cells, res["profile"])
     L += ["## How each simulated run gets there\n",
           f"The listening socket sampled every {res['sample_dt_s'] * 1000:g} ms; per {res['trace_window_s']:g} s: "
           "SYN queue (mean, max), share of samples at the 3/4 line (a SYN arriving then is a DropRequest), young "
