@@ -164,26 +164,26 @@ def steepest_fall(points: Sequence[dict]) -> dict | None:
     return best
 
 
-def _approach_jsons(rows, profile: str, rates: Sequence[float]) -> dict[tuple[str, str, float], str]:
-    """{(row label, cost name, rate): scenario JSON} of every approach run (rates above a row's own are
-    left out; at its own rate and fitted cost the JSON is the plain run's, so the cache answers it)."""
-    prof = [f"costs.profile={json.dumps(profile)}"]
-    costs = approach_costs(profile)
+def _approach_jsons(rows, prof: list[str], costs: dict[str, float],
+                    rates: Sequence[float]) -> dict[str, dict[str, dict[float, str]]]:
+    """{row label: {cost name: {rate: scenario JSON}}} of every approach run, rates ascending (rates
+    above a row's own are left out; at its own rate and fitted cost the JSON is the plain run's, so
+    the cache answers it)."""
     out = {}
     for m in rows:
+        out[m.label] = {}
         for name, k in costs.items():
             ov = prof if name == "fitted" else prof + [f"costs.k_syn_drop={k!r}"]
-            for r in rates:
-                if r <= m.record.target_rate:
-                    out[(m.label, name, float(r))] = scenario_json(scenario_for(m, overrides=ov, rate=r))
+            out[m.label][name] = {float(r): scenario_json(scenario_for(m, overrides=ov, rate=r))
+                                  for r in sorted(rates) if r <= m.record.target_rate}
     return out
 
 
-def _thesis_replies_at(m, rates: Sequence[float], thesis=None) -> dict[float, float]:
-    """{rate: replies/s} of the thesis rows of ``m``'s server, workload, mux and accept-limit at ``rates``."""
+def _thesis_replies_at(m, rates: Sequence[float], thesis) -> dict[float, float]:
+    """{rate: replies/s} of the ``thesis`` rows of ``m``'s server, workload, mux and accept-limit at ``rates``."""
     r0, want = m.record, {float(r) for r in rates}
     out = {}
-    for t in (thesis if thesis is not None else load_thesis()):
+    for t in thesis:
         r = t.record
         if ((r.server, r.workload, r.mux, r.accept_limit) == (r0.server, r0.workload, r0.mux, r0.accept_limit)
                 and float(r.target_rate) in want and math.isfinite(t.get("replies_per_s"))):
@@ -333,13 +333,15 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     traced = _traced(list(jsons.values()), cache, jobs)
     raise_if_failed(((lab, traced[js]["record"]) for lab, js in jsons.items()), DropsError)
     same = {}
-    ajs = _approach_jsons(rows, profile, approach_rates) if approach_rates else {}
-    if check_plain or ajs:
+    acosts = approach_costs(profile) if approach_rates else {}
+    ajs = _approach_jsons(rows, prof, acosts, approach_rates) if approach_rates else {}
+    runs = {(lab, name, r): js for lab, by in ajs.items() for name, pts in by.items() for r, js in pts.items()}
+    if check_plain or runs:
         from .fitter import simulate_cached, stderr_progress
-        batch = list(dict.fromkeys((list(jsons.values()) if check_plain else []) + list(ajs.values())))
+        batch = list(dict.fromkeys((list(jsons.values()) if check_plain else []) + list(runs.values())))
         plain = simulate_cached(batch, cache / "plain", jobs, source="<drops>", progress=stderr_progress)
-        raise_if_failed(((f"{k[0]} at {k[2]:g} req/s, {k[1]} k_syn_drop", plain[js]) for k, js in ajs.items()),
-                        DropsError)
+        raise_if_failed(((f"{lab} at {r:g} req/s, {name} k_syn_drop", plain[js])
+                         for (lab, name, r), js in runs.items()), DropsError)
     if check_plain:
         same = {lab: all(plain[js].get(k) == traced[js]["record"].get(k)
                          for k in ("replies_per_s", "accept_rate") + CATEGORIES)
@@ -381,20 +383,16 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
             c["sim_vs_implied"] = None
     approach = None
     if ajs:
-        acosts = approach_costs(profile)
         approach = {"rates": [float(r) for r in approach_rates], "k_syn_drop": acosts, "rows": []}
+        thesis = load_thesis()
         for m in rows:
             row = {"row": m.label, "thesis_replies_per_s": {f"{r:g}": v for r, v in
-                                                            _thesis_replies_at(m, approach_rates).items()}}
-            for name in acosts:
-                pts = []
-                for (lab, nm, r), js in ajs.items():
-                    if lab == m.label and nm == name:
-                        d = plain[js]
-                        pts.append({"rate": r, "replies_per_s": float(d["replies_per_s"]),
-                                    "drops_per_s": per_second({c: d.get(c) for c in CATEGORIES},
-                                                              float(d["duration_s"]))["total"]})
-                pts.sort(key=lambda p: p["rate"])
+                                                            _thesis_replies_at(m, approach_rates, thesis).items()}}
+            for name, by_rate in ajs[m.label].items():
+                pts = [{"rate": r, "replies_per_s": float(plain[js]["replies_per_s"]),
+                        "drops_per_s": per_second({c: plain[js].get(c) for c in CATEGORIES},
+                                                  float(plain[js]["duration_s"]))["total"]}
+                       for r, js in by_rate.items()]
                 row[name] = pts
                 row[name + "_steepest_fall"] = steepest_fall(pts)
             approach["rows"].append(row)
@@ -490,7 +488,7 @@ def approach_markdown(ap: dict | None, cells: Sequence[dict], profile: str = "")
         for p in fit:
             r, q = p["rate"], ks.get(p["rate"])
             t = _f(th.get(r))
-            if r not in th and implied.get(row["row"]) and r == max(x["rate"] for x in fit):
+            if r not in th and implied.get(row["row"]) and r == fit[-1]["rate"]:
                 lo, hi = implied[row["row"]]
                 t = f"{lo:,.0f} – {hi:,.0f} (implied)"
             L.append(f"| {r:,.0f} | {t} | {p['replies_per_s']:,.0f} | {p['drops_per_s']:,.0f} | "
