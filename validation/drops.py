@@ -325,6 +325,9 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, profile: str = "thes
     ``approach_rates`` (empty: none) are the rates each row is also simulated at, without the
     probe, at both :func:`approach_costs`."""
     cache = check_run_inputs(profile, cache, DropsError)
+    for r in approach_rates:
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not (math.isfinite(r) and r > 0):
+            raise DropsError(f"approach_rates: each must be a rate in req/s > 0, got {r!r}")
     rows = drop_rows()
     if not rows:
         raise DropsError("thesis.csv has no row with drop totals")

@@ -227,3 +227,10 @@ def test_the_approach_simulates_each_row_below_its_rate_at_both_costs(tmp_path, 
     monkeypatch.setattr(fitter, "_simulate_json", lambda *a: 1 / 0)
     again = drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache", approach_rates=rates)
     assert again["approach"]["rows"] == ap["rows"]
+
+
+@pytest.mark.parametrize("bad", [[-1.0], [0], [math.nan], ["27000"], [True]])
+def test_a_bad_approach_rate_is_refused_by_name_before_anything_runs(tmp_path, bad):
+    with pytest.raises(drops.DropsError, match=r"approach_rates: each must be a rate in req/s > 0"):
+        drops.run(out=tmp_path, jobs=1, cache=tmp_path / "cache", approach_rates=bad)
+    assert not (tmp_path / "drops.md").exists() and not (tmp_path / "cache").exists()
