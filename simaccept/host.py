@@ -137,6 +137,7 @@ class Host:
         self.t_req = [-1.0] * n          # when the client sent the current request
         self.dl = [0.0] * n              # client's current deadline
         self.t_acc = [-1.0] * n
+        self.t_closed = [-1.0] * n       # the server's close() returned: open from t_acc to here
         self.t_done = [-1.0] * n         # last reply received / gave up
         self.no_req = [False] * n        # established after its deadline: closed without a request
         self.replies = [0] * n
@@ -666,7 +667,8 @@ class Host:
                     self._push(self.dl[c], E_DEADLINE, c)
         return 0
 
-    def close(self, c: int) -> None:
+    def close(self, t: float, c: int) -> None:
+        self.t_closed[c] = t
         self.kst[c] = K_CLOSED
         self.sst[c] = S_NONE
         self.n_open -= 1

@@ -10,7 +10,7 @@ record.
 from __future__ import annotations
 
 STAT_NAMES = ("getevents_calls", "fds_returned", "accept_phases", "accepts", "accepts_eagain",
-              "work_phases", "work_items", "open_integral", "closed", "accepts_discarded")
+              "work_phases", "work_items", "closed", "accepts_discarded")
 
 
 class ServerModel:
@@ -22,8 +22,6 @@ class ServerModel:
         self.meter = meter
         self.max_conns = sc["server"]["max_conns"]
         self.stats = {name: 0 for name in STAT_NAMES}
-        self.stats["open_integral"] = 0.0
-        self.t_last = 0.0
 
     def start(self):
         self.proc = self.env.process(self.loop())

@@ -101,8 +101,6 @@ class Knot(ServerModel):
                     woken = [conn for conn in ready if conn in blocked_on]
                 n_blocked = len(blocked_on) + len(blocked_accept)
                 n_ready = len(woken) + (1 if (listening and ls.acceptq) else 0)
-                st["open_integral"] += h.n_open * (t - self.t_last)
-                self.t_last = t
                 cost = c.sched_base + c.sched_per_blocked * (n_blocked + h.n_open) + c.sched_per_ready * n_ready
                 t = h.run(t, cost, "poll")
                 if c.user_per_event:
@@ -178,7 +176,7 @@ class Knot(ServerModel):
                                 break
                         elif r == 0:
                             t = h.run2(t, c.read_eof, "read", c.close, "close")
-                            h.close(conn)
+                            h.close(t, conn)
                             q.popleft()
                             st["closed"] += 1
                             closed_last += 1

@@ -100,8 +100,6 @@ class TUX(ServerModel):
                 t = yield from self.sleep_until_ready(t, listening)
                 if t >= t_stop:
                     return
-            st["open_integral"] += h.n_open * (t - self.t_last)
-            self.t_last = t
             # ---------------------------------------------------------- accept-phase
             if ls.acceptq and listening:
                 view = PhaseView(len(ls.acceptq), len(ready), h.n_open, closed_last,
@@ -127,7 +125,7 @@ class TUX(ServerModel):
                         # closed) is released, and the accept-phase ends there (goto err).
                         # No request is made of it, so it is not counted as accepted.
                         t = h.run(t, c.tux_close, "close")
-                        h.close(conn)
+                        h.close(t, conn)
                         st["accepts_discarded"] += 1
                         break
                     n += 1
@@ -152,7 +150,7 @@ class TUX(ServerModel):
                         t = self._reply(t, conn, cold)
                     elif r == 0:
                         t = h.run(t, c.tux_close + cold, "close")
-                        h.close(conn)
+                        h.close(t, conn)
                         closed += 1
                     else:
                         ready.pop(conn, None)

@@ -96,8 +96,6 @@ class UServer(ServerModel):
                                                                          "user", "close"))
         a_wv = sd.get("writev", 0.0)
         n_get = n_fds = n_aph = n_acc = n_eagain = n_wph = n_items = n_closed = 0
-        open_int = 0.0
-        t_last = self.t_last
         closed_last = 0
 
         # The loop keeps its own clock ``t`` and hands control to SimPy only
@@ -122,10 +120,7 @@ class UServer(ServerModel):
                 st["work_phases"] += n_wph
                 st["work_items"] += n_items
                 st["closed"] += n_closed
-                st["open_integral"] += open_int
                 n_get = n_fds = n_aph = n_acc = n_eagain = n_wph = n_items = n_closed = 0
-                open_int = 0.0
-                self.t_last = t_last
                 meter.tick(t)
                 if t >= t_stop:
                     if t > t_env:
@@ -150,8 +145,6 @@ class UServer(ServerModel):
             n_snap = len(snapshot)
             n_ready = n_snap + 1 if listen_ready else n_snap
             # time-average of open connections, sampled at each getevents
-            open_int += n_open * (t - t_last)
-            t_last = t
             cost = g_base + g_fd * (n_open + idle) + g_ready * n_ready
             a_get += cost
             ev = c_event * n_ready              # the loop's own work per event returned
@@ -235,7 +228,7 @@ class UServer(ServerModel):
                         kb = cpu.kbusy
                         end = (t if t > kb else kb) + (c_eof + c_close)
                         t = end if h.nt >= end else stretch(end)
-                        close(conn)
+                        close(t, conn)
                         closed += 1
                     else:
                         a_read += c_eof                 # EAGAIN costs like a short read

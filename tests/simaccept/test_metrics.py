@@ -81,6 +81,12 @@ def test_the_records_connection_figures_are_the_rows(run):
     assert rec.client_timeouts * dur == pytest.approx(gave_up.sum(), abs=1e-9)
     # every reply the clients received in time is some connection's, once
     assert int(rows["replies"].sum()) == len(host.resp_t)
+    # the open set's time-average: each accepted connection's time open inside the window
+    acc, closed = rows["t_accepted"], rows["t_closed"]
+    open_s = np.minimum(np.where(np.isnan(closed), te, closed), te) - np.maximum(acc, tw)
+    assert rec.open_conns_mean > 0
+    assert rec.open_conns_mean * dur == pytest.approx(np.nansum(np.clip(open_s, 0, None)), rel=1e-12)
+    assert rec.open_conns_mean <= sc["server"]["max_conns"]
 
 
 def test_each_row_follows_a_connections_life(run):
@@ -93,6 +99,10 @@ def test_each_row_follows_a_connections_life(run):
     assert np.all(rows["replies"] <= rows["requests"]) and np.all(rows["requests"] >= 1)
     both = ~np.isnan(est) & ~np.isnan(acc)
     assert np.all(t0[both] <= est[both]) and np.all(est[both] <= acc[both])
+    # the server closes only what it accepted, after it accepted it
+    closed = rows["t_closed"]
+    assert not np.any(~np.isnan(closed) & np.isnan(acc))
+    assert np.all(closed[~np.isnan(closed)] >= acc[~np.isnan(closed)])
     # an accepted connection had its handshake done
     assert not np.any(~np.isnan(acc) & np.isnan(est))
     completed = names == "completed"
