@@ -58,7 +58,7 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 from simaccept.costs import available_profiles, read_profile
 from simaccept.record import RunRecord
@@ -471,13 +471,18 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
 #: model, with thesis-2004).  Once the model changes, :func:`_miss_note` says so on every note until they
 #: are read again.  Figures a note quotes from a scratch run or an analysis of an earlier model say which
 #: in the note.
-NOTES_MODEL = "3557408fbd973b53"
+NOTES_MODEL = "9df863e83f374b9e"
 
 #: Notes whose figures are of another model than :data:`NOTES_MODEL`: {key: the model they are of}.
-#: Empty: every note was read again for the fixes of 2026-12-02 (docs/known-defects.md) once drops,
-#: seeds, trace, phases, window and specweb-idle were simulated again at that model (specweb-idle's
-#: figures came out as before).  A note left unread after a model change goes here.
-NOTE_MODELS: dict[tuple[str, str, str], str] = {}
+#: The open-connection mean of 2026-12-03 (:data:`SAME_RESULTS_BUT`) moved no other figure, so every
+#: note was read again for it but two that quote open-connection counts of seeds.md, trace.md or
+#: specweb-idle.md, which were not simulated again: those are of 3557408fbd973b53 (every other
+#: figure in them is the same at both models).  The μserver SPECweb99-like Accept-1's ~38 open
+#: connections are this report's (38.4; 37.6 before).
+NOTE_MODELS: dict[tuple[str, str, str], str] = {
+    ("userver-specweb99-select", "1", "replies_per_s"): "3557408fbd973b53",
+    ("knot-one-packet", "50", "open_conns_mean"): "3557408fbd973b53",
+}
 
 
 def _miss_note(group: str, policy: str, metric: str) -> str:
@@ -489,8 +494,10 @@ def _miss_note(group: str, policy: str, metric: str) -> str:
             note = MISS_NOTES[key]
             model, written = _model_fingerprint(), NOTE_MODELS.get(key, NOTES_MODEL)
             if model not in same_model(written):
-                note = (f"*(written for simulator model {written}; this report's is {model}: its figures "
-                        "are of that model)* " + note)
+                moved = moved_fields(written, model)
+                which = (f"its {', '.join(f'`{f}`' for f in moved)} figures are of that model, every other "
+                         "figure is the same at both" if moved else "its figures are of that model")
+                note = f"*(written for simulator model {written}; this report's is {model}: {which})* " + note
             return note
     return ""
 
@@ -1394,29 +1401,100 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
 }
 
 
-def same_model(fingerprint: str) -> set[str]:
-    """``fingerprint`` and every later one :data:`SAME_CODE` or :data:`SAME_RESULTS` leads to from it."""
+#: Fingerprints of model code changed since where the change was shown to move some metrics of
+#: the record and no other: {recorded: (the commit it is of, the fingerprint after the change, the
+#: commit that has it, {module: the top-level definitions whose code differs}, the
+#: :class:`~simaccept.record.RunRecord` fields it moved)}.  The evidence is :data:`SAME_RESULTS`'s,
+#: a re-simulation of the whole report from an empty cache at the new fingerprint, with every cell
+#: identical but the moved fields' (``tools/same_report.py --moved FIELD``).  An analysis that
+#: reads none of the moved fields (:data:`UNREAD`) is as current as before the change; one that
+#: reads them is stale, and its banner names the fields: every other figure in it still holds.
+SAME_RESULTS_BUT: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]], tuple[str, ...]]] = {
+    "4022d3331c7c1c79": ("31ff9415fd5d075315ceff3e8e7a370432d86e6f", "9df863e83f374b9e",
+                         "1077fb9af6a357a4fdc5a007ad659c882df00001",
+                         {"host.py": ("Host",),
+                          "metrics.py": ("compute", "per_connection_rows"),
+                          "servers/base.py": ("STAT_NAMES", "ServerModel"),
+                          "servers/knot.py": ("Knot",),
+                          "servers/tux.py": ("TUX",),
+                          "servers/userver.py": ("UServer",)},
+                         ("open_conns_mean",)),
+}
+
+#: Record fields an analysis never reads, by the name of its JSON file: a :data:`SAME_RESULTS_BUT`
+#: change that moved only these leaves it current.  Checked against each analysis's source and its
+#: committed JSON (tests/validation/test_report.py, test_an_analysis_does_not_read_what_it_says_it_does_not).
+UNREAD: dict[str, tuple[str, ...]] = {
+    "window": ("open_conns_mean",),
+    "sensitivity": ("open_conns_mean",),
+    "sensitivity-rows": ("open_conns_mean",),
+}
+
+
+def _next_model(fingerprint: str, unread: Collection[str] | None) -> tuple[str, tuple[str, ...]] | None:
+    """(the fingerprint a link leads to from ``fingerprint``, the fields it moved), or None; a
+    :data:`SAME_RESULTS_BUT` link is followed only if it moved fields in ``unread`` alone (with
+    ``unread`` None: whatever it moved)."""
+    nxt = SAME_CODE.get(fingerprint) or SAME_RESULTS.get(fingerprint)
+    if nxt is not None:
+        return nxt[1], ()
+    but = SAME_RESULTS_BUT.get(fingerprint)
+    if but is not None and (unread is None or set(but[4]) <= set(unread)):
+        return but[1], but[4]
+    return None
+
+
+def same_model(fingerprint: str, unread: Collection[str] = ()) -> set[str]:
+    """``fingerprint`` and every later one :data:`SAME_CODE` or :data:`SAME_RESULTS` leads to from it,
+    and :data:`SAME_RESULTS_BUT` where what it moved is in ``unread`` (fields the caller never reads)."""
     out = {fingerprint}
     while True:
-        nxt = SAME_CODE.get(fingerprint) or SAME_RESULTS.get(fingerprint)
-        if nxt is None or nxt[1] in out:
+        nxt = _next_model(fingerprint, unread)
+        if nxt is None or nxt[0] in out:
             return out
-        fingerprint = nxt[1]
+        fingerprint = nxt[0]
         out.add(fingerprint)
 
 
-def model_changes_since(generated_at: str, fingerprint: str | None = None) -> list[str]:
+def moved_fields(fingerprint: str, now: str) -> list[str] | None:
+    """The record fields the :data:`SAME_RESULTS_BUT` changes from ``fingerprint`` to ``now`` moved
+    (every other field the same), or None if the links do not lead there."""
+    moved: list[str] = []
+    seen = {fingerprint}
+    while fingerprint != now:
+        nxt = _next_model(fingerprint, None)
+        if nxt is None or nxt[0] in seen:
+            return None
+        fingerprint = nxt[0]
+        seen.add(fingerprint)
+        moved += [f for f in nxt[1] if f not in moved]
+    return moved
+
+
+#: How :func:`model_changes_since` names a :data:`SAME_RESULTS_BUT` change (stale_markdown reads it).
+MOVED_ONLY = "a change to the simulator's code that moved only "
+
+
+def model_changes_since(generated_at: str, fingerprint: str | None = None, unread: Collection[str] = ()) -> list[str]:
     """The :data:`MODEL_CHANGES` made after ``generated_at`` (an ISO-8601 UTC time), and, for an
     analysis that recorded the simulator's :func:`~simaccept.scenario.model_fingerprint`, any change
     to the simulator's code since (no list to keep up to date; files written before 2026-11-25 have
     no fingerprint and rely on the list; a fingerprint in :data:`SAME_CODE` or :data:`SAME_RESULTS`
-    stands for the ones it leads to)."""
+    stands for the ones it leads to, and in :data:`SAME_RESULTS_BUT` too for an analysis that never
+    reads what it moved: ``unread``, its :data:`UNREAD` entry)."""
     out = [what for when, what in MODEL_CHANGES if generated_at < when]
     if fingerprint is not None:
         from simaccept.scenario import model_fingerprint
         now = model_fingerprint()
-        if now not in same_model(fingerprint):
-            out.append(f"a change to the simulator's code (model fingerprint `{fingerprint}` then, `{now}` now)")
+        if now not in same_model(fingerprint, unread):
+            moved = moved_fields(fingerprint, now)
+            if moved:
+                out.append(MOVED_ONLY
+                           + ", ".join(f"`{f}`" for f in moved)
+                           + f" (model fingerprint `{fingerprint}` then, `{now}` now; every other figure "
+                           "is the same at both)")
+            else:
+                out.append(f"a change to the simulator's code (model fingerprint `{fingerprint}` then, `{now}` now)")
     return out
 
 
@@ -1432,9 +1510,12 @@ def stale_markdown(what: str, generated_at: str, profile: str | None, stale: lis
                    + ", ".join(f"`{p}`" for p in stale))
     if changed:
         why.append("before this change to the simulator: " + "; ".join(changed))
+    # a change shown to move some fields only (SAME_RESULTS_BUT) leaves the rest of the analysis current
+    partial = not stale and all(c.startswith(MOVED_ONLY) for c in changed)
+    whose = ("The figures of those fields and what it read from them are of that model, every other one is "
+             "this report's" if partial else "Its figures are of that model, not of the one this report used")
     return [f"**Stale:** {what} was computed on {generated_at[:10]} " + ", and ".join(why)
-            + f".  Its figures are of that model, not of the one this report used; "
-            f"`python -m validation {refresh} --out <this directory>` refreshes them.\n"]
+            + f".  {whose}; `python -m validation {refresh} --out <this directory>` refreshes them.\n"]
 
 
 def _specweb_idle_summary(out: Path) -> dict[str, Any] | None:
@@ -1477,7 +1558,8 @@ def _window_summary(out: Path) -> dict[str, Any] | None:
     thr = [c for c in d["cells"] if c["metric"] == "replies_per_s"]
     return {"generated_at": d["generated_at"], "profile": d.get("profile"),
             "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
-            "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint")), "file_window": d["file_window_s"],
+            "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint"), UNREAD["window"]),
+            "file_window": d["file_window_s"],
             "thesis_window": d["thesis_window"], "throughput_within_10pct": d["throughput_within_10pct"],
             "throughput": [{k: c.get(k) for k in ("row", "role", "measured", "file_window", "thesis_window",
                                               "error_file_window", "error_thesis_window", "change")} for c in thr]}
@@ -1535,7 +1617,7 @@ def seeds_markdown(sd: dict[str, Any] | None) -> list[str]:
             L += [f"| {c['row']} | {c['role']} | {c['label']} | {metric_spread_columns(c)} |" for c in sd["loop_cells"]]
             L.append("")
             L.append("How the μserver's loop at 27,000 req/s and Knot's open connections at 15,000 move within these runs, in 20 s steps: "
-                     "[trace.md](trace.md) (`python -m validation trace`).\n")
+                     "[trace.md](trace.md) (`python -m validation trace`; of the same runs and model as seeds.md).\n")
     return L
 
 
@@ -1581,7 +1663,7 @@ def _sensitivity_summary(out: Path) -> dict[str, Any] | None:
         stale = stale_costs({p: v["value"] for p, v in params.items() if v.get("value") is not None},
                             d.get("profile"), new=False)
         stale += sorted(f"{p} (not analysed)" for p in {q for ps in PARAMS_BY_SERVER.values() for q in ps} - set(params))
-    stale_model = model_changes_since(d["generated_at"], d.get("model_fingerprint"))
+    stale_model = model_changes_since(d["generated_at"], d.get("model_fingerprint"), UNREAD["sensitivity"])
     return {"generated_at": d["generated_at"], "step": d["step"], "profile": d.get("profile"), "stale_costs": stale,
             "stale_model": stale_model,
             "rows_current": _sensitivity_rows_current(out, d.get("profile")) if stale or stale_model else None,
@@ -1616,7 +1698,7 @@ def _sensitivity_rows_current(out: Path, profile: str | None) -> dict[str, Any] 
     d = json.loads(f.read_text())
     if d.get("profile") != profile or not d.get("costs") or not d.get("model_fingerprint") \
             or stale_costs(d["costs"], profile) \
-            or model_changes_since(d["generated_at"], d.get("model_fingerprint")):
+            or model_changes_since(d["generated_at"], d.get("model_fingerprint"), UNREAD["sensitivity-rows"]):
         return None
     return {"generated_at": d["generated_at"], "rows": [r["row"] for r in d["rows"]],
             "misses": _sensitivity_misses(d)}

@@ -332,13 +332,15 @@ def test_a_renamed_fingerprint_is_the_same_code(tmp_path):
 
 
 def test_a_fingerprint_of_the_same_results_changed_only_there(tmp_path):
-    # SAME_RESULTS's claim, from git history: both fingerprints are their commits', and the
-    # model code differs in the named top-level definitions and nowhere else (the evidence that
-    # those changes move no result is the re-simulated report, docs/guarantees.md)
+    # SAME_RESULTS's and SAME_RESULTS_BUT's claim, from git history: both fingerprints are their
+    # commits', and the model code differs in the named top-level definitions and nowhere else (the
+    # evidence that those changes move no result, or only the fields named, is the re-simulated
+    # report, docs/guarantees.md)
     from simaccept.fingerprint import model_fingerprint
-    from validation.report import SAME_RESULTS
-    _have_commits({c for v in SAME_RESULTS.values() for c in (v[0], v[2])})
-    for recorded, (old_commit, twin, new_commit, changed) in SAME_RESULTS.items():
+    from validation.report import SAME_RESULTS, SAME_RESULTS_BUT
+    links = {**SAME_RESULTS, **{k: v[:4] for k, v in SAME_RESULTS_BUT.items()}}
+    _have_commits({c for v in links.values() for c in (v[0], v[2])})
+    for recorded, (old_commit, twin, new_commit, changed) in links.items():
         old, new = _commit_tree(tmp_path, old_commit), _commit_tree(tmp_path, new_commit)
         assert model_fingerprint(str(old)) == recorded
         assert model_fingerprint(str(new)) == twin
@@ -346,6 +348,47 @@ def test_a_fingerprint_of_the_same_results_changed_only_there(tmp_path):
         assert a.keys() == b.keys()
         differ = {m: tuple(sorted(n for n in a[m].keys() | b[m].keys() if a[m].get(n) != b[m].get(n))) for m in a}
         assert {m: d for m, d in differ.items() if d} == {m: tuple(sorted(v)) for m, v in changed.items()}
+
+
+def test_a_change_that_moved_some_fields_is_stale_only_where_they_are_read(monkeypatch):
+    import simaccept.scenario as scenario_mod
+    import validation.report as report
+    monkeypatch.setattr(report, "SAME_CODE", {"a": ("", "b", "")})
+    monkeypatch.setattr(report, "SAME_RESULTS_BUT", {"b": ("", "c", "", {}, ("open_conns_mean",)),
+                                                     "c": ("", "d", "", {}, ("resp_ms_mean",))})
+    assert report.same_model("a") == {"a", "b"}                 # a reader of every field stops there
+    assert report.same_model("a", ("open_conns_mean",)) == {"a", "b", "c"}
+    assert report.same_model("a", ("open_conns_mean", "resp_ms_mean")) == {"a", "b", "c", "d"}
+    assert report.moved_fields("a", "d") == ["open_conns_mean", "resp_ms_mean"]
+    assert report.moved_fields("a", "b") == [] and report.moved_fields("d", "a") is None
+    later = "2099-01-01T00:00:00+00:00"
+    monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None: "c")
+    assert report.model_changes_since(later, "a", ("open_conns_mean",)) == []
+    [why] = report.model_changes_since(later, "a")
+    assert "moved only `open_conns_mean`" in why and "`a` then, `c` now" in why
+    [why] = report.model_changes_since(later, "z", ("open_conns_mean",))      # no link: any change
+    assert "moved only" not in why and "`z` then" in why
+    # the banner keeps every other figure of the analysis, and only then
+    [md] = report.stale_markdown("this analysis", later, "p", [], "seeds", report.model_changes_since(later, "a"))
+    assert "every other one is this report's" in md and "not of the one this report used" not in md
+    for stale, changed in (([], [why]), (["select_base"], report.model_changes_since(later, "a"))):
+        [md] = report.stale_markdown("this analysis", later, "p", stale, "seeds", changed)
+        assert "not of the one this report used" in md
+    for recorded, (_, twin, _, _, moved) in report.SAME_RESULTS_BUT.items() or {"x": ("", "y", "", {}, ("f",))}.items():
+        monkeypatch.setattr(report, "SAME_RESULTS_BUT", {recorded: ("", twin, "", {}, moved)})
+        monkeypatch.setattr(scenario_mod, "model_fingerprint", lambda root=None, twin=twin: twin)
+        assert report.model_changes_since(later, recorded, moved) == []
+
+
+def test_an_analysis_does_not_read_what_it_says_it_does_not():
+    # UNREAD's claim: neither the analysis's code nor the figures it committed name the field
+    from validation.records import ROOT
+    from validation.report import UNREAD
+    for name, fields in UNREAD.items():
+        src = (ROOT / "validation" / (name.split("-")[0] + ".py")).read_text()
+        committed = (ROOT / "docs/validation" / f"{name}.json").read_text()
+        for f in fields:
+            assert f not in src and f not in committed, (name, f)
 
 
 def test_the_same_model_follows_both_kinds_of_link(monkeypatch):

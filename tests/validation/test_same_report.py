@@ -107,3 +107,40 @@ def test_a_report_file_that_is_a_device_is_refused(copy, name):
     (copy / name).symlink_to("/dev/zero")
     r = run(copy, COMMITTED)
     assert r.returncode == 2 and f"{copy / name}: not a regular file" in r.stderr, r.stderr
+
+
+def _open_cells_moved(d):
+    lines = (d / "cells.csv").read_text().splitlines(keepends=True)
+    i = next(k for k, ln in enumerate(lines) if ",open_conns_mean," in ln)
+    cols = lines[i].split(",")
+    cols[7] = str(float(cols[7]) * 0.5)           # predicted (the error left as it was: not checked)
+    lines[i] = ",".join(cols)
+    (d / "cells.csv").write_text("".join(lines))
+    _edit_summary(d, lambda s: s["thesis_other_within_tolerance"]["open_conns_mean"].update(within=0, fraction=0.0))
+    return i
+
+
+def test_a_declared_moved_field_is_listed_and_every_other_cell_still_checked(copy):
+    i = _open_cells_moved(copy)
+    r = run(COMMITTED, copy)
+    assert r.returncode == 1 and f"cells.csv row {i}:" in r.stdout     # undeclared: a difference
+    r = run(COMMITTED, copy, "--moved", "open_conns_mean")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"cells.csv row {i}: moved as declared" in r.stdout
+    assert "summary.json thesis_other_within_tolerance/open_conns_mean/within: moved as declared: 1 != 0" in r.stdout
+    # the same declaration does not excuse another metric's cell, nor another summary value
+    lines = (copy / "cells.csv").read_text().splitlines(keepends=True)
+    j = next(k for k, ln in enumerate(lines) if ",replies_per_s," in ln)
+    cols = lines[j].split(",")
+    cols[7] = str(float(cols[7]) + 1)
+    lines[j] = ",".join(cols)
+    (copy / "cells.csv").write_text("".join(lines))
+    _edit_summary(copy, lambda s: s["thesis_other_within_tolerance"]["c_avg"].update(within=-1))
+    r = run(COMMITTED, copy, "--moved", "open_conns_mean")
+    assert r.returncode == 1 and f"cells.csv row {j}: [" in r.stdout
+    assert "summary.json thesis_other_within_tolerance: {" in r.stdout
+
+
+def test_a_moved_field_that_is_not_a_record_field_is_refused(copy):
+    r = run(COMMITTED, copy, "--moved", "open_conns")
+    assert r.returncode == 2 and "--moved open_conns: not a field of the run's record" in r.stderr
