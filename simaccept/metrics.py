@@ -144,9 +144,9 @@ def compute(sc, host, server, w: dict, e: dict) -> dict:
     out["fd_rate"] = ds["fds_returned"] / dur
     out["work_items_per_phase"] = ds["work_items"] / ds["work_phases"] if ds["work_phases"] else math.nan
     # each connection is open from accept() to the server's close() (or the run's end): the
-    # window's share of that, summed, is the time-average of the open set, exact between
-    # passes of the server's loop (until 4 Dec a sum at passes, which counted time before
-    # the window and missed its tail where Knot's scheduler passes were seconds apart)
+    # window's share of that, summed, is the time-average of the open set, exact whatever the
+    # loop (until 3 Dec a sum taken at the loop's passes, which counted time before the window
+    # and missed its tail where Knot's scheduler passes were seconds apart)
     ta = np.asarray(host.t_acc)
     tc = np.asarray(host.t_closed)
     acc = ta >= 0
