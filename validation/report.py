@@ -475,13 +475,14 @@ NOTES_MODEL = "9df863e83f374b9e"
 
 #: Notes whose figures are of another model than :data:`NOTES_MODEL`: {key: the model they are of}.
 #: The open-connection mean of 2026-12-03 (:data:`SAME_RESULTS_BUT`) moved no other figure, so every
-#: note was read again for it but two that quote open-connection counts of seeds.md, trace.md or
-#: specweb-idle.md, which were not simulated again: those are of 3557408fbd973b53 (every other
+#: note was read again for it but three that quote open-connection counts, or the client delays
+#: read from them, of seeds.md, trace.md or specweb-idle.md, which were not simulated again: those are of 3557408fbd973b53 (every other
 #: figure in them is the same at both models).  The μserver SPECweb99-like Accept-1's ~38 open
 #: connections are this report's (38.4; 37.6 before).
 NOTE_MODELS: dict[tuple[str, str, str], str] = {
     ("userver-specweb99-select", "1", "replies_per_s"): "3557408fbd973b53",
     ("knot-one-packet", "50", "open_conns_mean"): "3557408fbd973b53",
+    ("tux-specweb99", "*", "replies_per_s"): "3557408fbd973b53",
 }
 
 
@@ -495,8 +496,9 @@ def _miss_note(group: str, policy: str, metric: str) -> str:
             model, written = _model_fingerprint(), NOTE_MODELS.get(key, NOTES_MODEL)
             if model not in same_model(written):
                 moved = moved_fields(written, model)
-                which = (f"its {', '.join(f'`{f}`' for f in moved)} figures are of that model, every other "
-                         "figure is the same at both" if moved else "its figures are of that model")
+                which = (f"its {', '.join(f'`{f}`' for f in moved)} figures, and what was read from them, are of "
+                         "that model, every other figure is the same at both" if moved
+                         else "its figures are of that model")
                 note = f"*(written for simulator model {written}; this report's is {model}: {which})* " + note
             return note
     return ""
