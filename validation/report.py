@@ -476,8 +476,8 @@ NOTES_MODEL = "9df863e83f374b9e"
 #: Notes whose figures are of another model than :data:`NOTES_MODEL`: {key: the model they are of}.
 #: The open-connection mean of 2026-12-03 (:data:`SAME_RESULTS_BUT`) moved no other figure, so every
 #: note was read again for it but three that quote open-connection counts, or the client delays
-#: read from them, of seeds.md, trace.md or specweb-idle.md, which were not simulated again: those are of 3557408fbd973b53 (every other
-#: figure in them is the same at both models).  The μserver SPECweb99-like Accept-1's ~38 open
+#: read from them, of seeds.md, trace.md or specweb-idle.md, whose committed files are of
+#: 3557408fbd973b53: those notes are of that model (their other figures are the same at both).  The μserver SPECweb99-like Accept-1's ~38 open
 #: connections are this report's (38.4; 37.6 before).
 NOTE_MODELS: dict[tuple[str, str, str], str] = {
     ("userver-specweb99-select", "1", "replies_per_s"): "3557408fbd973b53",
