@@ -174,14 +174,14 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
             cur[2] += 1
         return c
 
-    def close(c):
+    def close(t, c):
         # Inside an accept-phase only TUX closes: a child its client has closed is released
-        # uncounted and ends the phase (simaccept.servers.tux).  close() is given no time: the
-        # phase ends at its last accept (its release, tux_accept + tux_close, left out).
+        # uncounted and ends the phase (simaccept.servers.tux).  The phase ends at its last
+        # accept (its release, tux_accept + tux_close, left out), as before close() had a time.
         if cur is not None:
             cur[2] -= 1
             end_phase(cur[3], True)
-        return plain_close(c)
+        return plain_close(t, c)
 
     def process_next():
         nonlocal left
