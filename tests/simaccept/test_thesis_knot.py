@@ -23,7 +23,7 @@ POINTS = [(ONEPACKET, rate, lim) for lim in ("1", "50") for rate in (16000, 2400
 POINTS += [(ONEPACKET, 24000, "100"), (SPECWEB, 20000, "1"), (SPECWEB, 20000, "100")]
 #: Run in the scenario file's own window (10 s + 10 s), for the open connections.
 FULL = "full"
-POINTS += [(FULL, 24000, "50"), (FULL, 24000, "100"), (FULL, 28000, "50")]
+POINTS += [(FULL, 24000, "50"), (FULL, 24000, "100"), (FULL, 28000, "100")]
 
 
 def _run(point):
@@ -78,12 +78,15 @@ def test_open_connections_grow_with_the_accept_limit(recs):
 
 
 def test_a_collapsed_point_holds_no_more_than_max_conns_open(recs):
-    """Past its collapse Knot's threads run for seconds between scheduler passes; the open set's
-    average is still of the measured window alone (until 4 Dec it read 121,823 here, above the
-    scenario's 100,000 connections: a sum taken at those passes counted time before the window)."""
-    rec = recs[(FULL, 28000, "50")]
+    """Past its collapse Accept-100 keeps nearly every connection it may hold open (its threads run
+    for seconds between scheduler passes, and its clients have long given up), so the open set's
+    average over the window is just under ``server.max_conns``.  Until 3 Dec it was a sum taken at
+    those passes: 66,934 at this point and seed (seen on the code of 31ff941), 121,823 in the Knot
+    guide's sweep, where the exact average is 98,953."""
+    rec = recs[(FULL, 28000, "100")]
     assert rec.replies_per_s < 0.2 * 28000                 # collapsed, or this checks nothing
-    assert 1000 < rec.open_conns_mean <= load_scenario(ONEPACKET)["server"]["max_conns"]
+    max_conns = load_scenario(ONEPACKET)["server"]["max_conns"]
+    assert 0.9 * max_conns < rec.open_conns_mean <= max_conns
 
 
 def test_specweb_higher_limit_does_not_raise_throughput(recs):
