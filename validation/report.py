@@ -245,11 +245,13 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
         "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay after each "
         "reply (not stated in the thesis) would give those counts: at this model (select_per_fd 0.266 us) "
-        "both readings infer one, 65 ms (ratio) and 75 ms (absolute; Accept-1's one-packet control agrees, "
-        "Accept-Inf's no longer does, 312 open implied against 544 simulated), and put this throughput at "
-        "-8.0 % / -10.1 %, but Accept-10 at -13.1 % / -13.5 %, Accept-Inf at -16.2 % / -16.3 % and TUX "
-        "Accept-1 at -14.2 % / -13.9 % (specweb-idle.md, 2026-12-02; at stop 58's costs 65 / 74 ms gave "
-        "-8.6 % / -10.3 %; at stop 56's 0.023 us only the ratio reading inferred one, 47 ms); the one-packet "
+        "both readings infer one, 70 ms (ratio) and 75 ms (absolute; Accept-1's one-packet control agrees, "
+        "Accept-Inf's does not, 312 open implied against 680 simulated), and put this throughput at "
+        "-9.3 % / -10.1 %, but Accept-10 at -13.3 % / -13.5 %, Accept-Inf at -16.3 % / -16.3 % and TUX "
+        "Accept-1 at -14.1 % / -13.9 % (specweb-idle.md, 2026-12-03; before the open-connection mean was "
+        "exact (1077fb9), which counted too few open, 65 / 75 ms gave -8.0 % / -10.1 %; at stop 58's costs "
+        "65 / 74 ms gave -8.6 % / -10.3 %; at stop 56's 0.023 us only the ratio reading inferred one, 47 ms); "
+        "the one-packet "
         "rows (one request per connection) "
         "cannot constrain it.  On a real kernel the pattern needs idle clients too (realsys specweb-think-nospin, "
         "docs/background/slow-clients.md; every file through sendfile, as the thesis's): the μserver-shaped server's "
@@ -260,8 +262,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "holds 18 and a 100 ms think 388 (realsys specweb-httperf).  Charging the client's ACKs of each "
         "reply (k_ack_rx, stop 10) took this cell from +40 % to +17 %.  The per-KB send cost (sendfile_per_kb = "
         "tux_per_kb, 2 us/KB a priori) is the other number these rows depend on that no calibration row "
-        "measures: at 1.4 us/KB the delays read again from the select statistics (61 ms ratio, 66 ms absolute) "
-        "put all five SPECweb99-like cells within ±10 % (μserver -0.5 to -7.2 %, TUX Accept-Inf +2.6 / +3.0 %, "
+        "measures: at 1.4 us/KB the delay read again from the select statistics (66 ms, both readings) "
+        "puts all five SPECweb99-like cells within ±10 % (μserver -1.6 to -7.2 %, TUX Accept-Inf +3.0 %, "
         "Accept-1 -3.5 %), at 1.2 "
         "us/KB too, at 1.7 us/KB four of five (specweb-idle.md).  A grid over two numbers the thesis does not "
         "give, not a fit, and not scored.  One outside measurement of a Linux 2.4 sender's cost per KiB, scaled "
@@ -357,8 +359,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "within the band (-6.5 % and -7.1 %) since each reply also pays the client's ACKs (k_ack_rx = k_data_rx a "
         "priori, one per second segment, ~5 per 15 KB reply); before, +17 % (+23-27 % with the shorter-window "
         "fit).  tux_per_kb (2 us/KB, the μserver's sendfile_per_kb) is still measured by no row.  The client "
-        "delays inferred from the μserver's select numbers (65 ms ratio reading, 75 ms absolute; 47 ms at "
-        "stop 56's costs) take Accept-1 to -14.2 % / -13.9 % (specweb-idle.md, 2026-12-02)",
+        "delays inferred from the μserver's select numbers (70 ms ratio reading, 75 ms absolute; 47 ms at "
+        "stop 56's costs) take Accept-1 to -14.1 % / -13.9 % (specweb-idle.md, 2026-12-03)",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
         "thesis Accept-Inf accepted 504 per phase at 1,474 accepts a second: 2.9 phases a second, one loop "
@@ -475,14 +477,13 @@ NOTES_MODEL = "9df863e83f374b9e"
 
 #: Notes whose figures are of another model than :data:`NOTES_MODEL`: {key: the model they are of}.
 #: The open-connection mean of 2026-12-03 (:data:`SAME_RESULTS_BUT`) moved no other figure, so every
-#: note was read again for it but three that quote open-connection counts, or the client delays
-#: read from them, of seeds.md, trace.md or specweb-idle.md, whose committed files are of
-#: 3557408fbd973b53: those notes are of that model (their other figures are the same at both).  The μserver SPECweb99-like Accept-1's ~38 open
-#: connections are this report's (38.4; 37.6 before).
+#: note was read again for it but one that quotes the open-connection counts of seeds.md and
+#: trace.md, whose committed files are of 3557408fbd973b53: that note is of that model (its other
+#: figures are the same at both).  specweb-idle.md was simulated again at 9df863e83f374b9e and the
+#: two notes quoting it read again (its delays moved: the ratio reading 65 -> 70 ms).  The μserver
+#: SPECweb99-like Accept-1's ~38 open connections are this report's (38.4; 37.6 before).
 NOTE_MODELS: dict[tuple[str, str, str], str] = {
-    ("userver-specweb99-select", "1", "replies_per_s"): "3557408fbd973b53",
     ("knot-one-packet", "50", "open_conns_mean"): "3557408fbd973b53",
-    ("tux-specweb99", "*", "replies_per_s"): "3557408fbd973b53",
 }
 
 
