@@ -461,7 +461,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("knot-one-packet", "50", "open_conns_mean"):
         "at 15,000 req/s the sim's Accept-50 is past its peak (13,959-13,974 replies/s, seeds.md; thesis "
         "14,000, sec 4.2.3) and serves 13,491-13,564 replies/s at four seeds (trace.md), its open connections "
-        "growing from 9,758-11,880 in the first 20 s to 24,151-24,396 in the last: 20,818-21,506 on average "
+        "growing from 9,763-11,880 in the first 20 s to 24,170-24,410 in the last: 20,826-21,510 on average "
         "over the 120 s against the thesis's 25,000 (-17 % to -14 %, in band at every seed).  The count grows "
         "while the server is behind, so its 120 s average depends on how far past its peak the run is: the "
         "sim's peak is 0.2-0.3 % below the thesis's",
@@ -476,15 +476,10 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
 NOTES_MODEL = "9df863e83f374b9e"
 
 #: Notes whose figures are of another model than :data:`NOTES_MODEL`: {key: the model they are of}.
-#: The open-connection mean of 2026-12-03 (:data:`SAME_RESULTS_BUT`) moved no other figure, so every
-#: note was read again for it but one that quotes the open-connection counts of seeds.md and
-#: trace.md, whose committed files are of 3557408fbd973b53: that note is of that model (its other
-#: figures are the same at both).  specweb-idle.md was simulated again at 9df863e83f374b9e and the
-#: two notes quoting it read again (its delays moved: the ratio reading 65 -> 70 ms).  The μserver
-#: SPECweb99-like Accept-1's ~38 open connections are this report's (38.4; 37.6 before).
-NOTE_MODELS: dict[tuple[str, str, str], str] = {
-    ("knot-one-packet", "50", "open_conns_mean"): "3557408fbd973b53",
-}
+#: None since 4 Dec: after the open-connection mean of 2026-12-03 (:data:`SAME_RESULTS_BUT`),
+#: specweb-idle.md (3 Dec), seeds.md and trace.md (4 Dec) were simulated again at
+#: 9df863e83f374b9e and the three notes quoting them read again.
+NOTE_MODELS: dict[tuple[str, str, str], str] = {}
 
 
 def _miss_note(group: str, policy: str, metric: str) -> str:
