@@ -1001,12 +1001,19 @@ def _policy_statements_note(rows: list[dict[str, Any]]) -> str:
                         "already falling.")
         if 30000.0 in kn:
             r = kn[30000.0]
-            part.append(f"At 30,000 the sim's two policies have fallen together ({r['a_value']:,.0f} vs "
-                        f"{r['b_value']:,.0f}).")
+            part.append(f"At 30,000 the sim's Accept-50 has collapsed ({r['a_value']:,.0f} against Accept-1's "
+                        f"{r['b_value']:,.0f}): its clients give up 3 s after the request, and a batch of 50, each "
+                        "connection waiting for its client's FIN after the one before, outlives them.  The sign of "
+                        "this gain is set by two numbers carried over from the μserver's cluster, neither measured "
+                        "on Knot's: the one-packet clients' timeout (3 s since b0040ea, 29 Nov; 10 s before) and "
+                        "the fitted k_syn_drop.  Over timeouts of 3, 5 and 10 s and k_syn_drop 7.41 or 10.85 us "
+                        "the gain runs from -96 % to +7 %, never +24 % (scratch runs of 2026-12-04, the scenario's "
+                        "10 s window; docs/guides/knot.md, *What the Accept-50 gain at 30,000 req/s depends on*).")
         part.append("The cold-connection cost the sim's Knot shares with TUX (simaccept/servers/warmth.py) is not "
                     "what removes the gain: with tux_cold = 0 (scratch sweep of these four points, 2026-11-29, "
-                    "120 s from idle, the same seeds) Accept-50 / Accept-1 is 13,983 / 12,049 = 1.16 at 14,000 and "
-                    "8,771 / 8,151 = 1.08 at 30,000.")
+                    "120 s from idle, the same seeds, the clients' timeout then 10 s) Accept-50 / Accept-1 is "
+                    "13,983 / 12,049 = 1.16 at 14,000 and 8,771 / 8,151 = 1.08 at 30,000; at 3 s it leaves the "
+                    "collapse (1,117 against 7,566, 2026-12-04, the 10 s window).")
         L.append(" ".join(part))
     return "  ".join(L)
 
