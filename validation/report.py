@@ -1002,8 +1002,9 @@ def _policy_statements_note(rows: list[dict[str, Any]]) -> str:
         if 30000.0 in kn:
             r = kn[30000.0]
             part.append(f"At 30,000 the sim's Accept-50 has collapsed ({r['a_value']:,.0f} against Accept-1's "
-                        f"{r['b_value']:,.0f}): its clients give up 3 s after the request, and a batch of 50, each "
-                        "connection waiting for its client's FIN after the one before, outlives them.  The sign of "
+                        f"{r['b_value']:,.0f}): its clients give up 3 s after the request, and a thread serves its "
+                        "batch of 50 one connection after another, so the later ones are answered after that (with "
+                        "no wait for the clients' FINs too, docs/guides/knot.md).  The sign of "
                         "this gain is set by two numbers carried over from the μserver's cluster, neither measured "
                         "on Knot's: the one-packet clients' timeout (3 s since b0040ea, 29 Nov; 10 s before) and "
                         "the fitted k_syn_drop.  Over timeouts of 3, 5 and 10 s and k_syn_drop 7.41 or 10.85 us "
