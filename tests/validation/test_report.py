@@ -559,3 +559,39 @@ def test_the_committed_report_is_of_this_model_or_says_it_is_stale():
     for page in ("index.md", "realsys.md"):
         first = (docs / page).read_text().split("\n\n")[1]
         assert first.startswith("**Stale:**") and f"`{recorded}`" in first, page
+
+
+def _cell(row, metric, error, ok, note="", kind="rel", tolerance=0.10):
+    return {"row": row, "metric": metric, "label": metric, "error": error, "ok": ok, "note": note,
+            "kind": kind, "tolerance": tolerance}
+
+
+def test_a_note_shared_by_missing_cells_is_listed_once_in_first_cell_order():
+    from validation.report import miss_notes
+    a, b, c, d = (_cell("r1", "m", 0.3, False, "long loop"), _cell("r2", "m", 0.2, False, "other"),
+                  _cell("r3", "m", 0.4, False, "long loop"), _cell("r4", "m", 0.4, False, ""))
+    notes = miss_notes([a, b, c, d])
+    assert [t for t, _ in notes] == ["long loop", "other"]          # d has none: not listed
+    assert notes[0][1] == [a, c] and notes[1][1] == [b]
+
+
+def test_a_miss_inside_the_rounding_prints_enough_decimals_to_show_it():
+    from validation.report import _err_str
+    assert _err_str(_cell("r", "m", -0.1000043, False)) == "-10.0004 %"   # not "-10.0 %" against ±10 %
+    assert _err_str(_cell("r", "m", -0.1000043, True)) == "-10.0 %"       # the cell decides, not the digits
+    assert _err_str(_cell("r", "m", -0.157, False)) == "-15.7 %"
+    assert _err_str(_cell("r", "m", 10.04, False, kind="pp", tolerance=10)) == "+10.04 pp"
+    assert _err_str({"kind": "rel", "error": -0.1000043, "ok": False}) == "-10.0 %"  # no tolerance known
+
+
+def test_the_committed_misses_table_names_a_note_for_every_cell_and_prints_each_note_once():
+    text = (ROOT / "docs/validation/index.md").read_text()
+    sec = text.split("## Cells that miss")[1].split("\n## ")[0]
+    table, notes = sec.split("### Why they miss")
+    rows = [ln for ln in table.splitlines() if ln.startswith("| ") and not ln.startswith("| row ")]
+    numbers = [ln.rstrip(" |").rsplit("| ", 1)[1] for ln in rows]
+    listed = [ln.split(".", 1)[0] for ln in notes.splitlines() if ln[:1].isdigit()]
+    assert rows and listed == [str(i) for i in range(1, len(listed) + 1)]
+    assert set(numbers) == set(listed)                     # every note serves a cell, every cell has one
+    bodies = [ln.split("**: ", 1)[1] for ln in notes.splitlines() if ln[:1].isdigit()]
+    assert len(bodies) == len(set(bodies))
