@@ -3,6 +3,7 @@
     realsys run SCENARIO [--set section.key=value ...] [--json] [--out DIR] [--no-bpf]
     realsys clean          remove test beds left behind by killed runs (owner pid dead)
     realsys report DIR ... [--json] [--drops-rate R]   a results folder's summary (realsys.report)
+    realsys compare BEFORE AFTER [--from-rate R] [--json]   the same runs measured twice (realsys.compare)
 
 Exit status: 0 ok, 1 run failure (the test bed, or a point that measured off its window:
 its row is kept with status failed), 2 bad scenario (the message names the key), 130 on Ctrl-C.
@@ -19,12 +20,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["report"]:      # its own options, passed through whole (it was "invalid choice")
         from .report import main as report_main
         return report_main(argv[1:], prog="python -m realsys report")
+    if argv[:1] == ["compare"]:
+        from .compare import main as compare_main
+        return compare_main(argv[1:], prog="python -m realsys compare")
     ap = argparse.ArgumentParser(prog="realsys", description="measured runs on a network-namespace test bed",
                                  epilog="a results folder's summary: python -m realsys report DIR "
                                         "(the same as python -m realsys.report DIR)")
     from simaccept.cli import add_set_option, split_set
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("report", help="a results folder's summary (report DIR --help for its options)")
+    sub.add_parser("compare", help="the same runs measured twice, after / before (compare --help for its options)")
     r = sub.add_parser("run", help="run a scenario's sweep and append RunRecords to DIR/results.csv")
     r.add_argument("scenario", help="scenario TOML file, or a bundled name (realsys/onepacket-select; "
                    "`simaccept scenarios realsys` lists them)")

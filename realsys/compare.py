@@ -1,0 +1,148 @@
+"""Two measurements of the same realsys scenarios side by side: does a host reproduce its runs?
+
+    python -m realsys.compare BEFORE AFTER [--metric replies_per_s] [--from-rate R] [--json]
+
+BEFORE and AFTER each hold results folders by name (``realsys/results`` and the ``RESULTS=DIR``
+of ``validation/measure_realsys.sh``), or are two results folders themselves.  Rows are paired
+by folder, point label and seed, and only finished rows (``status = ok``) pair; a folder or a
+row that one side lacks is counted, not guessed.  For each folder and series (server, event
+mechanism, accept-limit) it gives the ratio AFTER / BEFORE of the metric: median, smallest and
+largest, at every rate and at rates of at least ``--from-rate`` (past saturation, where the
+policies differ and the noise is largest).
+
+A VM's speed moves from day to day (a bare SimPy loop ran 0.997 M events/s on 1 Dec and 2.45 M
+on 24 Nov, benchmarks/README.md), and a host's cost profile is fitted to one day's runs: this is
+how far that day's figures carry to another.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+from .runner import ResultsFileError, read_rows
+
+
+def _folders(root: Path) -> dict[str, Path]:
+    """Results folders under ``root`` by name (``root`` itself if it is one)."""
+    if (root / "results.csv").is_file():
+        return {root.name: root}
+    return {d.name: d for d in sorted(root.iterdir()) if (d / "results.csv").is_file()} if root.is_dir() else {}
+
+
+def _num(v) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def _key(r: dict) -> tuple[str, str]:
+    return r["point"], r.get("seed") or ""
+
+
+def _series(r: dict) -> str:
+    al = r.get("accept_limit") or ""
+    al = "inf" if al in ("inf", "Infinity") or _num(al) == math.inf else al.removesuffix(".0")
+    mux = r.get("mux") or ""
+    return f"{r.get('server') or '?'}{'/' + mux if mux and mux != '-' else ''}/accept-{al}"
+
+
+def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s",
+            from_rate: float | None = None) -> dict:
+    """Pairs and ratio summaries (see the module docstring).  Raises ResultsFileError for a
+    results file that is not one, ValueError when the two sides share no folder."""
+    for side in (before, after):
+        if not Path(side).is_dir():
+            raise ValueError(f"{side}: no such folder")
+    bf, af = _folders(Path(before)), _folders(Path(after))
+    if (Path(before) / "results.csv").is_file() and (Path(after) / "results.csv").is_file():
+        af = {Path(before).name: Path(after)}      # two results folders: each other's, whatever the names
+    common = sorted(set(bf) & set(af))
+    if not common:
+        raise ValueError(f"no results folder in both {before} ({', '.join(bf) or 'none'}) and "
+                         f"{after} ({', '.join(af) or 'none'})")
+    pairs, unpaired = [], {"before_only": 0, "after_only": 0, "not_ok": 0}
+    for name in common:
+        rb = {_key(r): r for r in read_rows(bf[name] / "results.csv")}
+        ra = {_key(r): r for r in read_rows(af[name] / "results.csv")}
+        unpaired["before_only"] += len(rb.keys() - ra.keys())
+        unpaired["after_only"] += len(ra.keys() - rb.keys())
+        for k in sorted(rb.keys() & ra.keys()):
+            b, a = rb[k], ra[k]
+            if b.get("status") != "ok" or a.get("status") != "ok":
+                unpaired["not_ok"] += 1
+                continue
+            if metric not in b or metric not in a:
+                raise ValueError(f"{name}: no {metric!r} column")
+            vb, va = _num(b[metric]), _num(a[metric])
+            ok = math.isfinite(vb) and vb > 0 and math.isfinite(va)
+            pairs.append({"folder": name, "series": _series(b), "point": k[0], "seed": k[1],
+                          "target_rate": _num(b.get("target_rate")),
+                          "before": vb if math.isfinite(vb) else None, "after": va if math.isfinite(va) else None,
+                          "ratio": va / vb if ok else None})
+
+    def summary(ps):
+        rs = sorted(p["ratio"] for p in ps if p["ratio"] is not None)
+        if not rs:
+            return {"n": 0, "median": None, "min": None, "max": None}
+        return {"n": len(rs), "median": statistics.median(rs), "min": rs[0], "max": rs[-1]}
+
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for p in pairs:
+        groups.setdefault((p["folder"], p["series"]), []).append(p)
+    past = (lambda p: p["target_rate"] >= from_rate) if from_rate is not None else (lambda p: True)
+    rows = [{"folder": f, "series": s, "all": summary(ps), "past": summary([p for p in ps if past(p)])}
+            for (f, s), ps in groups.items()]
+    return {"before": str(before), "after": str(after), "metric": metric, "from_rate": from_rate,
+            "folders": common, "folders_before_only": sorted(set(bf) - set(af)),
+            "folders_after_only": sorted(set(af) - set(bf)), "unpaired": unpaired,
+            "overall": {"all": summary(pairs), "past": summary([p for p in pairs if past(p)])},
+            "series": rows, "pairs": pairs}
+
+
+def markdown(c: dict) -> str:
+    def f(s):
+        if not s["n"]:
+            return "– | – | 0"
+        return f"{s['median']:.3f} | {s['min']:.3f} – {s['max']:.3f} | {s['n']}"
+    fr = c["from_rate"]
+    past = f"from {fr:g} req/s" if fr is not None else "every rate"
+    L = [f"`{c['metric']}` after / before ({c['after']} over {c['before']}); pairs by folder, point and seed; "
+         f"unpaired: {c['unpaired']['before_only']} before only, {c['unpaired']['after_only']} after only, "
+         f"{c['unpaired']['not_ok']} not finished on one side.", "",
+         f"| folder | series | median (all rates) | range | pairs | median ({past}) | range | pairs |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in c["series"]:
+        L.append(f"| {r['folder']} | {r['series']} | {f(r['all'])} | {f(r['past'])} |")
+    L.append(f"| **all** | | {f(c['overall']['all'])} | {f(c['overall']['past'])} |")
+    return "\n".join(L) + "\n"
+
+
+def main(argv=None, prog: str = "python -m realsys.compare") -> int:
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    ap.add_argument("before", help="folder of results folders (or one results folder): the earlier runs")
+    ap.add_argument("after", help="the same layout: the runs to compare with them")
+    ap.add_argument("--metric", default="replies_per_s", help="results.csv column (default replies_per_s)")
+    ap.add_argument("--from-rate", type=float, default=None,
+                    help="also summarise the pairs at target rates >= this (past saturation)")
+    ap.add_argument("--json", action="store_true", help="print the comparison as JSON (every pair)")
+    a = ap.parse_args(argv)
+    try:
+        c = compare(a.before, a.after, a.metric, a.from_rate)
+    except (ResultsFileError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(c, indent=1))
+    else:
+        sys.stdout.write(markdown(c))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""realsys.compare: the same runs measured twice, paired by folder, point and seed."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from realsys.compare import compare, main, markdown
+from realsys.runner import append_record
+from simaccept.record import RunRecord
+
+P = "server.accept_limit={al};workload.rate={rate}"
+
+
+def _rec(al, rate, replies, seed=2004.0, status="ok"):
+    return RunRecord(source="real", point=P.format(al=al, rate=rate), server="userver", mux="select",
+                     accept_limit=al, target_rate=rate, replies_per_s=replies, conn_attempts_per_s=rate,
+                     duration_s=4.0, status=status, seed=seed)
+
+
+def _folder(root, name, recs):
+    d = root / name
+    d.mkdir(parents=True)
+    for r in recs:
+        append_record(d / "results.csv", r)
+    return d
+
+
+def test_pairs_by_point_and_seed_and_summarises_past_the_rate(tmp_path):
+    _folder(tmp_path / "a", "sel", [_rec("1", 2000.0, 2000.0), _rec("1", 4000.0, 3000.0),
+                                    _rec("1", 4000.0, 3200.0, seed=11.0), _rec("inf", 4000.0, 3500.0)])
+    _folder(tmp_path / "b", "sel", [_rec("1", 2000.0, 2000.0), _rec("1", 4000.0, 3300.0),
+                                    _rec("1", 4000.0, 3200.0, seed=11.0), _rec("inf", 4000.0, 0.0, status="failed"),
+                                    _rec("1", 4800.0, 3400.0)])
+    c = compare(tmp_path / "a", tmp_path / "b", from_rate=4000.0)
+    s = {r["series"]: r for r in c["series"]}
+    assert set(s) == {"userver/select/accept-1"}            # the inf pair did not finish after
+    one = s["userver/select/accept-1"]
+    assert one["all"] == {"n": 3, "median": 1.0, "min": 1.0, "max": 1.1}
+    assert one["past"]["n"] == 2 and one["past"]["median"] == pytest.approx(1.05)   # seed 11 (1.0) with 2004 (1.1)
+    assert c["unpaired"] == {"before_only": 0, "after_only": 1, "not_ok": 1}
+    assert "| sel | userver/select/accept-1 | 1.000 | 1.000 – 1.100 | 3 | 1.050 |" in markdown(c)
+
+
+def test_a_zero_before_has_no_ratio_and_the_json_is_strict(tmp_path, capsys):
+    _folder(tmp_path / "a", "x", [_rec("1", 4000.0, 0.0)])
+    _folder(tmp_path / "b", "x", [_rec("1", 4000.0, 10.0)])
+    assert main([str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 0
+    out = capsys.readouterr().out
+    c = json.loads(out, parse_constant=lambda k: pytest.fail(f"{k} in the JSON"))
+    assert c["pairs"][0]["ratio"] is None and c["overall"]["all"]["n"] == 0
+
+
+def test_two_results_folders_compare_directly(tmp_path):
+    a = _folder(tmp_path / "a", "run1", [_rec("10", 4000.0, 3000.0)])
+    b = _folder(tmp_path / "b", "run2", [_rec("10", 4000.0, 3300.0)])
+    c = compare(a, b)
+    assert c["overall"]["all"]["median"] == pytest.approx(1.1)   # folders paired although named apart
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda t: (t / "nope", t), "nope: no such folder"),
+    (lambda t: (_folder(t / "a", "x", [_rec("1", 1.0, 1.0)]).parent,
+                _folder(t / "b", "y", [_rec("1", 1.0, 1.0)]).parent), "no results folder in both"),
+])
+def test_refusals_name_the_reason(tmp_path, capsys, make, msg):
+    a, b = make(tmp_path)
+    assert main([str(a), str(b)]) == 2
+    assert msg in capsys.readouterr().err
