@@ -19,6 +19,21 @@ from .scenario import SCHEMA, ScenarioError, load_scenario
 from .sweep import SweepError
 
 
+#: scipy least_squares' losses, as validation.fitter.LOSSES (here so that the command line does not
+#: import the fitter, and scipy with it, to build its help; a test holds the two equal).
+LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
+
+
+def add_loss_args(p) -> None:
+    """``--loss`` and ``--f-scale`` (CostFitter's ``loss`` and ``f_scale``), for every fitting command."""
+    p.add_argument("--loss", default="linear", choices=LOSSES,
+                   help="least_squares' loss: linear (least squares, the default) or a robust one that weighs a "
+                        "residual beyond --f-scale less than its square: cauchy or arctan (redescending) when one run "
+                        "sits in another regime than the simulator puts it (validation.fitter.LOSSES)")
+    p.add_argument("--f-scale", type=float, default=1.0, metavar="R",
+                   help="the residual where a robust --loss bends (default 1.0: 100 %%; 0.1: 10 %%)")
+
+
 def add_predict_args(pr) -> None:
     """The options of ``predict`` (here and in ``python -m validation``)."""
     pr.add_argument("--records", required=True, help="RunRecords as CSV or Parquet (measured runs to predict), "
@@ -133,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
     f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
                    help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
+    add_loss_args(f)
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and "
                                     "show the error (validation package)"))
     sc = sub.add_parser("scenarios", help="list the scenarios that come with simaccept (run or sweep them by name)")

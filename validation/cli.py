@@ -55,7 +55,7 @@ import math
 import sys
 from pathlib import Path
 
-from simaccept.cli import _out_dir, add_predict_args, add_set_option, split_set, write_problem
+from simaccept.cli import _out_dir, add_loss_args, add_predict_args, add_set_option, split_set, write_problem
 from simaccept.scenario import ScenarioError
 from simaccept.sweep import SweepError
 
@@ -268,7 +268,14 @@ def machine_fit_target(args) -> dict:
             load_costs(args.start_from)
         except (OSError, ValueError, KeyError) as e:
             raise ValueError(f"--start-from: {e.args[0] if isinstance(e, KeyError) else e}") from None
-    return {"results": results, "profile": profile, "fit_json": args.fit_json, "start_from": args.start_from}
+    from .fitter import LOSSES
+    loss, f_scale = getattr(args, "loss", "linear"), getattr(args, "f_scale", 1.0)
+    if loss not in LOSSES:
+        raise ValueError(f"--loss: one of {', '.join(LOSSES)}, got {loss!r}")
+    if not (math.isfinite(f_scale) and f_scale > 0):
+        raise ValueError(f"--f-scale: a finite number > 0, got {f_scale!r}")
+    return {"results": results, "profile": profile, "fit_json": args.fit_json, "start_from": args.start_from,
+            "loss": loss, "f_scale": f_scale}
 
 
 def machine_check_main(args) -> int:
@@ -348,14 +355,15 @@ def fit_main(args) -> int:
                             sim_overrides=getattr(args, "set", None) or (),
                             n_jobs=int(jobs),
                             max_nfev=getattr(args, "max_nfev", None), verbose=int(getattr(args, "verbose", 0) or 0),
-                            cache=getattr(args, "cache", None))
+                            cache=getattr(args, "cache", None), loss=getattr(args, "loss", "linear"),
+                            f_scale=getattr(args, "f_scale", 1.0))
     except (ValueError, KeyError) as e:
         # CostFitter's messages start with the argument at fault ("params: ...", "metrics: ...")
         msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
         arg, _, reason = msg.partition(": ")
         flag = {"params": "--params", "metrics": "--metrics", "sim_overrides": "--set", "verbose": "--verbose",
                 "max_nfev": "--max-nfev", "n_jobs": "--jobs", "base_profile": "--base-profile",
-                "cache": "--cache"}.get(arg)
+                "cache": "--cache", "loss": "--loss", "f_scale": "--f-scale"}.get(arg)
         _err(f"{flag}: {reason}" if flag else msg)
         return 2
     why = _out_problem(out)
@@ -643,6 +651,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
     f.add_argument("--max-nfev", type=int, default=None,
                    help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
+    add_loss_args(f)
     f.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2),
                    help="scipy least_squares' progress: 0 none, 1 a summary, 2 every iteration (default 0)")
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and show "
@@ -662,6 +671,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="start from this profile's fitted costs (name or .toml), e.g. an earlier run's "
                          "unconverged result (default: with --results, the runs' own per-call timings; else the "
                          "committed fit's history)")
+    add_loss_args(mf)
     mf.add_argument("--fit-json", default=None, metavar="PATH",
                     help="the fit's record (default docs/validation/realsys-fit.json for realsys-linux6 fitted to "
                          "the committed runs; else RESULTS/NAME-fit.json, RESULTS being --results or realsys/results)")

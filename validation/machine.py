@@ -610,7 +610,7 @@ def resolve_profile(results: str | Path, profile: str) -> str | None:
 
 def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nfev: int = 12,
         results: str | Path | None = None, profile: str = PROFILE, fit_json: str | Path | None = None,
-        start_from: str | None = None) -> dict[str, Any]:
+        start_from: str | None = None, loss: str = "linear", f_scale: float = 1.0) -> dict[str, Any]:
     """Fit ``simaccept/costs/<profile>.toml`` to the fit set under ``results`` (default the committed
     runs) and write the fit's record to ``fit_json`` (:func:`default_fit_json`).  ``start_from``: a
     profile (name or TOML path) whose :data:`FIT_PARAMS` values start the fit, e.g. the unconverged
@@ -642,7 +642,8 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
     f = CostFitter(params=list(FIT_PARAMS), metrics=list(FIT_METRICS), weights=FIT_WEIGHTS,
                    base_profile=REFERENCE, overrides={**fixed, **start}, sim_overrides=sim_overrides,
                    bounds=bounds, n_jobs=jobs,
-                   max_nfev=max_nfev, diff_step=0.1, verbose=verbose, accept_max_nfev=True)
+                   max_nfev=max_nfev, diff_step=0.1, verbose=verbose, accept_max_nfev=True, loss=loss,
+                   f_scale=f_scale)
     f.fit(recs)
     costs = f.costs_()
     derived = derived_costs(f.params_, fixed, results)

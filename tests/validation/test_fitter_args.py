@@ -74,6 +74,9 @@ def test_simulation_overrides_that_would_hide_what_was_fitted_are_refused(over, 
     ({"overrides": ["no_such_cost=1"]}, "overrides: unknown cost name(s): no_such_cost"),
     ({"sim_overrides": ["costs.k_syn=abc"]}, "sim_overrides: k_syn: a finite number of µs, got 'abc'"),
     ({"cache": ""}, "cache: a directory name, got ''"),
+    ({"loss": "l1"}, "loss: one of linear, soft_l1, huber, cauchy, arctan"),
+    ({"f_scale": 0}, "f_scale: a finite number > 0"),
+    ({"f_scale": float("nan")}, "f_scale: a finite number > 0"),
     ({"cache": "  "}, "cache: a directory name, got '  '"),
 ])
 def test_bad_arguments_are_refused_by_name(kw, msg):
@@ -250,3 +253,22 @@ def test_predict_of_a_sweep_point_keeps_its_random_stream():
     got, want = f.predict(point), simulate(point)
     assert got.point == want.point == "workload.rate=12000.0"
     assert got.replies_per_s == want.replies_per_s and got.resp_ms_mean == want.resp_ms_mean
+
+
+def test_the_command_lines_losses_are_the_fitters():
+    from simaccept.cli import LOSSES as CLI_LOSSES
+    from validation.fitter import LOSSES
+    assert CLI_LOSSES == LOSSES
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["machine-fit", "--f-scale", "nan"], "--f-scale: a finite number > 0"),
+    (["machine-fit", "--loss", "l1"], "argument --loss: invalid choice: 'l1'"),
+])
+def test_machine_fit_refuses_a_bad_loss_before_any_simulation(argv, msg, capsys):
+    from validation.cli import main
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+    assert rc == 2 and msg in capsys.readouterr().err

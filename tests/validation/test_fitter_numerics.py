@@ -2,6 +2,7 @@
 by ``sim = A @ costs`` per record, so the fit is ordinary weighted least squares and its values
 and standard errors are known exactly.  No simulator runs here."""
 import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -111,3 +112,33 @@ def test_jacobian_steps_stay_within_bounds_narrower_than_two_steps():
     sb = [x[0] for x in f.evaluated]
     assert min(sb) >= 13.8 - 1e-9 and max(sb) <= 14.2 + 1e-9, (min(sb), max(sb))
     assert f.params_["select_base"] == pytest.approx(13.8, abs=1e-4)   # the unbounded optimum is ~11
+
+
+def test_a_redescending_loss_keeps_one_run_in_another_regime_from_deciding_the_fit():
+    # one record simulated 42 times its measurement (the near-saturation run the simulator put in
+    # the short loop: a relative residual of 41 among ones of 0.05) pulls least squares to a bound.
+    # soft_l1 caps that residual's weight but not its Jacobian row, which the small measured value
+    # makes 42 times the others', so it is pulled too; cauchy lets go of it and finds the truth
+    recs, A = _records(12)
+    bad = dataclasses.replace(recs[0], replies_per_s=float(A[0] @ TRUTH) / 42.0)
+    data = [bad] + recs[1:]
+    err = lambda f: max(abs(f.params_[p] / t - 1) for p, t in zip(PARAMS, TRUTH))   # noqa: E731
+    lin = _fitter(A, metrics=["replies_per_s"]).fit(data)
+    l1 = _fitter(A, metrics=["replies_per_s"], loss="soft_l1", f_scale=0.1).fit(data)
+    rob = _fitter(A, metrics=["replies_per_s"], loss="cauchy", f_scale=0.1).fit(data)
+    assert err(rob) < 0.05 < min(err(lin), err(l1))
+    assert "loss: cauchy (f_scale 0.1)" in rob.header() and "loss" not in lin.header()
+    assert rob.summary()["loss"] == "cauchy" and "loss" not in lin.summary()
+    assert all(math.isfinite(v) and v > 0 for v in rob.stderr_.values())
+
+
+def test_records_of_one_point_at_several_seeds_keep_a_residual_each():
+    # the fit record's residuals are a dict by name: two seeds of one point shared a name and
+    # the second overwrote the first (56 of a realsys fit's 224 residuals were kept)
+    recs, A = _records(3)
+    twins = [dataclasses.replace(recs[0], seed=11.0), dataclasses.replace(recs[0], seed=12.0)] + recs[1:]
+    LinearFitter.A = np.vstack([A[0], A])
+    f = LinearFitter(params=PARAMS, overrides=START, metrics=["replies_per_s"]).fit(twins)
+    names = f.residual_names_
+    assert len(names) == len(set(names)) == 4 and len(f.summary()["residuals"]) == 4
+    assert names[0].endswith("#seed=11:replies_per_s") and "#seed" not in names[2]
