@@ -536,3 +536,19 @@ def test_the_fit_table_says_which_runs_the_fit_saw():
         pages[name] = next(ln for ln in realsys_report.fit_markdown(fit) if "Fitted by" in ln)
     assert "32 records: select accept-1 and accept-inf at 4,000-6,400 req/s, 4 seeds;" in pages["committed"]
     assert "72 records: select accept-1 and accept-inf at 4,800-6,400 req/s, 12 seeds;" in pages["xeon"]
+
+
+def test_the_profile_fitted_to_the_runs_of_4_dec_is_its_fit_record():
+    """realsys-linux6-2026-12-04: the shipped costs are the fit record's, fitted with the Cauchy loss
+    to that day's runs (realsys/results/README.md, *epyc-2026-12-04*), with one residual per seed."""
+    day = ROOT / "realsys/results/epyc-2026-12-04"
+    prof = tomllib.loads((ROOT / "simaccept/costs/realsys-linux6-2026-12-04.toml").read_text())["costs"]
+    fit = json.loads((day / "realsys-linux6-2026-12-04-fit.json").read_text())
+    assert all(prof[k] == pytest.approx(v) for k, v in fit["fit"]["params"].items())
+    assert fit["fit"]["loss"] == "cauchy" and fit["fit"]["f_scale"] == 0.1
+    assert len(fit["fit"]["residuals"]) == len(fit["fit_records"]) * len(machine.FIT_METRICS)
+    assert fit["machine"].startswith("2 CPU AMD EPYC") and fit["results"] == "realsys/results/epyc-2026-12-04"
+    head = (ROOT / "simaccept/costs/realsys-linux6-2026-12-04.toml").read_text()
+    assert "loss: cauchy (f_scale 0.1)" in head
+    check = json.loads((day / "check-refit/machine-check.json").read_text())
+    assert check["profile"] == "realsys-linux6-2026-12-04" and check["heldout_median_abs_throughput_error"] < 0.10
