@@ -77,6 +77,7 @@ import json
 import math
 import sys
 import time
+from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -837,7 +838,8 @@ class CostFitter:
         self.records_ = recs
         # records of one point at several seeds share a label: the seed tells their residuals apart
         # (the fit record's residuals, a dict by name, kept one seed's of each and dropped the rest)
-        twice = {lab for lab in (m.label for m in recs) if sum(1 for k in recs if k.label == lab) > 1}
+        n_label = Counter(m.label for m in recs)
+        twice = {lab for lab, k in n_label.items() if k > 1}
         self.residual_names_ = [f"{m.label}{_seed_tag(m) if m.label in twice else ''}:{name}"
                                 for m in recs for name, _, _ in self._targets(m)]
         # a metric no record measures adds no residual: the header says so (it listed the metric

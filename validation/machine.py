@@ -614,7 +614,9 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
     """Fit ``simaccept/costs/<profile>.toml`` to the fit set under ``results`` (default the committed
     runs) and write the fit's record to ``fit_json`` (:func:`default_fit_json`).  ``start_from``: a
     profile (name or TOML path) whose :data:`FIT_PARAMS` values start the fit, e.g. the unconverged
-    result of an earlier run (its kernel calibration starts from the same values)."""
+    result of an earlier run (its kernel calibration starts from the same values).  ``loss`` and
+    ``f_scale``: :class:`~validation.fitter.CostFitter`'s (``cauchy`` and 0.1 when one run sits in
+    the other loop past saturation: realsys/results/README.md, *epyc-2026-12-04*)."""
     from simaccept.costs import save_profile
 
     from .fitter import CostFitter
