@@ -23,6 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from .report import series_label
 from .runner import ResultsFileError, read_rows
 
 
@@ -35,21 +36,13 @@ def _folders(root: Path) -> dict[str, Path]:
 
 def _num(v) -> float:
     try:
-        x = float(v)
+        return float(v)
     except (TypeError, ValueError):
         return math.nan
-    return x
 
 
 def _key(r: dict) -> tuple[str, str]:
     return r["point"], r.get("seed") or ""
-
-
-def _series(r: dict) -> str:
-    al = r.get("accept_limit") or ""
-    al = "inf" if al in ("inf", "Infinity") or _num(al) == math.inf else al.removesuffix(".0")
-    mux = r.get("mux") or ""
-    return f"{r.get('server') or '?'}{'/' + mux if mux and mux != '-' else ''}/accept-{al}"
 
 
 def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s",
@@ -81,7 +74,7 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
                 raise ValueError(f"{name}: no {metric!r} column")
             vb, va = _num(b[metric]), _num(a[metric])
             ok = math.isfinite(vb) and vb > 0 and math.isfinite(va)
-            pairs.append({"folder": name, "series": _series(b), "point": k[0], "seed": k[1],
+            pairs.append({"folder": name, "series": series_label(b), "point": k[0], "seed": k[1],
                           "target_rate": _num(b.get("target_rate")),
                           "before": vb if math.isfinite(vb) else None, "after": va if math.isfinite(va) else None,
                           "ratio": va / vb if ok else None})

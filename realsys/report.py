@@ -36,6 +36,18 @@ def _flat_config(r) -> dict[str, object]:
             for k, v in vals.items() if f"{sec}.{k}" not in _NOT_SERIES_KEYS}
 
 
+def series_label(r) -> str:
+    """A row's series by its own columns: server, mux, accept-limit, httperf, and every other axis
+    its point label sweeps (``_series`` adds the config keys in which a folder's rows differ)."""
+    lab = f"{r['server']}/{r['mux'] or '-'}/accept-{r['accept_limit']}"
+    if r.get("config") and '"httperf": true' in r["config"]:
+        lab += "/httperf"
+    for part in (r.get("point") or "").split(";"):
+        if "=" in part and part.split("=", 1)[0] not in _NAMED_AXES:
+            lab += "/" + part
+    return lab
+
+
 def _series(rows):
     """Finished rows by series name and target rate.  A series is a server, mux and
     accept-limit, plus every other axis the scenario sweeps (e.g. ``client.timeout=0.25``),
@@ -48,13 +60,7 @@ def _series(rows):
     for r in rows:
         if r.get("status") != "ok":
             continue
-        lab = f"{r['server']}/{r['mux'] or '-'}/accept-{r['accept_limit']}"
-        if r.get("config") and '"httperf": true' in r["config"]:
-            lab += "/httperf"
-        for part in (r.get("point") or "").split(";"):
-            if "=" in part and part.split("=", 1)[0] not in _NAMED_AXES:
-                lab += "/" + part
-        grouped.setdefault(lab, []).append(r)
+        grouped.setdefault(series_label(r), []).append(r)
     out: dict[str, dict[float, dict]] = {}
     for lab, rs in grouped.items():
         flats = [_flat_config(r) for r in rs]

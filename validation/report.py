@@ -1934,15 +1934,14 @@ def _err_str(c) -> str:
     """A cell's error as the tables print it, with as many more decimals as it takes for a cell that
     misses by less than the rounding (the μserver's Accept-1 peak: -10.00004 % against ±10 %) not to
     read as on the band's edge."""
-    s = _fmt(c["error"], "pct" if c["kind"] == "rel" else "pp")
-    e, scale, unit = c["error"], (100 if c["kind"] == "rel" else 1), (" %" if c["kind"] == "rel" else " pp")
-    if c.get("ok") is False and c.get("tolerance") is not None and not math.isnan(e):
-        tol = c["tolerance"] * scale
-        for d in range(2, 9):
-            if abs(float(s.split()[0])) > tol:
-                break
-            s = f"{scale * e:+.{d}f}{unit}"
-    return s
+    rel = c["kind"] == "rel"
+    v, unit = (100 * c["error"], " %") if rel else (c["error"], " pp")
+    d = 1
+    if c.get("ok") is False and c.get("tolerance") is not None and not math.isnan(v):
+        tol = c["tolerance"] * (100 if rel else 1)
+        while d < 8 and abs(round(v, d)) <= tol:
+            d += 1
+    return _fmt(c["error"], "pct" if rel else "pp") if d == 1 else f"{v:+.{d}f}{unit}"
 
 
 def thesis_fit_markdown() -> list[str]:
@@ -2149,13 +2148,14 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
                      "row's own and the ones after it; this table's runs use the sweep's seed, another one); – where "
                      "that analysis does not score the cell.\n")
         notes = miss_notes(miss)
+        number = {text: i for i, (text, _) in enumerate(notes, 1)}
         L.append("*why*: the number of the note below the table that says why the cell misses (one note can serve "
                  "several cells).\n")
         L.append("| row | metric | thesis | simulated | error | tolerance | seeds | source | why |\n"
                  "|---|---|---|---|---|---|---|---|---|")
         for c in miss:
             ib = in_band.get(f"{c['row']}|{c['metric']}")
-            n = next((i for i, (text, _) in enumerate(notes, 1) if text == c["note"]), None)
+            n = number.get(c["note"])
             L.append(f"| {c['row']} | {c['label']} | {_fmt(c['measured'])} | {_fmt(c['predicted'])} | "
                      f"{_err_str(c)} | {tolerance_str(c['kind'], c['tolerance'])} | {f'{ib[0]} of {ib[1]}' if ib else '–'} | "
                      f"{c['table']} | {'–' if n is None else n} |")
