@@ -807,7 +807,15 @@ class CostFitter:
         u = np.array([v[p] for p in self.params]) / self._scale()
         with self._pooled(1):
             r = self._fun(u)
-        return [f"{m.label}:{name}" for m in recs for name, _, _ in self._targets(m)], r
+        return self._residual_names(recs), r
+
+    def _residual_names(self, recs: list[Measured]) -> list[str]:
+        """"label:metric" per residual, in the residual vector's order; a label that several records
+        share (one point at several seeds) carries each record's seed, so that no two residuals
+        share a name (the fit record's residuals, a dict by name, kept one seed's of each)."""
+        twice = {lab for lab, k in Counter(m.label for m in recs).items() if k > 1}
+        return [f"{m.label}{_seed_tag(m) if m.label in twice else ''}:{name}"
+                for m in recs for name, _, _ in self._targets(m)]
 
     #: What a fit sets.  A failed refit used to keep the earlier fit's params_ beside the new
     #: result_ and records_, so save() wrote old values under the new fit's header.
@@ -836,12 +844,7 @@ class CostFitter:
                                 loss=self.loss, f_scale=self.f_scale, **kw)
         self.result_ = res
         self.records_ = recs
-        # records of one point at several seeds share a label: the seed tells their residuals apart
-        # (the fit record's residuals, a dict by name, kept one seed's of each and dropped the rest)
-        n_label = Counter(m.label for m in recs)
-        twice = {lab for lab, k in n_label.items() if k > 1}
-        self.residual_names_ = [f"{m.label}{_seed_tag(m) if m.label in twice else ''}:{name}"
-                                for m in recs for name, _, _ in self._targets(m)]
+        self.residual_names_ = self._residual_names(recs)
         # a metric no record measures adds no residual: the header says so (it listed the metric
         # as fitted, e.g. a --metrics column the file does not have)
         seen = set()

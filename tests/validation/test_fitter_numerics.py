@@ -142,3 +142,16 @@ def test_records_of_one_point_at_several_seeds_keep_a_residual_each():
     names = f.residual_names_
     assert len(names) == len(set(names)) == 4 and len(f.summary()["residuals"]) == 4
     assert names[0].endswith("#seed=11:replies_per_s") and "#seed" not in names[2]
+
+
+def test_residuals_without_fitting_name_them_as_the_fit_does():
+    # residuals() named every residual "label:metric": two seeds of one point shared a name there
+    # while the fit's residual_names_ told them apart
+    recs, A = _records(3)
+    twins = [dataclasses.replace(recs[0], seed=11.0), dataclasses.replace(recs[0], seed=12.0)] + recs[1:]
+    LinearFitter.A = np.vstack([A[0], A])
+    f = LinearFitter(params=PARAMS, overrides=START, metrics=["replies_per_s"])
+    f.evaluated = []
+    names, r = f.residuals(twins)
+    assert len(names) == len(set(names)) == len(r) == 4
+    assert names == f.fit(twins).residual_names_
