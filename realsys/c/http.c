@@ -130,10 +130,59 @@ static int host_value_ok(const char *v, size_t vlen)
     return 1;
 }
 
+static int is_alnum(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Can v[0..vlen), a Host value still arriving, become one host_value_ok accepts?  Judged
+ * against uri-host[:port] as far as it goes: a bracketed IP-literal by its characters until
+ * its ']' arrives and then whole; a reg-name by its characters and %-escapes; a port by digits.
+ * Returns: 1 it may; 0 no continuation mends it ("a]", "a:x", "a%g", "[::1]x", "[zz]"). */
+static int host_prefix_ok(const char *v, size_t vlen)
+{
+    size_t i = 0;
+    if (vlen > 0 && v[0] == '[') {
+        const char *rb = memchr(v, ']', vlen);
+        if (rb == NULL) {
+            for (i = 1; i < vlen; i++)
+                if (!(is_alnum((unsigned char)v[i]) || (v[i] != 0 && strchr("-._~!$&'()*+,;=:%", v[i]))))
+                    return 0;
+            return 1;
+        }
+        i = (size_t)(rb - v) + 1;
+        if (!host_value_ok(v, i))
+            return 0;
+    } else {
+        while (i < vlen && v[i] != ':') {
+            if (v[i] == '%') { /* an escape's hex digits as far as they have arrived */
+                for (size_t k = 1; k <= 2 && i + k < vlen; k++)
+                    if (!isxdigit((unsigned char)v[i + k]))
+                        return 0;
+                i += 3;
+                continue;
+            }
+            if (!(is_alnum((unsigned char)v[i]) || (v[i] != 0 && strchr("-._~!$&'()*+,;=", v[i]))))
+                return 0;
+            i++;
+        }
+        if (i >= vlen)
+            return 1;
+    }
+    if (i == vlen)
+        return 1;
+    if (v[i] != ':')
+        return 0;
+    for (i++; i < vlen; i++)
+        if (v[i] < '0' || v[i] > '9')
+            return 0;
+    return 1;
+}
+
 /* Can val[0..vlen), the value so far of a header line still arriving (OWS trimmed at both
  * ends; more may follow), still become one the line's end accepts?  hosts: Host lines whole
  * before this one.  Only what no continuation can mend is refused: any Transfer-Encoding, a
- * second Host, a Host value with a byte no uri-host[:port] holds (or a space inside it), a
+ * second Host, a Host value no continuation makes uri-host[:port] (host_prefix_ok), a
  * Content-Length that is not digits or whose digits are not all 0 (a body) or past 12.
  * Returns: 1 it may (PARTIAL); 0 it cannot (HTTP_ERROR, as at the line's end). */
 static int partial_value_ok(const char *name, size_t nlen, const char *val, size_t vlen, int hosts)
@@ -143,13 +192,7 @@ static int partial_value_ok(const char *name, size_t nlen, const char *val, size
     if (ci_eq(name, nlen, "host")) {
         if (hosts > 0)
             return 0;
-        for (size_t k = 0; k < vlen; k++) {
-            unsigned char c = (unsigned char)val[k];
-            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  (c != 0 && strchr("-._~!$&'()*+,;=%:[]", c))))
-                return 0;
-        }
-        return 1;
+        return host_prefix_ok(val, vlen);
     }
     if (ci_eq(name, nlen, "content-length")) {
         if (vlen > 12)
@@ -272,6 +315,16 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
         return HTTP_ERROR;
     req->target = buf + t0;
     req->target_len = i - t0;
+    /* The target's form is judged as soon as its closing space arrives, not at the line's end:
+     * "GET abc " can never become valid, and a client need never send the CRLF that would
+     * refuse it (the servers held such a connection to its idle timeout, unanswered). */
+    int asterisk = 0;
+    if (req->target[0] != '/') {
+        if (req->target_len == 1 && req->target[0] == '*' && mlen == 7 && memcmp(buf + p, "OPTIONS", 7) == 0)
+            asterisk = 1; /* asterisk-form (RFC 9112 3.2.4), OPTIONS only */
+        else if (!absolute_form(req))
+            return HTTP_ERROR; /* authority-form, other schemes, "*" with another method */
+    }
     i++;
     /* version: compare against "HTTP/1.x" as far as we have it (another major, HTTP/2.0 sent
      * here, is a 400 like any bad version: there is no 505 in these servers) */
@@ -292,15 +345,11 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
     /* RFC 9110 2.5, RFC 9112 2.3: a higher minor of major 1 is answered as 1.1. */
     req->minor = buf[v0 + 7] == '0' ? 0 : 1;
     req->keepalive = req->minor == 1;
-    if (req->target[0] != '/') {
-        if (req->target_len == 1 && req->target[0] == '*' && mlen == 7 && memcmp(buf + p, "OPTIONS", 7) == 0) {
-            /* Asterisk-form (RFC 9112 3.2.4), OPTIONS only: parsed, so that the method is
-             * answered 501 like any other we do not serve.  target becomes the "/" of
-             * "HTTP/", inside the buffer and origin-form as the contract says; never used. */
-            req->target = buf + v0 + 4;
-        } else if (!absolute_form(req)) {
-            return HTTP_ERROR; /* authority-form, other schemes, "*" with another method */
-        }
+    if (asterisk) {
+        /* Parsed, so that the method is answered 501 like any other we do not serve.  target
+         * becomes the "/" of "HTTP/", inside the buffer and origin-form as the contract says;
+         * never used. */
+        req->target = buf + v0 + 4;
     }
     p = (size_t)le + (size_t)eol;
 

@@ -36,12 +36,15 @@ struct http_req {
 /* Parse one request head from buf[0..len).
  * Returns: > 0  COMPLETE: the number of bytes of the head (up to and including the blank line);
  *          HTTP_PARTIAL: the blank line has not arrived and nothing so far is known to be
- *                        invalid: the request line and every whole header line are valid, and
+ *                        invalid: the request line is valid as far as it goes (its target
+ *                        in one of the forms below once its closing space has arrived), every
+ *                        whole header line is valid, and
  *                        a header line still arriving is valid as far as it goes: its name,
  *                        and its value so far holds no byte a field value never may (NUL,
  *                        other CTLs but HTAB, DEL, a CR not followed by LF) nor what that
  *                        field's value can no longer mend (any Transfer-Encoding, a second
- *                        Host, a byte no Host value holds, a Content-Length not all 0s);
+ *                        Host, a Host value no continuation makes uri-host[:port], a
+ *                        Content-Length not all 0s);
  *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
  *          HTTP_ERROR: malformed (a method that is not a token, NUL or control byte, a version other
  *                      than HTTP/1.<digit>, bad header line, a body, a target that is not

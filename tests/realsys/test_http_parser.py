@@ -228,6 +228,32 @@ PARSE_ROWS = [
     ("partial-cl-too-long", H + b"Content-Length: " + b"0" * 13, "error", {"first_error_at": -1}),
     ("partial-header-65", b"GET / HTTP/1.1\r\n" + b"A: b\r\n" * 64 + b"A: b", "error", {}),
     ("host-invalid-http10", b"GET / HTTP/1.0\r\nHost: a\"b\r\n\r\n", "error", {}),
+    # a target is judged at its closing space: these were partial until the line's CRLF, so a
+    # client that never sent it was held to the idle timeout and closed unanswered, not a 400
+    ("early-bare-name-target", b"GET abc HTTP/1.1\r\nHost: x\r\n\r\n", "error", {"first_error_at": len(b"GET abc ")}),
+    ("early-asterisk-get", b"GET * HTTP/1.1\r\nHost: x\r\n\r\n", "error", {"first_error_at": len(b"GET * ")}),
+    ("early-authority-form", b"CONNECT a:80 HTTP/1.1\r\nHost: x\r\n\r\n", "error",
+     {"first_error_at": len(b"CONNECT a:80 ")}),
+    ("early-abs-bad-port", b"GET http://a:b/ HTTP/1.1\r\nHost: x\r\n\r\n", "error",
+     {"first_error_at": len(b"GET http://a:b/ ")}),
+    ("line-cut-after-bad-target", b"GET abc ", "error", {"first_error_at": -1}),
+    ("partial-asterisk", b"OPTIONS * HTTP/1.", "partial", {}),
+    ("partial-abs", b"GET http://x:80/a HTTP/1.1\r", "partial", {}),
+    # a Host value still arriving is judged against uri-host[:port] as far as it goes
+    ("partial-host-port-letter", b"GET / HTTP/1.1\r\nHost: a:x\r\n\r\n", "error",
+     {"first_error_at": at(b"GET / HTTP/1.1\r\nHost: a:x", b"a:x")}),
+    ("partial-host-stray-bracket", b"GET / HTTP/1.1\r\nHost: a]\r\n\r\n", "error",
+     {"first_error_at": at(b"GET / HTTP/1.1\r\nHost: a]", b"a]")}),
+    ("partial-host-after-literal", b"GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", "error",
+     {"first_error_at": at(b"GET / HTTP/1.1\r\nHost: [::1]x", b"]x")}),
+    ("partial-host-literal-word", b"GET / HTTP/1.1\r\nHost: [zz]\r\n\r\n", "error",
+     {"first_error_at": at(b"GET / HTTP/1.1\r\nHost: [zz]", b"zz]")}),
+    ("partial-host-bad-pct", b"GET / HTTP/1.1\r\nHost: a%4g\r\n\r\n", "error",
+     {"first_error_at": at(b"GET / HTTP/1.1\r\nHost: a%4g", b"%4g")}),
+    ("partial-host-pct-cut", b"GET / HTTP/1.1\r\nHost: a%4", "partial", {}),
+    ("partial-host-literal-open", b"GET / HTTP/1.1\r\nHost: [fe80::1%25e", "partial", {}),
+    ("partial-host-port-cut", b"GET / HTTP/1.1\r\nHost: a:", "partial", {}),
+    ("host-pct-port", b"GET / HTTP/1.1\r\nHost: a%41:80\r\n\r\n", "complete", {}),
 ]
 
 

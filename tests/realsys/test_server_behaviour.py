@@ -210,7 +210,11 @@ def test_bad_requests_get_error_and_close(server, req, want):
     b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5",
     b"GET / HTTP/1.1\r\nHost: user@x",
     b"GET / HTTP/1.1\r\nHost: x\r\nX: a\x00",
-], ids=["te", "second-host", "body", "host-userinfo", "nul"])
+    b"GET / HTTP/1.1\r\nHost: x:8o",
+    b"GET abc HTTP/1.1",
+    b"CONNECT x:443 ",
+], ids=["te", "second-host", "body", "host-userinfo", "nul", "host-port-letter", "bare-name-target",
+        "authority-form"])
 def test_a_head_already_bad_is_refused_before_its_line_ends(server, head):
     # the header line is never ended: the 400 must come for what has arrived (it came only
     # after the line's CRLF, so here after the idle timeout, with no reply at all)
