@@ -579,12 +579,27 @@ int stats_write_json(const char *path, const char *extra, const struct stats *s,
     for (size_t i = 0, k = 0; i < sm->len; i += step, k++)
         fprintf(out, "%s[%.3f, %d]", k ? ", " : "", sm->t[i], sm->n[i]);
     fprintf(out, "]}}\n");
+    /* A write that failed (a full disk, a file-size limit) leaves the stream's error flag set
+     * though the final flush in fclose may succeed: a cut-off file must not be renamed into
+     * place, nor a cut-off stdout end with status 0.  errno is the failed write's. */
     if (path) {
-        if (fclose(out) != 0 || rename(tmp, path) < 0)
+        int bad = ferror(out);
+        int saved = errno;
+        if (fclose(out) != 0 || bad) {
+            if (bad)
+                errno = saved ? saved : EIO;
+            saved = errno;
+            unlink(tmp);
+            errno = saved;
+            return -1;
+        }
+        if (rename(tmp, path) < 0)
             return -1;
         stats_reserve_fd();         /* for the next snapshot, if it was given up */
-    } else {
-        fflush(out);
+    } else if (fflush(out) != 0 || ferror(out)) {
+        if (!errno)
+            errno = EIO;
+        return -1;
     }
     return 0;
 }

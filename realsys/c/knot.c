@@ -357,5 +357,7 @@ int main(int argc, char **argv)
              "\"spin_us\": %u, \"open_conns_now\": %d,\n",
              lim, started, spin_us, atomic_load(&nopen));
     int rc = stats_write_json(stats_path, extra, &total, wall, &sm);
+    if (rc < 0)
+        perror("knot: stats");
     _exit(rc < 0 ? 1 : 0);
 }

@@ -963,9 +963,24 @@ int main(int argc, char **argv)
         if (!out) { perror("loadgen: out"); return 1; }
     }
     write_json(out, window);
+    /* A failed write (a full disk, a file-size limit) sets the stream's error flag, and fclose's
+     * final flush may still succeed: a cut-off JSON must not be renamed into place for the
+     * runner to read, nor a cut-off stdout end with status 0. */
     if (out_path) {
-        fclose(out);
+        int bad = ferror(out), saved = errno;
+        if (fclose(out) != 0 || bad) {
+            if (bad)
+                errno = saved ? saved : EIO;
+            perror("loadgen: writing the output");
+            unlink(tmp);
+            return 1;
+        }
         if (rename(tmp, out_path) < 0) { perror("loadgen: rename"); return 1; }
+    } else if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (!errno)
+            errno = EIO;
+        perror("loadgen: writing the output");
+        return 1;
     }
     if (stopped_by) {
         /* the output is kept (marked "interrupted"), and the status says the run did not end */

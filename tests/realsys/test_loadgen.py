@@ -555,3 +555,29 @@ def test_a_reconnect_after_a_server_close_waits_the_think_time_as_httperf_does(c
         gap = nxt["accept"] - prev["reply"][-1]          # the server's close to the next connection
         assert 0.9 * think <= gap < 2 * think, gap
         assert nxt["req"][0] - nxt["accept"] < think / 2, (nxt["accept"], nxt["req"][0])
+
+
+def _fsize_capped():
+    """A 1 KiB file-size limit, its signal ignored: writes past it fail with EFBIG."""
+    import resource
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+
+@pytest.mark.parametrize("where", ["file", "stdout"])
+def test_a_failed_write_of_the_output_is_an_error_not_a_cut_off_file(cbuild, tmp_path, where):
+    # loadgen's JSON (several KiB) was written unchecked, then renamed into place with status 0:
+    # the runner read a cut-off file, or a full stdout went unnoticed
+    out = tmp_path / "g.json"
+    with DelayServer() as srv:
+        argv = [str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port), "--rate", "20",
+                "--duration", "0.2", "--timeout", "2"]
+        if where == "file":
+            p = subprocess.run(argv + ["--out", str(out)], capture_output=True, timeout=30,
+                               preexec_fn=_fsize_capped)
+        else:
+            with open("/dev/full", "wb") as full:
+                p = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, timeout=30)
+    assert p.returncode == 1, p.stderr.decode()
+    assert b"loadgen: writing the output" in p.stderr
+    assert list(tmp_path.iterdir()) == []            # neither the file nor its .tmp

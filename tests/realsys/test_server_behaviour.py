@@ -1054,3 +1054,19 @@ def test_a_reply_closed_after_with_input_unread_arrives_whole(cbuild, tmp_path, 
     head, _, body = got.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200") and len(body) == big, (head[:40], len(body))
     assert st["status_2xx"] == 1 and st["conns_reset"] == 0, st
+
+
+@pytest.mark.parametrize("binary", ["userver", "knot"])
+def test_stats_to_a_full_stdout_is_an_error(cbuild, tmp_path, binary):
+    # without --stats the statistics go to stdout; a failed write there ended with status 0
+    root = make_docroot(tmp_path / "r", 512)
+    port = free_port()
+    with open("/dev/full", "wb") as full:
+        p = subprocess.Popen([str(cbuild / binary), "--addr", "127.0.0.1", "--port", str(port),
+                              "--docroot", str(root)], stdout=full, stderr=subprocess.PIPE)
+        wait_listening(p, port)
+        assert status_of(exchange(port, b"GET /index.html HTTP/1.0\r\n\r\n")) == 200
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=15)
+    assert p.returncode == 1, err.decode()
+    assert b"stats" in err, err.decode()
