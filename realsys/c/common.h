@@ -25,7 +25,10 @@ extern const char *const sc_names[SC_N];
 
 struct stats {
     uint64_t sc_calls[SC_N], sc_ns[SC_N];
-    uint64_t accept_phases;   /* accept-phases that called accept at least once */
+    uint64_t accept_phases;   /* userver: accept-phases that called accept at least once; knot:
+                               * those that accepted one at least (its threads all poll the one
+                               * listener and all wake: a thread that lost the race for the
+                               * connection gets EAGAIN, counted in accepts_eagain, not a phase) */
     uint64_t accepts, accepts_eagain, accept_errors;
     uint64_t getevents_calls, fds_returned;
     uint64_t work_phases, work_items;

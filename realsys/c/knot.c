@@ -188,7 +188,7 @@ static void *worker(void *arg)
             acc[n].fd = fd;
             acc[n++].t_accept = now_ns();
         }
-        if (n == 0) {
+        if (n == 0) { /* lost the race for a woken listener, or none queued: not a phase (common.h) */
             struct pollfd p = { lfd, POLLIN, 0 };
             TIMED(SC_POLL, poll(&p, 1, 100));
             continue;

@@ -199,6 +199,9 @@ static struct waitq thinkq, delayq;
 
 struct lstats {
     uint64_t attempts, established, requests, replies, replies_ok, st2, st3, st4, st5;
+    /* timeouts_connect: the handshake had not completed; timeouts_reply: established, and the
+     * reply had not arrived, or (--timeout-from first-syn with --request-delay-ms) the request
+     * had not yet been sent: the deadline runs from the first SYN through the client's delay */
     uint64_t timeouts, timeouts_connect, timeouts_reply, resets, refused, local_errors, other_errors;
     uint64_t conns_done, bytes, replies_in_window, attempts_in_window;
     /* new connections a session opened for its remaining requests after the server closed
