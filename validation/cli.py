@@ -591,7 +591,7 @@ def _flat_config(record) -> dict[str, str]:
     import json
     try:
         cfg = json.loads(record.config or "{}")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return {}
     return {f"{sec}.{k}": json.dumps(v) for sec, vals in cfg.items() if isinstance(vals, dict)
             for k, v in vals.items() if f"{sec}.{k}" not in _SAME_POINT_KEYS}

@@ -34,6 +34,7 @@ import copy
 import csv
 import dataclasses
 import functools
+import io
 import json
 import math
 import operator
@@ -175,7 +176,7 @@ def _check_row(m: Measured, path: str, line: int, raw: Mapping[str, Any] | None 
         if al not in ("inf", "infinity"):
             try:
                 ok = int(float(al)) == float(al) and float(al) >= 1
-            except ValueError:
+            except (ValueError, OverflowError):     # "1e400", "-inf": int() of an infinity
                 ok = False
             if not ok:
                 raise bad("accept_limit", f'must be an integer >= 1 or "inf"; got {r.accept_limit!r}')
@@ -206,13 +207,16 @@ def _check_row(m: Measured, path: str, line: int, raw: Mapping[str, Any] | None 
             doc = json.loads(r.config)
         except ValueError as e:
             raise bad("config", f"not JSON: {e}") from None
+        except RecursionError:      # json's decoder recurses per level: thousands of [ or {
+            raise bad("config", "nested too deeply to read (not a resolved scenario)") from None
         if not isinstance(doc, dict):
             raise bad("config", f"must be a JSON object (the resolved scenario); got a {type(doc).__name__}")
 
 
 def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, path: str = "<records>",
-               first_line: int = 2) -> list[Measured]:
-    """Validate and convert dict rows (``csv.DictReader`` output)."""
+               first_line: int = 2, lines: Sequence[int] | None = None) -> list[Measured]:
+    """Validate and convert dict rows (``csv.DictReader`` output).  ``lines``: the line each row
+    starts on, where a quoted cell holds a line break; else row i is on ``first_line + i``."""
     fields = list(fieldnames or [])
     missing = [c for c in REQUIRED if c not in fields]
     if missing:
@@ -224,7 +228,7 @@ def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, 
     known = [c for c in fields if c in COLUMNS]
     out = []
     for i, row in enumerate(rows):
-        line = first_line + i
+        line = lines[i] if lines is not None else first_line + i
         if None in row:
             raise RecordError("more cells than header columns", path=path, line=line)
         try:
@@ -309,21 +313,29 @@ def load_records(path: str | Path) -> list[Measured]:
         raise RecordError(f"cannot read: {e.strerror or e}", path=str(p)) from None
     except UnicodeDecodeError as e:
         raise RecordError(f"not UTF-8 (byte offset {e.start})", path=str(p)) from None
-    reader = csv.DictReader(text.splitlines())
+    # Lines as csv reads them (\n, \r\n): str.splitlines also broke rows at U+2028, \f, \x1c and
+    # the like, which a text cell of a sweep's results.csv may hold unquoted (a scenario name)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    rows, lines = [], []
     try:
         if not reader.fieldnames:
             raise RecordError("empty file (no header row)", path=str(p))
-        rows = list(reader)
+        for row in reader:
+            # the line the row starts on: a quoted cell may hold line breaks (a failed point's error)
+            breaks = sum(v.count("\n") for v in row.values() if isinstance(v, str))
+            breaks += sum(v.count("\n") for v in row.get(None) or ())
+            rows.append(row)
+            lines.append(reader.line_num - breaks)
     except csv.Error as e:      # a cell over csv's field limit (131,072 characters), a NUL byte
         raise RecordError(f"not a readable CSV row: {e}", path=str(p), line=reader.line_num + 1) from None   # the line it failed in
-    for i, row in enumerate(rows):
+    for row, line in zip(rows, lines):
         # DictReader pads a short row with None: it was read as "not measured" (predict showed
         # measured nan and exited 0) where a long row was refused
         if None not in row and None in row.values():
             n = sum(v is not None for v in row.values())
             raise RecordError(f"fewer cells than header columns ({n} of {len(reader.fieldnames)})",
-                              path=str(p), line=i + 2)
-    return parse_rows(rows, reader.fieldnames, path=str(p))
+                              path=str(p), line=line)
+    return parse_rows(rows, reader.fieldnames, path=str(p), lines=lines)
 
 
 def record_columns(path: str | Path) -> list[str]:
@@ -469,6 +481,9 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             doc = json.loads(r.config)
         except ValueError as e:
             raise RecordError(f"config is not JSON: {e}", path=m.path, line=m.line or None, column="config") from None
+        except RecursionError:
+            raise RecordError("config is nested too deeply to read", path=m.path, line=m.line or None,
+                              column="config") from None
         if not isinstance(doc, dict):
             raise RecordError("config must be a JSON object (the resolved scenario)", path=m.path,
                               line=m.line or None, column="config")

@@ -302,3 +302,38 @@ def test_a_record_built_in_python_with_ints_is_measured():
     assert len(select_records(recs, ["replies_per_s=nan"])) == 0
     # a bool is not a number: True as a rate reads as not measured
     assert math.isnan(Measured(RunRecord(replies_per_s=True)).get("replies_per_s"))
+
+
+def test_a_text_cell_with_a_unicode_line_separator_reads_as_one_row(tmp_path):
+    # str.splitlines broke the row at U+2028 (and \f, \x1c, ...), which csv writes unquoted: a
+    # sweep's results.csv with such a scenario name could not be read by predict or fit
+    p = _write(tmp_path, [dict(GOOD, cite="a\u2028b\x0cc"), GOOD])
+    ms = load_records(p)
+    assert [m.extras["cite"] for m in ms] == ["a\u2028b\x0cc", "table 4.7"]
+    assert [m.line for m in ms] == [2, 3]
+
+
+def test_a_row_after_a_cell_with_line_breaks_is_named_by_its_own_line(tmp_path):
+    # a failed point's error spans lines inside its quotes: the rows after it were numbered
+    # as if every row were one line
+    p = _write(tmp_path, [dict(GOOD, cite="one\ntwo\r\nthree"), dict(GOOD, target_rate="-5")])
+    with pytest.raises(RecordError, match="target_rate") as e:
+        load_records(p)
+    assert e.value.line == 5
+    assert [m.line for m in load_records(_write(tmp_path, [dict(GOOD, cite="x\ny"), GOOD], name="ok.csv"))] == [2, 4]
+
+
+@pytest.mark.parametrize("al", ["1e400", "1e309", "-inf"])
+def test_an_accept_limit_past_a_float_is_refused_by_name(tmp_path, al):
+    # int(float("1e400")) raised OverflowError: a traceback from predict and fit
+    with pytest.raises(RecordError, match='accept_limit.*integer >= 1 or "inf"') as e:
+        load_records(_write(tmp_path, [dict(GOOD, accept_limit=al)]))
+    assert e.value.column == "accept_limit" and e.value.line == 2
+
+
+def test_a_config_nested_past_the_recursion_limit_is_refused_by_name(tmp_path):
+    # json's decoder recurses per level: a RecursionError traceback from predict and fit
+    deep = '{"scenario": ' + "[" * 60_000 + "]" * 60_000 + "}"
+    with pytest.raises(RecordError, match="nested too deeply") as e:
+        load_records(_write(tmp_path, [dict(GOOD, config=deep)]))
+    assert e.value.column == "config" and e.value.line == 2
