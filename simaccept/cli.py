@@ -490,6 +490,12 @@ def _main(args) -> int:
             recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
                              parquet=args.parquet, on_point=simulated.append)
             failed = [r for r in recs if r.status != "ok"]
+            idle = [r for r in recs if r.status == "ok" and not r.conn_attempts_per_s > 0]
+            if idle:                # as run warns: rates of no load, cached as finished points
+                print(f"warning: {len(idle)} of {len(recs)} point{'' if len(recs) == 1 else 's'} offered no "
+                      f"connection in the measured window (workload.rate x scenario.duration < 1 request; "
+                      f"first: {idle[0].point or idle[0].scenario}): their rates are of no load",
+                      file=sys.stderr)
             if not args.no_table:
                 from .plots import throughput_table
                 table = throughput_table(recs)
@@ -546,7 +552,29 @@ def _main(args) -> int:
     except SweepError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except RecursionError:
+        # tomllib and json recurse per level of [ or {: hundreds of them inside one another
+        # overflow Python's stack wherever the value is read
+        deep = [o.partition("=")[0].strip() for o in getattr(args, "set", None) or [] if _nesting(o) > 100]
+        where = (f"--set {deep[0]}" if deep
+                 else "the scenario file, a records file's config or a cost profile (costs.profile, --profile, "
+                      "--base-profile)")
+        print(f"error: {where}: nested too deeply to read (hundreds of [ or {{ inside one another)",
+              file=sys.stderr)
+        return 2
     return 0
+
+
+def _nesting(text: str) -> int:
+    """The deepest run of [ and { inside one another in ``text`` (quotes not parsed: a bound)."""
+    depth = top = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            top = max(top, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return top
 
 
 if __name__ == "__main__":

@@ -387,34 +387,39 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             on_point(rec)
         bar.step()
 
-    args = [(points[i].to_json(), points[i].point_key, points[i].coords, points[i].source) for i in todo]
-    if dask:
-        _run_dask(dask, todo, args, finish, jobs)
-    elif jobs <= 1 or len(todo) <= 1:
-        for i, a in zip(todo, args):
-            finish(i, _run_point(*a))
-    else:
-        ex = worker_pool(min(jobs, len(todo)))      # no idle workers
-        futs = {}
-        try:
-            futs = {ex.submit(_run_point, *a): i for i, a in zip(todo, args)}
-            for f in as_completed(futs):
-                finish(futs[f], f.result())
-        except BrokenProcessPool:
-            stop_workers(ex)
-            for f, i in futs.items():       # points that finished beside the dead one are kept too
-                if i not in results and f.done() and not f.cancelled() and f.exception() is None:
-                    finish(i, f.result())
-            kept = (f"the {len(results)} finished points are kept under {cache_dir}; rerun to resume"
-                    if cache_dir else "nothing was kept (no out directory)")
-            raise SweepError(f"a worker process died before its point finished (killed: by the OOM killer "
-                             f"if memory ran out, one point can take ~12 GB; fewer --jobs use less); "
-                             f"{kept}") from None
-        except BaseException:
-            stop_workers(ex)
-            raise
-        ex.shutdown()
-    bar.close()
+    # the bar is closed however the sweep ends: on an interrupt tqdm drew it again at exit,
+    # after the "interrupted" message
+    try:
+        args = [(points[i].to_json(), points[i].point_key, points[i].coords, points[i].source) for i in todo]
+        if dask:
+            _run_dask(dask, todo, args, finish, jobs)
+        elif jobs <= 1 or len(todo) <= 1:
+            for i, a in zip(todo, args):
+                finish(i, _run_point(*a))
+        else:
+            ex = worker_pool(min(jobs, len(todo)))      # no idle workers
+            futs = {}
+            try:
+                futs = {ex.submit(_run_point, *a): i for i, a in zip(todo, args)}
+                for f in as_completed(futs):
+                    finish(futs[f], f.result())
+            except BrokenProcessPool:
+                stop_workers(ex)
+                for f, i in futs.items():       # points that finished beside the dead one are kept too
+                    if i not in results and f.done() and not f.cancelled() and f.exception() is None:
+                        finish(i, f.result())
+                n = len(results)
+                kept = (f"the {n} finished point{' is' if n == 1 else 's are'} kept under {cache_dir}; rerun to resume"
+                        if cache_dir else "nothing was kept (no out directory)")
+                raise SweepError(f"a worker process died before its point finished (killed: by the OOM killer "
+                                 f"if memory ran out, one point can take ~12 GB; fewer --jobs use less); "
+                                 f"{kept}") from None
+            except BaseException:
+                stop_workers(ex)
+                raise
+            ex.shutdown()
+    finally:
+        bar.close()
     records = [results[i] for i in range(len(points))]
     if out is not None:
         atomic_write(out / "results.csv", records_to_csv(records))

@@ -506,3 +506,32 @@ def test_run_connections_on_a_full_disk_still_prints_the_record_and_exits_1(spec
     assert rc == 1 and json.loads(cap.out)["status"] == "ok"
     assert f"error: --connections {out}: not written: No space left on device" in cap.err
     assert not out.exists()
+
+
+def test_a_sweep_with_no_load_in_its_window_warns(tmp_path, spec, capsys):
+    # run warned; sweep cached every such point as finished and said "(0 failed)"
+    argv = ["sweep", str(REPO / "scenarios/thesis/userver-onepacket.toml"), "--no-progress", "--no-table",
+            "--set", "scenario.duration=1e-9", "--set", "scenario.warmup=0.1",
+            "--set", "server.accept_limit=[1, 10]", "--set", "workload.rate=2000"]
+    assert cli.main(argv + ["--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 2 of 2 points offered no connection in the measured window" in err, err
+    assert "first: server.accept_limit=1" in err, err
+    assert cli.main(["sweep", str(spec), "--no-progress", "--no-table", "--out", str(tmp_path / "p")]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["set", "file"])
+def test_a_value_nested_past_the_recursion_limit_is_refused(tmp_path, spec, capsys, where):
+    # tomllib recurses per level: a RecursionError traceback, exit 1
+    deep = "[" * 5000 + "]" * 5000
+    if where == "set":
+        argv = ["run", str(spec), "--set", f"workload.rate={deep}"]
+    else:
+        p = tmp_path / "deep.toml"
+        p.write_text(f"[workload]\nrate = {deep}\n")
+        argv = ["run", str(p)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "nested too deeply to read" in err, err
+    assert ("--set workload.rate:" in err) == (where == "set"), err
