@@ -49,6 +49,8 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
             from_rate: float | None = None) -> dict:
     """Pairs and ratio summaries (see the module docstring).  Raises ResultsFileError for a
     results file that is not one, ValueError when the two sides share no folder."""
+    if from_rate is not None and not math.isfinite(from_rate):
+        raise ValueError(f"--from-rate: must be a finite rate, got {from_rate!r}")
     for side in (before, after):
         if not Path(side).is_dir():
             raise ValueError(f"{side}: no such folder")
@@ -73,6 +75,10 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
             if metric not in b or metric not in a:
                 raise ValueError(f"{name}: no {metric!r} column")
             vb, va = _num(b[metric]), _num(a[metric])
+            for v, x in ((vb, b[metric]), (va, a[metric])):
+                if math.isnan(v) and x.strip().lower() not in ("", "nan"):
+                    # a text column (host, error) gave a table of dashes and exit 0
+                    raise ValueError(f"{name}: --metric {metric!r} is not a numeric column (a row holds {x[:40]!r})")
             ok = math.isfinite(vb) and vb > 0 and math.isfinite(va)
             pairs.append({"folder": name, "series": series_label(b), "point": k[0], "seed": k[1],
                           "target_rate": _num(b.get("target_rate")),

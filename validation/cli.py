@@ -932,8 +932,8 @@ def _main(args) -> int:
             return 2
         res, code = _guarded(lambda: run_idle(out=args.out, jobs=args.jobs, think_ms=grid, profile=args.profile,
                                               per_kb_factors=kbf, cache=args.cache or ICACHE),
-                             IdleError, failed=lambda msg: not msg.startswith("--cache") and "think_ms" not in msg
-                             and "per_kb_factors" not in msg)
+                             IdleError, failed=lambda msg: not msg.startswith(("--cache", "--think-ms",
+                                                                                "--per-kb-factors")))
         if code is not None:
             return code
         w0, wb = res["heldout_within_10pct_as_stated"], res["heldout_within_10pct_at_best_think"]

@@ -408,12 +408,12 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
         cache: str | Path = DEFAULT_CACHE) -> dict:
     think_ms = sorted({float(t) for t in think_ms})
     if not think_ms or any(not (math.isfinite(t) and t >= 0) for t in think_ms):
-        raise IdleError(f"think_ms: need finite delays >= 0, got {think_ms}")
+        raise IdleError(f"--think-ms: need finite delays >= 0, got {think_ms}")
     if 0.0 not in think_ms:
         think_ms = [0.0] + think_ms             # the workload as stated is always the reference
     factors = list(dict.fromkeys(float(f) for f in per_kb_factors))
     if any(not (math.isfinite(f) and f > 0) for f in factors):
-        raise IdleError(f"per_kb_factors: need factors > 0, got {list(per_kb_factors)}")
+        raise IdleError(f"--per-kb-factors: need factors > 0, got {list(per_kb_factors)}")
     if 1.0 not in factors:
         factors = [1.0] + factors               # the profile as fitted is always the reference
     costs = load_costs(profile).us              # microseconds; KeyError (before any run) if unknown

@@ -62,8 +62,13 @@ def test_two_results_folders_compare_directly(tmp_path):
     (lambda t: (t / "nope", t), "nope: no such folder"),
     (lambda t: (_folder(t / "a", "x", [_rec("1", 1.0, 1.0)]).parent,
                 _folder(t / "b", "y", [_rec("1", 1.0, 1.0)]).parent), "no results folder in both"),
+    # a text column and a rate of nan gave tables of dashes and exit 0
+    (lambda t: (_folder(t / "a", "x", [_rec("1", 1.0, 1.0)]), _folder(t / "b", "x", [_rec("1", 1.0, 1.0)]),
+                "--metric", "status"), "--metric 'status' is not a numeric column (a row holds 'ok')"),
+    (lambda t: (_folder(t / "a", "x", [_rec("1", 1.0, 1.0)]), _folder(t / "b", "x", [_rec("1", 1.0, 1.0)]),
+                "--from-rate", "nan"), "--from-rate: must be a finite rate, got nan"),
 ])
 def test_refusals_name_the_reason(tmp_path, capsys, make, msg):
-    a, b = make(tmp_path)
-    assert main([str(a), str(b)]) == 2
+    a, b, *opts = make(tmp_path)
+    assert main([str(a), str(b), *opts]) == 2
     assert msg in capsys.readouterr().err

@@ -321,3 +321,12 @@ def test_a_set_split_in_two_is_refused_naming_set(capsys, tmp_path):
     assert err.startswith("realsys: --set server.accept_limit: expected SECTION.KEY=VALUE as one argument, "
                           "e.g. --set server.accept_limit=1"), err
     assert not (tmp_path / "results.csv").exists()
+
+
+def test_a_value_nested_past_the_recursion_limit_is_exit_2_naming_the_key(capsys, tmp_path):
+    # a RecursionError is a RuntimeError: it was exit 1, "realsys: maximum recursion depth exceeded"
+    argv = ["run", SMOKE, "--out", str(tmp_path), "--set", "workload.rate=" + "[" * 5000 + "]" * 5000]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--set workload.rate: nested too deeply to read" in err, err
+    assert not (tmp_path / "results.csv").exists()

@@ -91,13 +91,13 @@ def test_control_agrees_within_50_conns_or_half():
 
 @pytest.mark.parametrize("argv, flag", [
     (["--think-ms", "0,abc"], "--think-ms"),
-    (["--think-ms", "0,-5"], "think_ms"),
-    (["--think-ms", "0,inf"], "think_ms"),       # a client that never answers: refused, not a traceback
-    (["--think-ms", "nan"], "think_ms"),
+    (["--think-ms", "0,-5"], "--think-ms"),
+    (["--think-ms", "0,inf"], "--think-ms"),       # a client that never answers: refused, not a traceback
+    (["--think-ms", "nan"], "--think-ms"),
     (["--per-kb-factors", "1,x"], "--per-kb-factors"),
-    (["--per-kb-factors", "1,0"], "per_kb_factors"),
-    (["--per-kb-factors", "-0.5"], "per_kb_factors"),
-    (["--per-kb-factors", "nan"], "per_kb_factors"),
+    (["--per-kb-factors", "1,0"], "--per-kb-factors"),
+    (["--per-kb-factors", "-0.5"], "--per-kb-factors"),
+    (["--per-kb-factors", "nan"], "--per-kb-factors"),
     (["--jobs", "0"], "--jobs"),
     (["--profile", "no-such-profile"], "--profile"),
 ])
