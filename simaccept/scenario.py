@@ -126,6 +126,11 @@ def _check(key: str, spec: Key, v: Any) -> Any:
             raise ScenarioError(key, f'must be an integer >= 1 or "inf", got {_fmt(v)}')
         if v < 1:
             raise ScenarioError(key, f"must be >= 1, got {v}")
+        if v > MAX_ACCEPT_LIMIT:
+            # a limit no queue reaches is "inf"; an unbounded one was written into the record
+            # whole (a 4,001-digit accept_limit) or failed simulate() converting it to text
+            raise ScenarioError(key, f'must be <= {MAX_ACCEPT_LIMIT:,} (server.max_conns\'s largest; '
+                                     f'"inf" for no limit), got {_fmt(v)}')
         return v
     if k == "int":
         if isinstance(v, bool) or not isinstance(v, int):
@@ -166,6 +171,10 @@ def _nonneg(default, doc, **kw):
 
 # --------------------------------------------------------------------------- schema
 #: Section -> key -> spec.  ``None`` defaults mean "take it from the profile".
+#: The largest accept-limit and open-connection cap: 4,194,304, more than a Linux process may have
+#: open (fs.nr_open, 1,048,576 by default).
+MAX_ACCEPT_LIMIT = 1 << 22
+
 SCHEMA: dict[str, dict[str, Key]] = {
     "scenario": {
         "name": Key("str", "unnamed", "Short identifier written into every record.", sweepable=False),
@@ -200,7 +209,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
                    "(simaccept.sim.check_modelled).", choices=("select", "poll", "epoll")),
         "accept_limit": Key("limit", "inf", "Max consecutive accepts per accept-phase."),
         "policy": Key("str", "accept-limit", "Accept policy: a name in simaccept.servers.policies.REGISTRY."),
-        "max_conns": Key("int", 15000, "Open-connection cap (thesis: 15,000).", lo=1, hi=1 << 22),
+        "max_conns": Key("int", 15000, "Open-connection cap (thesis: 15,000).", lo=1, hi=MAX_ACCEPT_LIMIT),
         "threads": Key("int", 1000, "Threads (knot).", lo=1, hi=1 << 20),
         "sndbuf": Key("int", 65536, "Socket send buffer bytes (big replies are written in chunks).", lo=1024, hi=1 << 30),
         "phase_budget_us": _pos(2000.0, ("time-budget policy: CPU budget (µs) of each accept-phase: the server's own CPU time "
@@ -466,6 +475,12 @@ def _parse_value(text: str, dotted: str = "<override>") -> Any:
         return text
     except ValueError:          # an integer past Python's 4,300-digit conversion limit
         raise ScenarioError(dotted, _too_many_digits(text)) from None
+    except RecursionError:      # tomllib recurses per level: hundreds of [ or { inside one another
+        raise ScenarioError(dotted, NESTED_TOO_DEEP) from None
+
+
+#: The reason for a value tomllib cannot read for its nesting (Python's recursion limit).
+NESTED_TOO_DEEP = "nested too deeply to read (hundreds of [ or { inside one another)"
 
 
 def _too_many_digits(text: str) -> str:
@@ -588,8 +603,9 @@ def _check_run_size(values: Mapping[str, Mapping[str, Any]]) -> None:
     rate = top(values["workload"]["rate"])
     span = top(values["scenario"]["warmup"]) + top(values["scenario"]["duration"])
     if rate * span > MAX_OFFERED_REQUESTS:
+        n = f"{rate * span:,.0f}" if rate * span < 1e12 else f"{rate * span:.3g}"     # not 300 digits
         raise ScenarioError("workload.rate", f"{rate:g} req/s over warm-up + duration ({span:g} s) offers "
-                            f"{rate * span:,.0f} requests, more than the {MAX_OFFERED_REQUESTS:,} a run may "
+                            f"{n} requests, more than the {MAX_OFFERED_REQUESTS:,} a run may "
                             "(one in-memory record per connection): lower the rate or shorten the run")
 
 
@@ -670,6 +686,8 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
         raise _toml_error(e, data) from None
     except ValueError:          # an integer past Python's 4,300-digit conversion limit
         raise _long_integer_error(data) from None
+    except RecursionError:
+        raise ScenarioError("<file>", f"{source!r}: {NESTED_TOO_DEEP}") from None
     _apply_overrides(doc, overrides)
     return _resolve(doc, source)
 
@@ -677,7 +695,7 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
 def _long_integer_error(data: bytes) -> ScenarioError:
     """A ScenarioError naming the key whose integer is too long to read, by its line (tomllib
     says only that some number was)."""
-    lines = data.decode("utf-8-sig", "replace").splitlines()
+    lines = data.decode("utf-8-sig", "replace").split("\n")     # as tomllib numbers lines (not splitlines)
     longest = max(range(len(lines)), key=lambda i: max(map(len, re.findall(r"[0-9_]+", lines[i])), default=0),
                   default=None)
     if longest is None:        # pragma: no cover - tomllib read a number from no line
@@ -693,7 +711,9 @@ def _toml_error(e: Exception, data: bytes) -> ScenarioError:
     """A ScenarioError for a file tomllib refused: the key, when the error is a key set twice
     (tomllib's message gives only its line and column), else the offending line quoted."""
     m = re.search(r"at line (\d+)", str(e))
-    lines = data.decode("utf-8-sig", "replace").splitlines()
+    # as tomllib numbers lines: splitlines also breaks at U+2028, \f, \x1c..., which a comment
+    # may hold, and the error named the key or quoted the line above the one tomllib meant
+    lines = data.decode("utf-8-sig", "replace").split("\n")
     if m:
         n = int(m.group(1))
     else:   # "at end of document": the last line with something on it

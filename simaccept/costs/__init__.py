@@ -203,6 +203,9 @@ def _parse_profile(path: str, name: str, _stamp: tuple[int, ...]) -> tuple[tuple
         raise ValueError(f"cost profile {name!r}: not a TOML file ({e})") from None
     except ValueError as e:     # an integer past Python's 4,300-digit conversion limit
         raise ValueError(f"cost profile {name!r}: not a usable number ({e})") from None
+    except RecursionError:      # tomllib recurses per level of [ or {
+        raise ValueError(f"cost profile {name!r}: nested too deeply to read (hundreds of [ or {{ inside one "
+                         "another)") from None
     if "costs" not in doc:
         # every cost would silently be the built-in default: a file saved from the wrong
         # place, or a table misspelt ([cost]), must not run as if it were a profile

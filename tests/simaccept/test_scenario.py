@@ -323,6 +323,7 @@ BAD_PROFILE_FILES = [
     ("k_syn = 1.0\n[costs]\naccept = 3.0\n", "'k_syn' outside the [costs] table"),
     ("[costs]\nk_syn = 1" + "0" * 400 + "\n", "got an integer of about 401 digits"),
     ("[costs]\nk_syn = 1" + "0" * 5000 + "\n", "not a usable number"),
+    ("[costs]\nk_syn = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply to read"),   # was a RecursionError
 ]
 
 
@@ -561,3 +562,52 @@ def test_a_missing_profile_file_in_a_folder_is_not_sent_to_the_packaged_one(tmp_
     with pytest.raises(ScenarioError) as ei:
         load_scenario(text="", overrides=[f'costs.profile="{mine}"'])
     assert "packaged" not in ei.value.reason
+
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize("text,overrides,key", [
+    (f"[workload]\nrate = {DEEP}\n", [], "<file>"),
+    ("[workload]\nrate = {a={a={a=1}}}\n".replace("{a=1}", "{a=" * 3000 + "1" + "}" * 3000), [], "<file>"),
+    ("[workload]\nrate = 1000\n", [f"workload.rate={DEEP}"], "workload.rate"),
+])
+def test_a_value_nested_past_the_recursion_limit_is_a_scenario_error(text, overrides, key):
+    # tomllib recurses per level: load_scenario raised RecursionError
+    with pytest.raises(ScenarioError, match="nested too deeply to read") as ei:
+        load_scenario(text=text, overrides=overrides)
+    assert ei.value.key == key
+
+
+@pytest.mark.parametrize("value", [(1 << 22) + 1, 10 ** 400, 10 ** 5000], ids=["2^22+1", "1e400", "1e5000"])
+def test_an_accept_limit_past_any_queue_is_refused_naming_the_key(value):
+    # it was taken whole into the record (4,001 digits), and 10**5000 failed simulate() outside its record
+    import simaccept
+    from simaccept.scenario import scenario_from_dict
+    with pytest.raises(ScenarioError, match='must be <= 4,194,304') as ei:
+        scenario_from_dict({"server": {"accept_limit": value}})
+    assert ei.value.key == "server.accept_limit"
+    sc = load_scenario(text="[workload]\nrate = 1000\n")
+    sc["server"]["accept_limit"] = value
+    with pytest.raises(ScenarioError, match="must be <= 4,194,304"):
+        simaccept.simulate(sc)
+    assert load_scenario(text="[workload]\nrate = 1000\n", overrides=[f"server.accept_limit={1 << 22}"])
+
+
+@pytest.mark.parametrize("text,says", [
+    ("# a\u2028b\n[scenario]\nduration = 1.0\nwarmup = 0.5\nduration = 2.0\n", "'scenario.duration': set twice"),
+    ("# a\u2028b\x0cc\n[scenario]\nduration = 1.0\nwarmup = = 2\n", "'warmup = = 2'"),
+])
+def test_a_toml_error_names_the_line_tomllib_means(text, says):
+    # splitlines() also broke lines at U+2028 and \f: the error named warmup as set twice, or
+    # quoted the line above the bad one
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(text=text)
+    assert says in str(ei.value), str(ei.value)
+
+
+def test_a_run_too_large_says_its_size_in_a_few_digits():
+    # "offers 20,000,000,000,000,001,050,095,205,..." -- 300 digits
+    with pytest.raises(ScenarioError, match=r"offers 2e\+301 requests") as ei:
+        load_scenario(text="[workload]\nrate = 1e300\n")
+    assert len(str(ei.value)) < 250
