@@ -1408,6 +1408,11 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
                           "servers/userver.py": ("UServer",),
                           "sim.py": ("check_modelled", "simulate"),
                           "workloads.py": ("SpecWeb99",)}),
+    "9df863e83f374b9e": ("26a109d675ca21022e716e1d432fbae9cb322e02", "4d2aac7df1bb85a8",
+                         "12500ca906f503ff5cf90df19f2a5bf39e73e3da",
+                         {"costs/__init__.py": ("_parse_profile",),
+                          "scenario.py": ("MAX_ACCEPT_LIMIT", "NESTED_TOO_DEEP", "SCHEMA", "_check", "_check_run_size",
+                                          "_long_integer_error", "_parse_value", "_toml_error", "load_scenario")}),
 }
 
 
