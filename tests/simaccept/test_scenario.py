@@ -596,7 +596,7 @@ def test_an_accept_limit_past_any_queue_is_refused_naming_the_key(value):
 
 @pytest.mark.parametrize("text,says", [
     ("# a\u2028b\n[scenario]\nduration = 1.0\nwarmup = 0.5\nduration = 2.0\n", "'scenario.duration': set twice"),
-    ("# a\u2028b\x0cc\n[scenario]\nduration = 1.0\nwarmup = = 2\n", "'warmup = = 2'"),
+    ("# a\u2028b\u2029c\n[scenario]\nduration = 1.0\nwarmup = = 2\n", "(at line 4, column 10): 'warmup = = 2'"),
 ])
 def test_a_toml_error_names_the_line_tomllib_means(text, says):
     # splitlines() also broke lines at U+2028 and \f: the error named warmup as set twice, or
@@ -608,6 +608,6 @@ def test_a_toml_error_names_the_line_tomllib_means(text, says):
 
 def test_a_run_too_large_says_its_size_in_a_few_digits():
     # "offers 20,000,000,000,000,001,050,095,205,..." -- 300 digits
-    with pytest.raises(ScenarioError, match=r"offers 2e\+301 requests") as ei:
+    with pytest.raises(ScenarioError, match=r"offers 1\.2e\+301 requests") as ei:     # 12 s: warm-up + duration
         load_scenario(text="[workload]\nrate = 1e300\n")
     assert len(str(ei.value)) < 250
