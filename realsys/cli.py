@@ -65,12 +65,6 @@ def main(argv: list[str] | None = None) -> int:
         from simaccept.cli import shown
         print(f"realsys: {shown(e)}", file=sys.stderr)
         return 2
-    except RecursionError:              # a RuntimeError: it was exit 1, "maximum recursion depth exceeded"
-        from simaccept.cli import _nesting
-        deep = [o.partition("=")[0].strip() for o in a.overrides or [] if _nesting(o) > 100]
-        print(f"realsys: {'--set ' + deep[0] if deep else 'the scenario file'}: nested too deeply to read "
-              f"(hundreds of [ or {{ inside one another)", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         log("realsys: interrupted; finished points are kept, rerun to resume")
         return 130

@@ -552,29 +552,7 @@ def _main(args) -> int:
     except SweepError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    except RecursionError:
-        # tomllib and json recurse per level of [ or {: hundreds of them inside one another
-        # overflow Python's stack wherever the value is read
-        deep = [o.partition("=")[0].strip() for o in getattr(args, "set", None) or [] if _nesting(o) > 100]
-        where = (f"--set {deep[0]}" if deep
-                 else "the scenario file, a records file's config or a cost profile (costs.profile, --profile, "
-                      "--base-profile)")
-        print(f"error: {where}: nested too deeply to read (hundreds of [ or {{ inside one another)",
-              file=sys.stderr)
-        return 2
     return 0
-
-
-def _nesting(text: str) -> int:
-    """The deepest run of [ and { inside one another in ``text`` (quotes not parsed: a bound)."""
-    depth = top = 0
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-            top = max(top, depth)
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-    return top
 
 
 if __name__ == "__main__":
