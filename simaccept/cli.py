@@ -237,10 +237,29 @@ def set_without_value(argv) -> str | None:
 _TAKES_SET: set[str] = set()
 
 
+class _SetOnce(argparse._AppendAction):
+    """``--set``'s append that refuses a key given twice on one command line.  The loader lets
+    the last of its overrides win (the report and the fitter put the user's --set after their
+    own), but two on one line are a slip: `--set workload.rate=1000 --set workload.rate=2000`
+    meant a sweep axis and ran 2000 alone."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        key = values.split("=", 1)[0].strip() if "=" in values else None
+        for earlier in getattr(namespace, self.dest, None) or ():
+            if key is not None and "=" in earlier and earlier.split("=", 1)[0].strip() == key:
+                first, second = earlier.split("=", 1)[1].strip(), values.split("=", 1)[1].strip()
+                import shlex
+                axis = ("" if first.startswith("[") or second.startswith("[") else
+                        f" (a sweep takes a list: --set {shlex.quote(f'{key}=[{first}, {second}]')})")
+                parser.error(f"--set {key}: given twice ({first} and {second}); give it once{axis}")
+        super().__call__(parser, namespace, values, option_string)
+
+
 def add_set_option(p: argparse.ArgumentParser, help: str | None = None, **kw) -> None:
     """Give subcommand parser ``p`` a repeatable ``--set SECTION.KEY=VALUE`` that :func:`split_set`
-    knows of.  Every CLI here adds --set through this, or a split --set is left to argparse."""
-    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help=help, **kw)
+    knows of, and that refuses one key given twice.  Every CLI here adds --set through this, or a
+    split --set is left to argparse."""
+    p.add_argument("--set", action=_SetOnce, default=[], metavar="SECTION.KEY=VALUE", help=help, **kw)
     _TAKES_SET.add(p.prog)
 
 

@@ -535,3 +535,36 @@ def test_a_value_nested_past_the_recursion_limit_is_refused(tmp_path, spec, caps
     err = capsys.readouterr().err
     assert "Traceback" not in err and "nested too deeply to read" in err, err
     assert ("workload.rate" in err) == (where == "set"), err
+
+
+@pytest.mark.parametrize("argv,shown", [
+    # two values of one key meant a sweep axis; the last alone used to run
+    (["sweep", "thesis/tux-onepacket", "--out", "o", "--set", "workload.rate=1000", "--set", " workload.rate = 2000"],
+     "--set workload.rate: given twice (1000 and 2000); give it once (a sweep takes a list: "
+     "--set 'workload.rate=[1000, 2000]')"),
+    # a list already: no list of lists offered
+    (["run", "thesis/tux-onepacket", "--set=server.kind=tux", "--set", "server.kind=[\"a\"]"],
+     "--set server.kind: given twice (tux and [\"a\"]); give it once\n"),
+])
+def test_one_key_set_twice_is_refused_before_anything_runs(argv, shown, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2
+    assert shown in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_set_twice_is_refused_by_every_cli_that_takes_set(capsys):
+    from realsys import cli as rcli
+    from validation import cli as vcli
+    for main, argv in ((rcli.main, ["run", "x.toml", "--set", "a.b=1", "--set", "a.b=2"]),
+                       (vcli.main, ["predict", "--records", "r.csv", "--profile", "p", "--set", "a.b=1",
+                                    "--set", "a.b=2"])):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        assert "--set a.b: given twice (1 and 2)" in capsys.readouterr().err
+    # different keys, and a value holding the key's text, are not twice
+    args = cli._parser().parse_args(["run", "x", "--set", "a.b=1", "--set", "a.bc=a.b=2"])
+    assert args.set == ["a.b=1", "a.bc=a.b=2"]
