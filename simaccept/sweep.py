@@ -74,7 +74,9 @@ def atomic_write(path: Path, data) -> None:
             os.close(fd)
             data(tmp)
         else:
-            with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+            # UTF-8 whatever the locale: every reader here reads UTF-8 (under LC_ALL=C a records
+            # file named données.csv in a profile's header was a UnicodeEncodeError)
+            with (os.fdopen(fd, "wb") if isinstance(data, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())

@@ -367,10 +367,11 @@ def fit_main(args) -> int:
         _err(f"{flag}: {reason}" if flag else msg)
         return 2
     why = _out_problem(out)
-    if not why and out.suffix.lower() != ".toml":
-        # a profile is named by its .toml path; "out/noext" was written and then not found by
-        # name, and "results.csv" was replaced by a profile without a word
-        why = "a cost profile is a .toml file (it is then named by that path)"
+    if not why and not str(out).endswith(".toml"):
+        # a profile is named by its .toml path (costs.profile, --profile: lower case, as
+        # is_profile_path reads it); "out/noext" and "X.TOML" were written and then not found
+        # by name, and "results.csv" was replaced by a profile without a word
+        why = "a cost profile is a .toml file, in lower case (it is then named by that path)"
     why = why or _records_problem(out, args.records) or _profile_problem(out, base_profile)
     if why:
         _err(f"--out {str(out)!r}: {why}")

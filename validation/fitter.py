@@ -89,7 +89,7 @@ from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario
 from simaccept.sweep import stop_workers, worker_pool
 
-from .records import (PEAK_FACTORS, Measured, _as_measured, is_peak_row, peak_scenarios, repo_path, scenario_for,
+from .records import (PEAK_FACTORS, Measured, _as_measured, check_record, is_peak_row, peak_scenarios, repo_path, scenario_for,
                       simulable)
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
@@ -97,6 +97,11 @@ DROP_CATEGORIES = ("drops_acceptq_full", "drops_drop_request", "drops_listen_ove
 PEAK = "peak_replies_per_s"
 #: Metrics that stand for a group of residuals, each a difference of fractions.
 GROUPED = ("drop_shares", "time_split")
+#: Numeric record columns that are not measurements of the server: the run's identity and window,
+#: which the simulation copies from the record or the overrides (a residual of 0, counted as a
+#: degree of freedom, or of the window override), and the simulator's own wall-clock time (a fit
+#: to it differed between n_jobs 1 and 2).
+NOT_METRICS = ("target_rate", "duration_s", "seed", "wall_s")
 
 
 class FitError(RuntimeError):
@@ -406,6 +411,8 @@ class CostFitter:
                  ftol: float = 1e-3, xtol: float = 1e-3, gtol: float = 1e-8, base_dir=None, verbose: int = 0,
                  accept_max_nfev: bool = False, cache: str | Path | None = None, loss: str = "linear",
                  f_scale: float = 1.0):
+        # as given, for get_params / set_params (bounds and overrides are stored resolved)
+        self._init_args = {k: v for k, v in locals().items() if k != "self"}
         for name, v in (("params", params), ("metrics", metrics), ("sim_overrides", sim_overrides),
                         ("overrides", overrides)):
             if isinstance(v, (str, bytes)):
@@ -416,7 +423,7 @@ class CostFitter:
             raise ValueError("params: give at least one cost name")
         unknown = [p for p in params if p not in COST_NAMES]
         if unknown:
-            raise ValueError(f"params: unknown cost parameter(s): {', '.join(unknown)} "
+            raise ValueError(f"params: unknown cost parameter(s): {', '.join(map(str, unknown))} "
                              f"(known: {', '.join(COST_NAMES)})")
         if len(set(params)) != len(params):
             raise ValueError("params: duplicate names")
@@ -428,8 +435,12 @@ class CostFitter:
             raise ValueError(f"metrics: given more than once: {', '.join(map(str, twice))}")
         bad = [m for m in metrics if m not in GROUPED + (PEAK,) and (m not in COLUMNS or m in _TEXT)]
         if bad:
-            raise ValueError(f"metrics: unknown metric(s): {', '.join(bad)} "
+            raise ValueError(f"metrics: unknown metric(s): {', '.join(map(str, bad))} "
                              f"(numeric record columns, {', '.join(map(repr, GROUPED))} or '{PEAK}')")
+        bad = [m for m in metrics if m in NOT_METRICS]
+        if bad:
+            raise ValueError(f"metrics: not a measurement of the server: {', '.join(bad)} (the run's identity "
+                             f"and window, or the simulator's wall-clock time)")
         self.params = params
         self.metrics = metrics
         if weights is not None and not isinstance(weights, Mapping):
@@ -513,6 +524,35 @@ class CostFitter:
             raise ValueError(f"base_profile: {e.args[0] if e.args else e}") from None
         self.start_ = {p: float(start_costs[p]) for p in params}
         self.bounds = self._bounds(bounds)
+        self._checked = self._config()
+
+    #: The attributes __init__ checked and resolved; fit() refuses to run after one was changed.
+    _CONFIG = ("params", "metrics", "weights", "base_profile", "overrides", "sim_overrides", "bounds", "n_jobs",
+               "diff_step", "max_nfev", "ftol", "xtol", "gtol", "loss", "f_scale", "base_dir", "verbose",
+               "accept_max_nfev", "cache")
+
+    def _config(self) -> dict[str, Any]:
+        def frozen(v):
+            if isinstance(v, tuple) and all(isinstance(a, np.ndarray) for a in v):
+                return tuple(tuple(a.tolist()) for a in v)
+            return repr(v)
+        return {k: frozen(getattr(self, k)) for k in self._CONFIG}
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments, as given (scikit-learn's estimator interface)."""
+        return dict(self._init_args)
+
+    def set_params(self, **params: Any) -> "CostFitter":
+        """Change constructor arguments, checked again as at construction (a refused one changes
+        nothing).  Clears a fit."""
+        unknown = sorted(set(params) - set(self._init_args))
+        if unknown:
+            raise ValueError(f"set_params: not an argument of CostFitter: {', '.join(unknown)} "
+                             f"(known: {', '.join(self._init_args)})")
+        new = type(self)(**{**self._init_args, **params})     # a refused value leaves this one as it was
+        self.__dict__.clear()
+        self.__dict__.update(new.__dict__)
+        return self
 
     # ------------------------------------------------------------------ set-up
     def _bounds(self, bounds) -> tuple[np.ndarray, np.ndarray]:
@@ -755,12 +795,23 @@ class CostFitter:
         if isinstance(records, (str, bytes, Path)):
             raise TypeError(f"records: the records themselves (load_records({str(records)!r})), got a path")
         recs, skipped = [], []
+        seen: dict[tuple, int] = {}
         for i, r in enumerate(records):
             if not isinstance(r, (RunRecord, Measured)):
                 # a dict or a CSV row was an AttributeError deep inside
                 raise TypeError(f"records: item {i} is a {type(r).__name__}, not a Measured or RunRecord "
                                 f"(load_records(path) reads a records file)")
             m = _as_measured(r)
+            if not m.path:      # built in memory: load_records has not checked it
+                check_record(m, f"records item {i}")
+            # a file's row by its place (two rows alike in a file are the file's to keep), one
+            # built in memory by its content
+            key = (m.path, m.line) if m.path else ("", m.record.to_json(), tuple(sorted(m.extras.items())))
+            if key in seen:
+                # concatenated selections that overlap: the residual counted twice, a degree of
+                # freedom too (stderr understated), and summary()'s residuals, a dict, kept one
+                raise ValueError(f"records: item {i} ({m.label}) repeats item {seen[key]}: it would count twice")
+            seen[key] = i
             ok, why = simulable(m, self.base_dir, peaks=PEAK in self.metrics)
             if not ok:
                 skipped.append((m.label, why))
@@ -796,18 +847,27 @@ class CostFitter:
 
         Returns (names, residual vector) in the fit's order and weighting: how far a profile is
         from ``records`` under this fitter's metrics and simulation overrides (e.g. another
-        measurement window).  Raises FitError as :meth:`fit` does.
+        measurement window).  Raises FitError as :meth:`fit` does.  A fitted fitter keeps the
+        record of its own fit (its header counted this call's simulations and skips).
         """
-        recs = self._prepare(records)
-        v = dict(self.start_)
-        unknown = set(values or {}) - set(self.params)
-        if unknown:
-            raise FitError(f"values for parameters not fitted here: {sorted(unknown)}")
-        v.update(values or {})
-        u = np.array([v[p] for p in self.params]) / self._scale()
-        with self._pooled(1):
-            r = self._fun(u)
-        return self._residual_names(recs), r
+        kept = {k: self.__dict__[k] for k in self._PER_CALL if k in self.__dict__}
+        try:
+            recs = self._prepare(records)
+            v = dict(self.start_)
+            unknown = set(values or {}) - set(self.params)
+            if unknown:
+                raise FitError(f"values for parameters not fitted here: {sorted(unknown)}")
+            v.update(values or {})
+            u = np.array([v[p] for p in self.params]) / self._scale()
+            with self._pooled(1):
+                r = self._fun(u)
+            return self._residual_names(recs), r
+        finally:
+            if hasattr(self, "params_"):
+                self.__dict__.update(kept)
+
+    #: What :meth:`_prepare` resets for one fit or residuals call.
+    _PER_CALL = ("skipped_", "n_sims_", "n_cached_", "_recs", "_memo", "_first_f")
 
     def _residual_names(self, recs: list[Measured]) -> list[str]:
         """"label:metric" per residual, in the residual vector's order; a label that several records
@@ -826,13 +886,21 @@ class CostFitter:
         from scipy.optimize import least_squares
         for a in self._FITTED:
             self.__dict__.pop(a, None)
+        now = self._config()
+        changed = [k for k in self._CONFIG if now[k] != self._checked[k]]
+        if changed:
+            # __init__ checks and resolves them (a new params has no start value, a NaN weight
+            # failed inside scipy): an attribute set by hand skipped that
+            raise ValueError(f"{', '.join(changed)} changed after construction: use set_params(...), "
+                             f"which checks the new value(s)")
         recs = self._prepare(records)
         # a residual of weight 0 is always 0 and its Jacobian row too: it measures nothing, so it
         # counts neither here nor in the degrees of freedom of the stderr (m in s^2 below)
         n_res = sum(1 for m in recs for _, _, w in self._targets(m) if w != 0)
         if n_res < len(self.params):
-            raise FitError(f"{n_res} residual(s) of weight > 0 for {len(self.params)} parameter(s): "
-                           f"underdetermined")
+            # bad input, known before any simulation (NoRecordsError: exit 2 from the CLIs)
+            raise NoRecordsError(f"{n_res} residual(s) of weight > 0 for {len(self.params)} parameter(s): "
+                                 f"underdetermined")
         scale = self._scale()
         lo, hi = self.bounds
         self._ubounds = (lo / scale, hi / scale)
@@ -921,12 +989,15 @@ class CostFitter:
         lines = [
             f"Fitted by validation.CostFitter on {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}"
             f" (git {git_rev() or '?'}).",
-            f"Base profile: {self.base_profile}; fixed overrides: {self.overrides or 'none'}.",
+            f"Base profile: {self.base_profile}; fixed overrides: "
+            f"{ {k: v for k, v in self.overrides.items() if k not in self.params} or 'none'}"
+            + (f"; start values: { {k: v for k, v in self.overrides.items() if k in self.params} }"
+               if any(k in self.params for k in self.overrides) else "") + ".",
             f"Fitted to {len(self.records_)} record(s): " + ", ".join(m.label for m in self.records_) + ".",
             "Record files: " + ", ".join(sorted({repo_path(m.path) for m in self.records_ if m.path})
                                          or ["(in memory)"]) + ".",
             f"Metrics: {', '.join(self.metrics)}"
-            + (f" (measured by no record, so not fitted: {', '.join(self.unmeasured_metrics_)})"
+            + (f" (no residual, measured by no record or 0 in every one: {', '.join(self.unmeasured_metrics_)})"
                if getattr(self, "unmeasured_metrics_", None) else "")
             + f"; weights: {self.weights or 'all 1'}; "
             f"simulation overrides: {self.sim_overrides or 'none'}"
@@ -950,10 +1021,13 @@ class CostFitter:
         """What a reader of one fitted line must know: a value on its bound (its stderr then
         says nothing of how far the fit wanted to go), or a stderr without spare residuals."""
         v, tol = self.params_[p], 1e-6 * max(1.0, abs(self.start_[p]))
+        # scipy's own word first: trf leaves an iterate strictly inside, farther from the bound
+        # than any tolerance (0.00038 of bound 0 for a start of 11)
+        active = int(self.result_.active_mask[self.params.index(p)])
         why = []
-        if v - lo <= tol:
+        if active < 0 or v - lo <= tol:
             why.append(f"at its lower bound {lo:g}")
-        elif math.isfinite(hi) and hi - v <= tol:
+        elif active > 0 or (math.isfinite(hi) and hi - v <= tol):
             why.append(f"at its upper bound {hi:g}")
         if math.isnan(self.stderr_[p]):
             k = getattr(self, "n_residuals_", len(self.result_.fun))
@@ -964,7 +1038,14 @@ class CostFitter:
     def save(self, path: str | Path) -> Path:
         """Write the fitted profile (every cost) as TOML with a header recording the fit, atomically:
         after an error or Ctrl-C ``path`` is the old file or none, and no temporary file is left."""
-        return save_profile(path, self.costs_(), header=self.header())
+        if not str(path).endswith(".toml"):
+            raise ValueError(f"path: a cost profile is a .toml file, in lower case, as costs.profile names it; "
+                             f"got {str(path)!r}")
+        # a comment line may hold no control character but tab (a record file's or the base
+        # profile's path with an ESC in it made a profile nothing could read back)
+        header = "".join(c if c in "\t\n" or (ord(c) >= 0x20 and c != "\x7f") else f"\\x{ord(c):02x}"
+                         for c in self.header())
+        return save_profile(path, self.costs_(), header=header)
 
     def summary(self) -> dict[str, Any]:
         self._check_fitted()

@@ -213,6 +213,25 @@ def _check_row(m: Measured, path: str, line: int, raw: Mapping[str, Any] | None 
             raise bad("config", f"must be a JSON object (the resolved scenario); got a {type(doc).__name__}")
 
 
+def check_record(m: Measured, where: str) -> None:
+    """Raise RecordError naming the first bad value of a record built in memory (``where`` says
+    which): the types a file's parsing gives (text in a text column, a number, NaN for not
+    measured, elsewhere), then the checks :func:`load_records` makes of a file's rows.  A zero
+    duration or a negative seed used to reach the fit unread (a paper row of 0 s was simulated
+    in the scenario file's window, not the thesis's 120 s)."""
+    import numbers
+    r = m.record
+    for c in COLUMNS:
+        v = getattr(r, c)
+        if c in _TEXT:
+            ok, want = isinstance(v, str), "text"
+        else:
+            ok, want = isinstance(v, numbers.Real) and not isinstance(v, bool), "a number (NaN: not measured)"
+        if not ok:
+            raise RecordError(f"must be {want}; got the {type(v).__name__} {v!r}", path=where, column=c)
+    _check_row(m, f"{where} ({m.label})", None)
+
+
 def parse_rows(rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str], *, path: str = "<records>",
                first_line: int = 2, lines: Sequence[int] | None = None) -> list[Measured]:
     """Validate and convert dict rows (``csv.DictReader`` output).  ``lines``: the line each row

@@ -125,7 +125,7 @@ def test_rows_the_simulator_cannot_run_are_skipped_not_the_file_refused():
     assert len(f.skipped_) == 3 and all("nginx" in why for _, why in f.skipped_)
 
 
-@pytest.mark.parametrize("out", ["noext", "results.csv"])
+@pytest.mark.parametrize("out", ["noext", "results.csv", "X.TOML"])
 def test_fit_out_must_be_a_toml_profile(tmp_path, capsys, out):
     # "out/noext" was written and then not found as a profile; "results.csv" was replaced
     target = tmp_path / out
@@ -158,7 +158,8 @@ def test_a_metric_no_record_measures_is_named_in_the_header():
                    accept_max_nfev=True)
     f.fit(recs)
     assert f.unmeasured_metrics_ == ["cpu_share_poll"]
-    assert "Metrics: replies_per_s, cpu_share_poll (measured by no record, so not fitted: cpu_share_poll)" in f.header()
+    assert ("Metrics: replies_per_s, cpu_share_poll (no residual, measured by no record or 0 in every one: "
+            "cpu_share_poll)") in f.header()
 
 
 def test_a_base_profile_path_with_a_quote_or_backslash_is_simulated_as_given(tmp_path):
@@ -272,3 +273,124 @@ def test_machine_fit_refuses_a_bad_loss_before_any_simulation(argv, msg, capsys)
     except SystemExit as e:
         rc = e.code
     assert rc == 2 and msg in capsys.readouterr().err
+
+
+# --- from a review of the fitter's API (2026-12-04); each failed on the code before ---------------
+
+def _onepacket(n=2):
+    return [m for m in load_records(SELECT) if m.record.accept_limit == "1" and m.record.target_rate >= 5600][:n]
+
+
+@pytest.mark.parametrize("metric", ["wall_s", "target_rate", "duration_s", "seed"])
+def test_columns_that_measure_nothing_of_the_server_are_not_metrics(metric):
+    # wall_s (the simulator's own time) made the fit differ between n_jobs 1 and 2; target_rate
+    # added residuals of 0 that shrank the stderr; duration_s fitted the window override
+    with pytest.raises(ValueError, match=f"metrics: not a measurement of the server: {metric}"):
+        CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s", metric])
+
+
+@pytest.mark.parametrize("change, column", [
+    ({"duration_s": 0.0}, "duration_s"),        # a paper row of 0 s was simulated in the file's 10 s window
+    ({"duration_s": math.nan}, "duration_s"),
+    ({"source": "bogus"}, "source"),
+    ({"seed": -1.0}, "seed"),                   # replaced by a hash of the record unsaid
+    ({"seed": 1.5}, "seed"),                    # truncated to 1
+    ({"accept_limit": "abc"}, "accept_limit"),  # a bare "could not convert string to float"
+    ({"replies_per_s": "3000"}, "replies_per_s"),   # skipped as not measured
+    ({"replies_per_s": True}, "replies_per_s"),
+])
+def test_a_record_built_in_memory_gets_the_checks_of_a_files_row(change, column):
+    import dataclasses
+    from validation.records import RecordError
+    rec = dataclasses.replace(_onepacket(1)[0].record, **change)
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    with pytest.raises(RecordError, match=f"records item 0.*column '{column}'"):
+        f.fit([rec])
+
+
+def test_one_record_given_twice_is_refused():
+    # the residual counted twice, and a degree of freedom: the stderr was understated
+    a, b = _onepacket(2)
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    with pytest.raises(ValueError, match=r"item 1 .* repeats item 0"):
+        f.fit([a, a, b])
+    with pytest.raises(ValueError, match=r"item 2 .* repeats item 0"):
+        f.fit([a.record, b.record, a.record])
+
+
+def test_residuals_after_a_fit_leave_the_fits_record_alone(tmp_path):
+    # residuals() reset the fit's counts and skips: the header and the saved profile said
+    # "4 simulations" for a fit of 20
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"],
+                   sim_overrides=SHORT, max_nfev=2, accept_max_nfev=True).fit(_onepacket(2))
+    before = f.header().splitlines()[1:]
+    f.residuals(_onepacket(1))
+    assert f.header().splitlines()[1:] == before
+
+
+def test_a_cost_scipy_left_on_its_bound_is_flagged(monkeypatch):
+    # trf leaves an iterate strictly inside a bound: 0.00038 of bound 0 was shown without
+    # "[at its lower bound 0]", which fitting.md promises
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"],
+                   sim_overrides=SHORT, max_nfev=2, accept_max_nfev=True).fit(_onepacket(2))
+    f.params_["user_per_request"] = 0.00038
+    f.result_.active_mask[:] = [-1]
+    assert "[at its lower bound 0]" in f.header()
+    f.result_.active_mask[:] = [0]
+    assert "[at its lower bound 0]" not in f.header()
+
+
+def test_a_start_value_is_not_called_a_fixed_override():
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"],
+                   overrides={"user_per_request": 5, "k_syn": 3}, sim_overrides=SHORT, max_nfev=1,
+                   accept_max_nfev=True).fit(_onepacket(2))
+    assert "fixed overrides: {'k_syn': 3.0}; start values: {'user_per_request': 5.0}." in f.header()
+
+
+def test_get_params_and_set_params_as_scikit_learn_estimators_have_them():
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    assert f.get_params()["params"] == ["user_per_request"] and f.get_params()["bounds"] is None
+    clone = CostFitter(**f.get_params())
+    assert clone.get_params() == f.get_params()
+    from simaccept.costs import load_costs
+    assert f.set_params(params=["k_syn_drop"]) is f
+    assert f.start_ == {"k_syn_drop": load_costs("realsys-linux6").us["k_syn_drop"]}
+    with pytest.raises(ValueError, match="weights: replies_per_s: a finite number"):
+        f.set_params(weights={"replies_per_s": math.nan})
+    assert f.weights == {} and f.params == ["k_syn_drop"]      # a refused value changes nothing
+    with pytest.raises(ValueError, match="not an argument of CostFitter: param"):
+        f.set_params(param=["x"])
+
+
+def test_an_attribute_changed_by_hand_is_refused_at_fit():
+    # a new params had no start value (a bare KeyError); a NaN weight failed inside scipy
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    f.params = ["k_syn_drop"]
+    with pytest.raises(ValueError, match="params changed after construction: use set_params"):
+        f.fit(_onepacket(2))
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    f.weights["replies_per_s"] = math.nan
+    with pytest.raises(ValueError, match="weights changed after construction"):
+        f.fit(_onepacket(2))
+
+
+def test_a_saved_profile_reads_back_whatever_its_header_holds(tmp_path):
+    # an ESC in the base profile's path went raw into a comment, which TOML forbids
+    import shutil
+    from simaccept.costs import load_costs
+    base = tmp_path / "base\x1bx.toml"
+    shutil.copy(REPO / "simaccept" / "costs" / "realsys-linux6.toml", base)
+    f = CostFitter(params=["user_per_request"], base_profile=str(base), metrics=["replies_per_s"],
+                   sim_overrides=SHORT, max_nfev=1, accept_max_nfev=True).fit(_onepacket(2))
+    f.save(tmp_path / "out.toml")
+    assert load_costs(str(tmp_path / "out.toml")).us["user_per_request"] == f.params_["user_per_request"]
+    assert "base\\x1bx.toml" in (tmp_path / "out.toml").read_text()
+    with pytest.raises(ValueError, match="a .toml file, in lower case"):
+        f.save(tmp_path / "out.TOML")
+
+
+def test_an_underdetermined_fit_is_bad_input_exit_2(capsys, tmp_path):
+    rc = main(["fit", "--records", str(SELECT), "--select", "accept_limit=1", "--select", "target_rate=5600",
+               "--params", "user_per_request,k_syn_drop", "--metrics", "replies_per_s", "--base-profile",
+               "realsys-linux6", "--out", str(tmp_path / "p.toml")])
+    assert rc == 2 and "underdetermined" in capsys.readouterr().err and not (tmp_path / "p.toml").exists()

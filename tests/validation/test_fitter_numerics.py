@@ -22,7 +22,7 @@ def _records(n, metrics=("replies_per_s",), seed=0):
     recs = []
     for i in range(n):
         d = dict(source="paper", server="userver", workload="one-packet", mux="select", accept_limit="1",
-                 target_rate=1000.0 + i, status="ok")
+                 target_rate=1000.0 + i, status="ok", duration_s=120.0)
         for k in metrics:
             d[k] = float(A[i] @ TRUTH) * (1 + 0.05 * rng.standard_normal())
         recs.append(RunRecord(**d))
