@@ -335,20 +335,24 @@ class Scenario:
 
     def points(self) -> list["Scenario"]:
         """The sweep grid as scalar scenarios (one per point), each with its own seed key."""
-        axes = self.axes
-        if not axes:
+        if not self.axes:
             return [self]
+        # The grid of the values as loading normalises them: a rate set after loading as 20000,
+        # np.float64(20000.0) (whose repr is not 20000.0's) or the file's 20000.0 is one point
+        # with one random stream, as their records' config says.  A loaded scenario is
+        # normalised already.  Raises ScenarioError.
+        base = self.resolved()
+        axes = base.axes
         names = [a for a, _ in axes]
         out = []
         for combo in itertools.product(*[vals for _, vals in axes]):
-            vals = copy.deepcopy(self.values)
+            vals = copy.deepcopy(base.values)
             for dotted, v in zip(names, combo):
                 s, k = dotted.split(".", 1)
                 vals[s][k] = v
             # The seed key depends on the point's coordinates, not its index,
             # so adding a rate to a sweep does not change the other points.
-            key = tuple(int.from_bytes(hashlib.sha256(f"{n}={combo[i]!r}".encode()).digest()[:4], "little")
-                        for i, n in enumerate(names))
+            key = tuple(_axis_seed(n, combo[i]) for i, n in enumerate(names))
             out.append(Scenario(vals, self.source, key, tuple(zip(names, combo))))
         return out
 
@@ -412,6 +416,15 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(map(_toml_value, v)) + "]"
     return str(v)
+
+
+def _axis_seed(dotted: str, v: Any) -> int:
+    """One swept coordinate's part of a point's seed key."""
+    if dotted == "costs.profile" and isinstance(v, str) and v.endswith(".toml"):
+        # loading makes a profile's path absolute: by its file's name, the stream does not
+        # depend on where the checkout is
+        v = Path(v).name
+    return int.from_bytes(hashlib.sha256(f"{dotted}={v!r}".encode()).digest()[:4], "little")
 
 
 def _as_override(dotted: Any, v: Any) -> str:

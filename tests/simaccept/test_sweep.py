@@ -522,6 +522,53 @@ def test_a_sweep_of_an_axis_set_after_loading_draws_what_its_points_do(tmp_path)
     sc["workload"]["rate"] = [np.float32(10000.0), 20000]
     swept = run_sweep(sc, tmp_path / "out", plots=False)
     alone = [simulate(p) for p in sc.points()]
-    assert [r.point for r in swept] == [r.point for r in alone] == ["workload.rate=10000.0", "workload.rate=20000"]
+    assert [r.point for r in swept] == [r.point for r in alone] == ["workload.rate=10000.0", "workload.rate=20000.0"]
     assert [r.replies_per_s for r in swept] == [r.replies_per_s for r in alone]
     assert all(r.status == "ok" for r in swept)
+
+
+def test_an_axis_draws_one_stream_however_its_values_were_typed():
+    # the seed key hashed repr() of the caller's values: 20000, np.float64(20000.0) and the
+    # file's 20000.0 drew three streams under one config and one point label
+    import numpy as np
+
+    from simaccept import load_scenario
+    over = ["scenario.warmup=0.1", "scenario.duration=0.2", "server.accept_limit=1"]
+    keys = [[p.point_key for p in load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                                over + ["workload.rate=[20000.0, 30000.0]"]).points()]]
+    for rates in ([20000, 30000], list(np.arange(20000.0, 30001.0, 10000.0)), [np.float32(2e4), np.int64(30000)]):
+        sc = load_scenario("scenarios/thesis/userver-onepacket.toml", over)
+        sc["workload"]["rate"] = rates
+        keys.append([p.point_key for p in sc.points()])
+    assert all(k == keys[0] for k in keys), keys
+
+
+def test_a_swept_profile_path_draws_the_same_stream_wherever_the_checkout_is(tmp_path, monkeypatch):
+    import shutil
+
+    from simaccept import load_scenario
+    keys = []
+    for d in ("A", "B"):
+        (tmp_path / d).mkdir()
+        for name in ("p.toml", "q.toml"):
+            shutil.copy("simaccept/costs/thesis-2004.toml", tmp_path / d / name)
+    root = Path.cwd()
+    for d in ("A", "B"):
+        monkeypatch.chdir(tmp_path / d)
+        sc = load_scenario(root / "scenarios/thesis/userver-onepacket.toml",
+                           ['costs.profile=["p.toml", "q.toml"]', "workload.rate=20000.0"])
+        keys.append([p.point_key for p in sc.points()])
+    assert keys[0] == keys[1] and keys[0][0] != keys[0][1]
+
+
+def test_atomic_write_writes_utf8_whatever_the_locale(tmp_path):
+    # under LC_ALL=C a profile whose header named données.csv was a UnicodeEncodeError (and under
+    # a Latin-1 locale a file the UTF-8 readers refuse)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(root)}
+    code = ("import sys, locale; from simaccept.sweep import atomic_write; "
+            "assert locale.getpreferredencoding(False).lower() in ('ascii', 'ansi_x3.4-1968'), "
+            "locale.getpreferredencoding(False); atomic_write(sys.argv[1], '# donn\\u00e9es\\n')")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "p.toml")], env=env, check=True)
+    assert (tmp_path / "p.toml").read_text(encoding="utf-8") == "# données\n"
