@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -506,6 +507,7 @@ def _main(args) -> int:
             points = Path(args.out) / "points"
             cached = points.is_dir() and any(points.glob("*.json"))
             simulated = []          # run_sweep calls on_point for the points it simulates, not those it reuses
+            args.started = time.time()
             recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
                              parquet=args.parquet, on_point=simulated.append)
             failed = [r for r in recs if r.status != "ok"]
@@ -559,7 +561,8 @@ def _main(args) -> int:
     except KeyboardInterrupt as e:
         by = f" by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else ""
         if args.cmd in ("sweep", "figures"):    # they cache each finished point under OUT
-            print(f"interrupted{by}; finished points are kept (rerun to resume)", file=sys.stderr)
+            print(f"interrupted{by}; finished points are kept (rerun to resume){_stale_results(args)}",
+                  file=sys.stderr)
         elif args.cmd in ("fit", "predict") and getattr(args, "cache", None):
             print(f"interrupted{by}; {'no profile' if args.cmd == 'fit' else 'nothing'} written; finished "
                   f"simulations are kept in {args.cache} (rerun the same {args.cmd} to reuse them)", file=sys.stderr)
@@ -569,9 +572,22 @@ def _main(args) -> int:
                   + ")", file=sys.stderr)
         return 128 + e.signum if isinstance(e, Terminated) else 130
     except SweepError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {e}{_stale_results(args)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _stale_results(args) -> str:
+    """For a sweep that ended early: that OUT's results.csv, if there is one, is an earlier
+    sweep's (results are written when every point is done), or ""."""
+    started = getattr(args, "started", None)
+    csv_path = Path(getattr(args, "out", None) or ".") / "results.csv"
+    try:
+        if started is None or args.cmd != "sweep" or csv_path.stat().st_mtime >= started:
+            return ""
+    except OSError:
+        return ""
+    return f"; {csv_path} (and the figures beside it) are still an earlier sweep's, not this one's"
 
 
 if __name__ == "__main__":

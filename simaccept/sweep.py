@@ -33,6 +33,7 @@ import json
 import math
 import numbers
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -51,11 +52,16 @@ from .scenario import SCHEMA, Scenario, ScenarioError
 ORPHAN_AGE_S = 60.0
 
 
-def _remove_orphans(d: Path) -> None:
+def _remove_orphans(d: Path, ours: Callable[[str], bool]) -> None:
     """Remove atomic_write's temp files that a SIGKILL left in ``d`` (between the write and the
-    rename: 1 kill in 31 in an audit).  Never read, they were never removed either."""
+    rename: 1 kill in 31 in an audit).  Never read, they were never removed either.  Only the
+    temp files of names ``ours`` says the sweep writes: a user's own ``.draft.tmp`` in an
+    --out folder was removed too."""
     now = time.time()
     for f in d.glob(".*.tmp"):
+        target, _, rand = f.name[1:-len(".tmp")].rpartition(".")
+        if not (len(rand) == 8 and ours(target)):       # mkstemp's 8 random characters
+            continue
         try:
             if now - f.stat().st_mtime > ORPHAN_AGE_S:
                 f.unlink()
@@ -137,10 +143,22 @@ def read_parquet(path) -> list[RunRecord]:
     return [RunRecord.from_dict(row) for row in pq.read_table(path).to_pylist()]
 
 
-def _run_point(values_json: str, point_key, coords, source: str) -> dict:
+def _run_point(values_json: str, point_key, coords, source: str, expect: str | None = None) -> dict:
+    """Simulate one point; ``expect``: its cache key as the sweep computed it at the start.
+
+    A point reads its cost profile, and a worker imports a server's model, when it runs: a
+    file edited while a long sweep ran was simulated under the key of its earlier contents,
+    and once the edit was undone a rerun reused that point.  So the key is taken again before
+    and after the run, and a point whose files changed meanwhile is failed, not cached."""
     from .sim import simulate
     sc = Scenario(json.loads(values_json), source, tuple(point_key), tuple(tuple(c) for c in coords))
-    return simulate(sc).to_dict()
+    before = sc.content_hash() if expect is not None else None
+    rec = simulate(sc)
+    if expect is not None and rec.status == "ok" and not before == sc.content_hash() == expect:
+        rec.status = "failed"
+        rec.error = ("a cost profile or the model's code changed on disk while this point ran, so it is not "
+                     "what its cache key says: not kept; rerun the sweep")
+    return rec.to_dict()
 
 
 #: Most points one sweep may have.  Building the grid alone took 9.3 s at 100,000 points,
@@ -345,8 +363,10 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
-        _remove_orphans(cache_dir)
-        _remove_orphans(out)        # results.csv's and the plots' (a kill during the last writes)
+        _remove_orphans(cache_dir, lambda n: re.fullmatch(r"[0-9a-f]{20}(-[0-9a-f]+)?\.json", n) is not None)
+        from .plots import FIGURES      # results.csv's and the plots' (a kill during the last writes)
+        _remove_orphans(out, {"results.csv", "results.parquet",
+                              *(f"{stem}.{fmt}" for _, _, stem in FIGURES for fmt in ("png", "svg"))}.__contains__)
         # the files written after the last point: a directory in their place was found only
         # then, as an IsADirectoryError traceback once every point had run
         names = ["results.csv", "results.parquet"]
@@ -384,7 +404,11 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         rec = RunRecord(**d)
         results[i] = rec
         if names[i] is not None and rec.status == "ok":
-            atomic_write(cache_dir / names[i], json.dumps(d))
+            try:
+                atomic_write(cache_dir / names[i], json.dumps(d))
+            except OSError as e:        # a full disk: a traceback, with the kept points unsaid
+                raise SweepError(f"cannot keep a finished point in {cache_dir}: {e.strerror or e}; the points "
+                                 f"kept before it stay there (rerun to resume)") from None
         if on_point:
             on_point(rec)
         bar.step()
@@ -392,7 +416,8 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     # the bar is closed however the sweep ends: on an interrupt tqdm drew it again at exit,
     # after the "interrupted" message
     try:
-        args = [(points[i].to_json(), points[i].point_key, points[i].coords, points[i].source) for i in todo]
+        args = [(points[i].to_json(), points[i].point_key, points[i].coords, points[i].source,
+                 names[i] and names[i].split("-")[0].removesuffix(".json")) for i in todo]
         if dask:
             _run_dask(dask, todo, args, finish, jobs)
         elif jobs <= 1 or len(todo) <= 1:
@@ -424,7 +449,12 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         bar.close()
     records = [results[i] for i in range(len(points))]
     if out is not None:
-        atomic_write(out / "results.csv", records_to_csv(records))
+        try:
+            atomic_write(out / "results.csv", records_to_csv(records))
+        except OSError as e:
+            raise SweepError(f"every point is done and kept under {cache_dir}, but "
+                             f"{out / 'results.csv'} could not be written: {e.strerror or e}; rerun to write it "
+                             f"(nothing is simulated again)") from None
         # An earlier --parquet sweep's file next to this CSV would be read as these results
         # (fit --records, python -m validation take either), so it is rewritten too.
         if parquet or (out / "results.parquet").exists():
@@ -434,6 +464,10 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
                 (out / "results.parquet").unlink()
                 print(f"removed {out / 'results.parquet'} of an earlier sweep, which no longer matched "
                       f"results.csv ({e})", file=sys.stderr)
+            except OSError as e:        # a full disk: an earlier sweep's file would stand for these results
+                (out / "results.parquet").unlink(missing_ok=True)
+                raise SweepError(f"{out / 'results.csv'} is written, but {out / 'results.parquet'} could not be: "
+                                 f"{e.strerror or e}; rerun to write it (the points are cached)") from None
         if plots:
             try:
                 from .plots import thesis_plots

@@ -556,7 +556,8 @@ class CostFitter:
 
     # ------------------------------------------------------------------ set-up
     def _bounds(self, bounds) -> tuple[np.ndarray, np.ndarray]:
-        """``None``; ``{param: (lower, upper)}``; or ``(lowers, uppers)`` as scipy takes them, each
+        """``None``; ``{param: (lower, upper)}``; or ``(lowers, uppers)`` as scipy takes them (not for
+        two parameters given two pairs, which read either way: the dict form says which), each
         a number for every parameter or a sequence of one per parameter.  ``None`` for a bound
         is none (lower 0, upper inf).  Refused with a ValueError saying which form was meant:
         a NaN, a wrong length or a bare number used to fail inside numpy or scipy."""
@@ -591,6 +592,13 @@ class CostFitter:
                     lo[i], hi[i] = num(b0, 0.0), num(b1, np.inf)
         else:
             b0, b1 = pair(bounds, "the argument")
+            seq = lambda v: isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2  # noqa: E731
+            if n == 2 and seq(b0) and seq(b1):
+                # [(1, 5), (2, 8)] for two costs reads as scipy's (lowers, uppers), [1, 5] and
+                # [2, 8], where a pair per cost may have been meant: [1, 2] and [5, 8]
+                raise ValueError(f"bounds: for 2 parameters, two pairs read either as scipy's (lowers, uppers) or "
+                                 f"as a (lower, upper) pair per parameter; give {{{self.params[0]!r}: (lower, upper), "
+                                 f"{self.params[1]!r}: (lower, upper)}}")
             for side, b, arr, dflt in (("lowers", b0, lo, 0.0), ("uppers", b1, hi, np.inf)):
                 vals = list(b) if isinstance(b, (tuple, list, np.ndarray)) else [b] * n
                 if len(vals) != n:

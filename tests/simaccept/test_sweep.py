@@ -386,8 +386,9 @@ def test_a_sweep_removes_temp_files_a_sigkill_left(tmp_path):
                                               "scenario.duration=0.2", "scenario.warmup=0.1"])
     pts = tmp_path / "o" / "points"
     pts.mkdir(parents=True)
-    old, fresh = pts / ".abc.json.x1.tmp", pts / ".def.json.x2.tmp"
-    old_out, fresh_out = tmp_path / "o" / ".results.csv.x3.tmp", tmp_path / "o" / ".queue-drops.svg.x4.tmp"
+    # names as atomic_write makes them: ".<target>.<mkstemp's 8 characters>.tmp"
+    old, fresh = pts / f".{'a' * 20}.json.x1abcdef.tmp", pts / f".{'d' * 20}.json.x2abcdef.tmp"
+    old_out, fresh_out = tmp_path / "o" / ".results.csv.x3abcdef.tmp", tmp_path / "o" / ".queue-drops.svg.x4abcdef.tmp"
     for f in (old, fresh, old_out, fresh_out):
         f.write_text("{")
     for f in (old, old_out):
@@ -572,3 +573,79 @@ def test_atomic_write_writes_utf8_whatever_the_locale(tmp_path):
             "locale.getpreferredencoding(False); atomic_write(sys.argv[1], '# donn\\u00e9es\\n')")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "p.toml")], env=env, check=True)
     assert (tmp_path / "p.toml").read_text(encoding="utf-8") == "# données\n"
+
+
+# --- from a review of the sweep machinery (2026-12-04); each failed on the code before ----------
+
+TWO_POINTS = SMALL.replace("rate = [2000, 6000, 12000]", "rate = [2000.0, 3000.0]").replace(
+    'accept_limit = [1, "inf"]', "accept_limit = 1").replace("duration = 1.0", "duration = 0.4").replace(
+    "warmup = 0.5", "warmup = 0.2")
+
+
+def test_a_profile_edited_while_the_sweep_runs_is_not_cached_under_its_earlier_contents(tmp_path):
+    # the key was taken at the start and the profile read when the point ran: once the edit was
+    # undone, a rerun reused a point of the edited costs ("2 of 2 reused")
+    import shutil
+    prof = tmp_path / "p.toml"
+    shutil.copy(ROOT / "simaccept/costs/thesis-2004.toml", prof)
+    original = prof.read_text()
+    sc = load_scenario(text=TWO_POINTS, overrides=[f"costs.profile={json.dumps(str(prof))}"])
+
+    def edit(rec):          # after the first point, before the second
+        import re
+        if prof.read_text() == original:
+            prof.write_text(re.sub(r"(?m)^user_per_request = .*$", "user_per_request = 60.0", original))
+    recs = run_sweep(sc, tmp_path / "out", jobs=1, plots=False, on_point=edit)
+    assert [r.status for r in recs] == ["ok", "failed"]
+    assert "changed on disk while this point ran" in recs[1].error
+    assert len(list((tmp_path / "out" / "points").glob("*.json"))) == 1
+    prof.write_text(original)
+    again = run_sweep(sc, tmp_path / "out", jobs=1, plots=False)
+    fresh = run_sweep(sc, tmp_path / "fresh", jobs=1, plots=False)
+    assert [r.replies_per_s for r in again] == [r.replies_per_s for r in fresh]
+
+
+def _sweep_with_file_size_limit(tmp_path, out, limit):
+    """Run `simaccept sweep` with RLIMIT_FSIZE at ``limit`` bytes: a real write failure (EFBIG),
+    as a full disk gives ENOSPC."""
+    import resource
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TWO_POINTS)
+
+    def cap():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return subprocess.run([sys.executable, "-m", "simaccept", "sweep", str(spec), "--out", str(out),
+                           "--no-progress"], capture_output=True, text=True, preexec_fn=cap, cwd=ROOT)
+
+
+def test_a_point_that_cannot_be_kept_is_a_clear_error_not_a_traceback(tmp_path):
+    p = _sweep_with_file_size_limit(tmp_path, tmp_path / "out", 200)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "error: cannot keep a finished point in" in p.stderr and "rerun to resume" in p.stderr
+    assert not list((tmp_path / "out" / "points").glob(".*.tmp"))
+
+
+def test_an_early_end_says_results_csv_is_an_earlier_sweeps(tmp_path):
+    out = tmp_path / "out"
+    run_sweep(load_scenario(text=SMALL.replace("rate = [2000, 6000, 12000]", "rate = 1000.0").replace(
+        'accept_limit = [1, "inf"]', "accept_limit = 1")), out, plots=False)
+    p = _sweep_with_file_size_limit(tmp_path, out, 200)
+    assert p.returncode == 1
+    assert f"{out / 'results.csv'} (and the figures beside it) are still an earlier sweep's" in p.stderr
+
+
+def test_a_sweep_removes_only_its_own_temp_files(tmp_path):
+    out = tmp_path / "out"
+    (out / "points").mkdir(parents=True)
+    mine = out / ".draft.tmp"
+    mine.write_text("notes")
+    orphans = [out / ".results.csv.ab12cd_9.tmp", out / "points" / f".{'0' * 20}.json.zz9xk_01.tmp"]
+    for f in orphans:
+        f.write_text("x")
+    old = time.time() - 3600
+    for f in [mine, *orphans]:
+        os.utime(f, (old, old))
+    run_sweep(load_scenario(text=TWO_POINTS), out, plots=False)
+    assert mine.read_text() == "notes"
+    assert not any(f.exists() for f in orphans)

@@ -44,6 +44,8 @@ def test_simulation_overrides_that_would_hide_what_was_fitted_are_refused(over, 
     ({"bounds": ([0], [10, 20])}, "lowers has 1 values for 2 parameters"),
     ({"bounds": {"k_syn_drop": 5}}, "not a (lower, upper) pair"),
     ({"bounds": 5}, "not a (lower, upper) pair"),
+    # a pair per cost, or scipy's (lowers, uppers)? read as the latter, silently
+    ({"bounds": [(1, 50), (2, 80)]}, "two pairs read either as scipy's (lowers, uppers) or as a (lower, upper) pair"),
     ({"diff_step": 0}, "diff_step"),
     ({"n_jobs": 0}, "n_jobs"),
     # these failed inside scipy once the fit had started (or were truncated: n_jobs 2.7 ran on 2)
