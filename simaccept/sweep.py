@@ -79,6 +79,8 @@ def atomic_write(path: Path, data) -> None:
         if callable(data):
             os.close(fd)
             data(tmp)
+            with open(tmp, "rb") as f:      # on disk before the rename, as the str and bytes writes are
+                os.fsync(f.fileno())
         else:
             # UTF-8 whatever the locale: every reader here reads UTF-8 (under LC_ALL=C a records
             # file named données.csv in a profile's header was a UnicodeEncodeError)
@@ -107,7 +109,7 @@ def records_to_csv(records: Iterable[RunRecord]) -> str:
 
 
 def read_csv(path) -> list[RunRecord]:
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8") as f:     # as atomic_write writes it, whatever the locale
         return [RunRecord.from_dict(row) for row in csv.DictReader(f)]
 
 
@@ -304,7 +306,7 @@ def read_cached(path: Path) -> dict | None:
     and nothing else.  ``{"status": "ok"}`` made a RunRecord of defaults, an all-empty row of
     results.csv counted as a finished point ("0 failed")."""
     try:
-        d = json.loads(path.read_text())
+        d = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(d, dict) or set(d) != set(COLUMNS):
@@ -443,6 +445,13 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
                                  f"{kept}") from None
             except BaseException:
                 stop_workers(ex)
+                # Ctrl-C, SIGTERM: points that finished but were not yet collected are kept too
+                try:
+                    for f, i in futs.items():
+                        if i not in results and f.done() and not f.cancelled() and f.exception() is None:
+                            finish(i, f.result())
+                except Exception:       # a full disk (SweepError): the first error is the one to report
+                    pass
                 raise
             ex.shutdown()
     finally:
