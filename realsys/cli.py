@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         from .testbed import clean_stale
         removed = clean_stale(log)
         folders = clean_work(log)
-        log(f"realsys: removed {len(removed)} stale namespace(s) and {len(folders)} work folder(s)")
+        cgroups = [x for x in removed if x.startswith("/")]      # clean_stale's cgroups are paths, namespaces names
+        log(f"realsys: removed {len(removed) - len(cgroups)} stale namespace(s), {len(cgroups)} cgroup(s) "
+            f"and {len(folders)} work folder(s)")
         return 0
     from .runner import run_scenario
     from .testbed import TestBedError, TestBedInterrupted

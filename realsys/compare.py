@@ -45,6 +45,24 @@ def _key(r: dict) -> tuple[str, str]:
     return r["point"], r.get("seed") or ""
 
 
+def _by_key(path: Path) -> dict:
+    """A results file's rows by (point, seed).  Two finished rows of one key with another config
+    or source are refused (ValueError): the last one silently stood for both, so a folder of two
+    series (another --set realsys.spin_us) paired every point with the other series.  A rerun's
+    finished row replaces a failed one."""
+    out: dict = {}
+    for r in read_rows(path):
+        k = _key(r)
+        old = out.get(k)
+        if old is not None and old.get("status") == "ok" and r.get("status") == "ok" and \
+                (old.get("config"), old.get("source")) != (r.get("config"), r.get("source")):
+            raise ValueError(f"{path}: point {k[0] or '(single point)'} seed {k[1] or '-'} has two finished rows "
+                             f"of other configs or sources; compare folders of one configuration each")
+        if old is None or r.get("status") == "ok" or old.get("status") != "ok":
+            out[k] = r
+    return out
+
+
 def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s",
             from_rate: float | None = None) -> dict:
     """Pairs and ratio summaries (see the module docstring).  Raises ResultsFileError for a
@@ -63,8 +81,7 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
                          f"{after} ({', '.join(af) or 'none'})")
     pairs, unpaired = [], {"before_only": 0, "after_only": 0, "not_ok": 0}
     for name in common:
-        rb = {_key(r): r for r in read_rows(bf[name] / "results.csv")}
-        ra = {_key(r): r for r in read_rows(af[name] / "results.csv")}
+        rb, ra = _by_key(bf[name] / "results.csv"), _by_key(af[name] / "results.csv")
         unpaired["before_only"] += len(rb.keys() - ra.keys())
         unpaired["after_only"] += len(ra.keys() - rb.keys())
         for k in sorted(rb.keys() & ra.keys()):

@@ -60,7 +60,9 @@ def _series(rows):
     for r in rows:
         if r.get("status") != "ok":
             continue
-        grouped.setdefault(series_label(r), []).append(r)
+        # a simulated row of the same config is not a repetition of a measured one
+        src = r.get("source") or "real"
+        grouped.setdefault(series_label(r) + ("" if src == "real" else f"/{src}"), []).append(r)
     out: dict[str, dict[float, dict]] = {}
     for lab, rs in grouped.items():
         flats = [_flat_config(r) for r in rs]
@@ -145,8 +147,10 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
         peak_all = max(peak_all, rep[peak_r])
         # launches against the connections the target asks for: a SPECweb99-like target of
         # 8,000 requests/s is 8,000 / 7.3 sessions/s (it was compared with 8,000: "86 % error")
-        worst = max(abs(float(x["conn_attempts_per_s"]) - c) / c for r in rates for x in pts[r]
-                    if x["conn_attempts_per_s"] for c in (r / requests_per_conn(x.get("workload", "one-packet")),))
+        # (an empty cell is "not measured": with none, nan, not a traceback)
+        worst = max((abs(float(x["conn_attempts_per_s"]) - c) / c for r in rates for x in pts[r]
+                     if x["conn_attempts_per_s"] for c in (r / requests_per_conn(x.get("workload", "one-packet")),)),
+                    default=math.nan)
         summary["policies"][lab] = {"peak_replies_per_s": rep[peak_r], "peak_at_rate": peak_r,
                                     "replies_per_s": rep, "replies_per_s_sd": sd, "runs_per_rate":
                                     {r: len(pts[r]) for r in rates}, "generator_max_rel_error": worst}
@@ -176,8 +180,11 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
                 continue
             if point_files is None:     # each read once, in the directory's order (the first match is shown)
                 point_files = [read_point_file(f) for f in (d / "points").glob("*.json")]
-            h = next((x for x in point_files if x.get("point") == pts[dr][0]["point"]
-                      and x.get("sysctls") is not None), None)
+            # by config too: two series of one point label (another --set realsys.spin_us) were
+            # both shown the first one's drops; point files before 2026-12-04 lack it (label alone)
+            row = pts[dr][0]
+            h = next((x for x in point_files if x.get("point") == row["point"] and x.get("sysctls") is not None
+                      and x.get("config", row.get("config")) == row.get("config")), None)
             if h:
                 dd = h.get("drops") or {}
                 table[lab] = {k: dd.get(k) for k in ("AcceptQFull", "DropRequest", "ListenOverflow", "SynQFull",

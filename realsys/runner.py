@@ -39,7 +39,7 @@ from simaccept.record import COLUMNS, RunRecord
 from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario
 
 from . import C_DIR, kernel
-from .docroot import SPECWEB_FILES, make_docroot
+from .docroot import HEADER_TEMPLATE, SPECWEB_FILES, make_docroot
 from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
                       write_wsesslog)
 from .servers import PORT, ServerConfigError, nginx_event_methods, nginx_version, server_argv
@@ -71,6 +71,12 @@ SYSCTL_KEYS = ("net.ipv4.tcp_syncookies", "net.core.somaxconn", "net.ipv4.tcp_ma
 # --------------------------------------------------------------------------- checks
 def check_real(sc: Scenario) -> None:
     """Refuse, naming the key, what cannot run for real on this machine."""
+    for key in ("cpu_server", "cpu_clients"):
+        if len({p.values["realsys"][key] for p in sc.points()}) > 1:
+            # the test bed's receive steering and the runner's CPU are set from the first point
+            raise ScenarioError(f"realsys.{key}", "one test bed serves the whole run (its RPS steering and "
+                                "the runner's CPU come from the first point): give one value; other CPUs "
+                                "are separate runs")
     for pt in sc.points():
         v = pt.values
         if v["kernel"]["profile"] != "linux-6":
@@ -122,6 +128,11 @@ def check_real(sc: Scenario) -> None:
         if nfiles > SPECWEB_FILES:
             raise ScenarioError("realsys.docroot_files", f"{nfiles} files: the SPECweb99-like set has "
                                 f"{SPECWEB_FILES} (at most {SPECWEB_FILES})")
+        least = len(HEADER_TEMPLATE.format(n=1)) + 1
+        if v["workload"]["kind"] == "one-packet" and v["workload"]["reply_bytes"] < least:
+            # the body is at least 1 byte: 1 and 100 were both served as 105 bytes, recorded as asked
+            raise ScenarioError("workload.reply_bytes", f"a reply here is its {least - 1}-byte header and at least "
+                                f"1 byte of body: give {least} or more, or simulate")
         if nfiles < SPECWEB_FILES and v["workload"]["kind"] == "specweb99":
             raise ScenarioError("realsys.docroot_files", f"{nfiles} files leave out some the SPECweb99-like "
                                 f"clients ask for; use {SPECWEB_FILES} for workload.kind = \"specweb99\"")
@@ -504,7 +515,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     srv_log = open(pdir / "server.log", "w")
     server = tb.spawn(tb.server_ns, argv, cpu=rs["cpu_server"], nice=NICE, stdout=srv_log,
                       stderr=subprocess.STDOUT)
-    extra: dict = {"point": pt.point_label(), "hash": h, "sysctls": sysctls, "server_argv": argv,
+    extra: dict = {"point": pt.point_label(), "hash": h, "config": pt.to_json(), "sysctls": sysctls, "server_argv": argv,
                    "runner_sched": _sched_name()}
     try:
         try:
@@ -771,7 +782,14 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     out_dir = Path(out) if out else REPO / "realsys" / "results" / sc.name
     try:                    # bad input (exit 2), refused before anything is made
         _out_dir(str(out_dir))
-        done = done_keys(read_rows(out_dir / "results.csv")) if out_dir.is_dir() else set()
+        rows = read_rows(out_dir / "results.csv") if out_dir.is_dir() else []
+        other = sorted({r.get("source") or "" for r in rows} - {"real"})
+        if other:
+            # a sweep's rows carry the same point and config: they counted as measured, and the
+            # run measured nothing and exited 0
+            raise ResultsFileError(f"{out_dir / 'results.csv'} holds {', '.join(map(repr, other))} rows, not "
+                                   "measured ones: their points would be skipped as done; use another --out")
+        done = done_keys(rows)
     except ResultsFileError as e:
         raise ScenarioError("--out", str(e)) from None
     # then what this machine lacks (not root, a program, another run up): before the output

@@ -187,7 +187,7 @@ def owner_alive(pid: int, starttime: int | None) -> bool:
 def clean_stale(log=None) -> list[str]:
     """Remove test beds left by killed runs: ``sa-<pid>-*`` namespaces whose owner is dead.
 
-    Returns the namespaces removed.  A namespace whose owner lives is left alone, and
+    Returns the namespaces removed (names) and cgroups (paths).  A namespace whose owner lives is left alone, and
     so is every namespace not matching the pattern."""
     removed = []
     marks = {}

@@ -72,3 +72,17 @@ def test_refusals_name_the_reason(tmp_path, capsys, make, msg):
     a, b, *opts = make(tmp_path)
     assert main([str(a), str(b), *opts]) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_two_series_of_one_point_in_a_folder_are_refused_not_paired_at_random(tmp_path, capsys):
+    # rows of another --set realsys.spin_us in one folder: the last row of each point stood for
+    # both, and every pair was of the other series (ratio 0.5 throughout, exit 0)
+    import dataclasses
+    a = _folder(tmp_path / "a", "x", [_rec("1", 4000.0, 3000.0)])
+    b = _folder(tmp_path / "b", "x", [_rec("1", 4000.0, 3000.0),
+                                      dataclasses.replace(_rec("1", 4000.0, 1500.0), config='{"realsys": {"spin_us": 400}}')])
+    assert main([str(a), str(b)]) == 2
+    assert "has two finished rows of other configs or sources" in capsys.readouterr().err
+    # a rerun's finished row replaces a failed one of the same point
+    c = _folder(tmp_path / "c", "x", [_rec("1", 4000.0, 0.0, status="failed"), _rec("1", 4000.0, 3300.0)])
+    assert compare(a, c)["overall"]["all"]["median"] == pytest.approx(1.1)

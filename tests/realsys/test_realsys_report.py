@@ -194,3 +194,50 @@ def test_every_report_argument_says_what_it_takes():
     assert not bare, f"no help: {bare}"
     drops = next(a for a in p._actions if a.dest == "drops_rate")
     assert "default" in drops.help
+
+
+# --- from a review of realsys's orchestration (2026-12-04); each failed on the code before -------
+
+def test_simulated_rows_are_not_repetitions_of_measured_ones(tmp_path):
+    import dataclasses
+    real = _rec("workload.rate=200.0", "1", 200.0, 200.0, spin=200.0)
+    _folder(tmp_path, [real, dataclasses.replace(real, source="sim", replies_per_s=150.0)])
+    pol = summarize(tmp_path)["policies"]
+    assert {lab: p["replies_per_s"][200.0] for lab, p in pol.items()} == {
+        "userver/select/accept-1": 200.0, "userver/select/accept-1/sim": 150.0}
+
+
+def test_a_row_with_no_launch_rate_is_not_a_traceback(tmp_path):
+    import dataclasses
+    import math
+    _folder(tmp_path, [dataclasses.replace(_rec("workload.rate=200.0", "1", 200.0, 200.0),
+                                           conn_attempts_per_s=math.nan)])
+    p = summarize(tmp_path)["policies"]["userver/select/accept-1"]
+    assert math.isnan(p["generator_max_rel_error"])
+
+
+def test_the_drops_of_a_series_are_its_own_configs(tmp_path):
+    # two series of one point label (another --set realsys.spin_us): both were shown the drops of
+    # the first point file with that label
+    import csv
+    d = _with_points(tmp_path)
+    with open(d / "results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    spun = []
+    for r in rows:
+        cfg = json.loads(r["config"])
+        cfg["realsys"]["spin_us"] = 400.0
+        spun.append({**r, "config": json.dumps(cfg), "replies_per_s": str(float(r["replies_per_s"]) / 2)})
+        for f in (d / "points").glob("*.json"):
+            x = json.loads(f.read_text())
+            if x.get("point") == r["point"] and x.get("sysctls") is not None:
+                # the first series' point files are gone: only the other series' remain
+                x["config"] = json.dumps(cfg)
+                x["drops"] = {k: 999999 for k in ("AcceptQFull", "DropRequest", "ListenOverflow", "total")}
+                f.write_text(json.dumps(x))
+    with open(d / "results.csv", "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writerows(spun)
+    drops = summarize(d)["drops"]
+    assert [lab for lab, t in drops.items() if t.get("total") == 999999] == \
+        [lab for lab in drops if "spin_us=400" in lab] != []

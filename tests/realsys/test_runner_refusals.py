@@ -330,3 +330,34 @@ def test_a_value_nested_past_the_recursion_limit_is_exit_2_naming_the_key(capsys
     err = capsys.readouterr().err
     assert "workload.rate" in err and "nested too deeply to read" in err, err
     assert not (tmp_path / "results.csv").exists()
+
+
+# --- from a review of realsys's orchestration (2026-12-04); each failed on the code before -------
+
+def test_a_folder_of_simulated_rows_is_refused_not_taken_for_measured(capsys, tmp_path):
+    # `simaccept sweep smoke.toml --out D` then `realsys run smoke.toml --out D`: "1 points, 1 already
+    # in D/results.csv", nothing measured, exit 0
+    from simaccept import load_scenario, run_sweep
+    run_sweep(load_scenario(SMOKE, ["scenario.duration=0.2", "scenario.warmup=0.1"]), tmp_path, plots=False)
+    before = (tmp_path / "results.csv").read_bytes()
+    rc = cli.main(["run", SMOKE, "--out", str(tmp_path), "--set", "scenario.duration=0.2",
+                   "--set", "scenario.warmup=0.1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "holds 'sim' rows, not measured ones" in err, err
+    assert (tmp_path / "results.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize("overrides, key, why", [
+    # the test bed's RPS steering and the runner's CPU came from the first point alone
+    (["realsys.cpu_server=[0, 1]"], "realsys.cpu_server", "one test bed serves the whole run"),
+    (["realsys.cpu_clients=[0, 1]"], "realsys.cpu_clients", "one test bed serves the whole run"),
+    # 1 and 100 were both served as 105 bytes, and recorded as asked
+    (["workload.reply_bytes=100"], "workload.reply_bytes", "give 105 or more"),
+])
+def test_what_one_test_bed_cannot_serve_as_asked_is_refused(overrides, key, why, capsys, tmp_path):
+    argv = ["run", SMOKE, "--out", str(tmp_path)]
+    for o in overrides:
+        argv += ["--set", o]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"scenario key '{key}'" in err and why in err, err
