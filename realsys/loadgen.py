@@ -39,13 +39,16 @@ def loadgen_argv(*, server_ip: str, port: int, binds: list[str], conn_rate: floa
                  uri: str = "/index.html", timeout_from: str = "connect", think_ms: float = 0.0,
                  request_delay_ms: float = 0.0, zipf_alpha: float = 1.0) -> list[str]:
     bind = ["--bind", ",".join(binds)] if binds else []     # none: the kernel picks (loadgen refuses "")
-    slow = (["--think-ms", f"{think_ms:.6f}"] if think_ms else []) + \
-        (["--request-delay-ms", f"{request_delay_ms:.6f}"] if request_delay_ms else [])
+    # every digit (strtod reads them): "%.6f" made a duration of 1e-7 s "0.000000", which
+    # loadgen refused once the test bed was up, and "%g" cut a Zipf alpha to 6 digits
+    num = lambda x: repr(float(x))  # noqa: E731
+    slow = (["--think-ms", num(think_ms)] if think_ms else []) + \
+        (["--request-delay-ms", num(request_delay_ms)] if request_delay_ms else [])
     return [str(C_DIR / "loadgen"), "--server", server_ip, "--port", str(port), *bind,
-            "--rate", f"{conn_rate:.6f}", "--duration", f"{duration:.6f}", "--warmup", f"{warmup:.6f}",
-            "--timeout", f"{timeout:.6f}", "--timeout-from", timeout_from, "--arrivals", arrivals, "--seed", str(seed),
+            "--rate", num(conn_rate), "--duration", num(duration), "--warmup", num(warmup),
+            "--timeout", num(timeout), "--timeout-from", timeout_from, "--arrivals", arrivals, "--seed", str(seed),
             "--workload", "specweb" if workload == "specweb99" else "one-packet", "--uri", uri,
-            "--zipf", f"{zipf_alpha:g}", *slow, "--out", str(out)]
+            "--zipf", num(zipf_alpha), *slow, "--out", str(out)]
 
 
 def _bucket_mid(b: int) -> float:

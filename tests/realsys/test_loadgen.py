@@ -581,3 +581,17 @@ def test_a_failed_write_of_the_output_is_an_error_not_a_cut_off_file(cbuild, tmp
     assert p.returncode == 1, p.stderr.decode()
     assert b"loadgen: writing the output" in p.stderr
     assert list(tmp_path.iterdir()) == []            # neither the file nor its .tmp
+
+
+def test_loadgen_argv_keeps_every_digit_of_its_numbers(cbuild, tmp_path):
+    # "%.6f" made a positive duration of 1e-7 s "0.000000", which loadgen refused after the test
+    # bed was up, and "%g" cut a Zipf alpha to 6 digits
+    from realsys.loadgen import loadgen_argv
+    argv = loadgen_argv(server_ip="127.0.0.1", port=1, binds=[], conn_rate=2.5e-6, duration=1e-7, warmup=0,
+                        timeout=0.1234567891, arrivals="deterministic", seed=1, workload="one-packet",
+                        out=tmp_path / "x", zipf_alpha=0.1234567891, think_ms=1e-9)
+    got = {k: float(argv[argv.index(k) + 1]) for k in ("--rate", "--duration", "--timeout", "--zipf", "--think-ms")}
+    assert got == {"--rate": 2.5e-6, "--duration": 1e-7, "--timeout": 0.1234567891, "--zipf": 0.1234567891,
+                   "--think-ms": 1e-9}
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)     # loadgen takes them (strtod)
+    assert p.returncode == 0 and (tmp_path / "x").is_file(), p.stderr
