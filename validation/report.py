@@ -1413,6 +1413,9 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
                          {"costs/__init__.py": ("_parse_profile",),
                           "scenario.py": ("MAX_ACCEPT_LIMIT", "NESTED_TOO_DEEP", "SCHEMA", "_check", "_check_run_size",
                                           "_long_integer_error", "_parse_value", "_toml_error", "load_scenario")}),
+    "4d2aac7df1bb85a8": ("b058c29a9d9949e89efd031e823ac3252998be37", "742a26c71cc415bf",
+                         "922299bdad340fa4f2e2d0ed706d73025761c536",
+                         {"scenario.py": ("Scenario", "_axis_seed")}),
 }
 
 
