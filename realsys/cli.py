@@ -16,6 +16,14 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    from simaccept.cli import stdout_gone
+    try:
+        return _cli(argv)
+    except BrokenPipeError:             # python -m realsys report DIR | head
+        return stdout_gone()
+
+
+def _cli(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["report"]:      # its own options, passed through whole (it was "invalid choice")
         from .report import main as report_main

@@ -277,7 +277,26 @@ def split_set(parser: argparse.ArgumentParser, argv) -> str | None:
     return set_without_value(argv)
 
 
+def stdout_gone() -> int:
+    """Status 1 after a BrokenPipeError on stdout (``simaccept scenarios | head``, which printed a
+    traceback): stdout is pointed at /dev/null, so the interpreter's flush at exit fails
+    quietly too (the recipe of Python's signal module documentation).  Shared with
+    ``python -m validation`` and realsys."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):       # no real stdout (a test's capture)
+        pass
+    return 1
+
+
 def main(argv=None) -> int:
+    try:
+        return _cli(argv)
+    except BrokenPipeError:
+        return stdout_gone()
+
+
+def _cli(argv=None) -> int:
     why = split_set(_parser(), sys.argv[1:] if argv is None else argv)
     if why:
         print(f"error: {why}", file=sys.stderr)

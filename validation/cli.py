@@ -806,6 +806,14 @@ def _partial_phases(args) -> bool:
 
 
 def main(argv=None) -> int:
+    from simaccept.cli import stdout_gone
+    try:
+        return _cli(argv)
+    except BrokenPipeError:             # python -m validation ... | head
+        return stdout_gone()
+
+
+def _cli(argv=None) -> int:
     why = split_set(_parser(), sys.argv[1:] if argv is None else argv)
     if why:                             # argparse said only "unrecognized arguments: 1"
         _err(why)

@@ -489,3 +489,24 @@ def test_a_second_ctrl_c_while_plotting_still_leaves_the_plot(tmp_path):
     assert "held until it is done" in p.stderr, p.stderr[-2000:]
     assert len(read_rows(out / "results.csv")) == 1
     assert (out / "throughput.png").stat().st_size > 0
+
+
+def test_the_c_programs_are_built_only_when_make_says_so(cbuild, tmp_path, monkeypatch):
+    # the newest of every source was the test: loadgen.c edited after userver was built made
+    # every run say "building C sources" and run make, for nothing
+    import shutil
+    c = tmp_path / "c"
+    shutil.copytree(cbuild, c, ignore=shutil.ignore_patterns("fuzz", "*-asan", "http_test*"))
+    now = time.time()
+    for f in c.iterdir():               # sources old, binaries new ...
+        t = now - 100 if f.name in runner.RUN_BINARIES else now - 1000
+        os.utime(f, (t, t))
+    os.utime(c / "loadgen.c", (now - 200, now - 200))
+    os.utime(c / "userver", (now - 300, now - 300))     # ... but userver older than loadgen.c, not its own
+    monkeypatch.setattr(runner, "C_DIR", c)
+    said = []
+    runner.ensure_built(said.append)
+    assert said == []
+    os.utime(c / "userver.c", (now, now))               # a source of userver's own, newer: built
+    runner.ensure_built(said.append)
+    assert said == ["realsys: building C sources"] and (c / "userver").stat().st_mtime >= now

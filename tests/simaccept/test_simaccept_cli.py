@@ -568,3 +568,17 @@ def test_set_twice_is_refused_by_every_cli_that_takes_set(capsys):
     # different keys, and a value holding the key's text, are not twice
     args = cli._parser().parse_args(["run", "x", "--set", "a.b=1", "--set", "a.bc=a.b=2"])
     assert args.set == ["a.b=1", "a.bc=a.b=2"]
+
+
+@pytest.mark.parametrize("argv, rc", [(["simaccept", "scenarios"], 1),
+                                      (["validation", "--help"], 0),     # argparse's own print is quiet
+                                      (["realsys", "report", "realsys/results/onepacket-select"], 1)])
+def test_a_reader_that_goes_away_is_no_traceback(argv, rc):
+    # `simaccept scenarios | head -1` ended in a BrokenPipeError traceback
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[2]
+    p = subprocess.Popen([sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root)
+    p.stdout.close()                    # before anything is written: the first write fails (EPIPE)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == rc and "Traceback" not in err and "BrokenPipe" not in err, err
