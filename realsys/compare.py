@@ -157,6 +157,10 @@ def main(argv=None, prog: str = "python -m realsys.compare") -> int:
         print(json.dumps(c, indent=1))
     else:
         sys.stdout.write(markdown(c))
+    if not c["pairs"]:
+        # a table of dashes and status 0 read as a comparison made (report: 1 when none finished)
+        print("error: no point finished on both sides: nothing compared", file=sys.stderr)
+        return 1
     return 0
 
 

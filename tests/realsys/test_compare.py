@@ -86,3 +86,11 @@ def test_two_series_of_one_point_in_a_folder_are_refused_not_paired_at_random(tm
     # a rerun's finished row replaces a failed one of the same point
     c = _folder(tmp_path / "c", "x", [_rec("1", 4000.0, 0.0, status="failed"), _rec("1", 4000.0, 3300.0)])
     assert compare(a, c)["overall"]["all"]["median"] == pytest.approx(1.1)
+
+
+def test_no_pair_finished_on_both_sides_is_exit_1(tmp_path, capsys):
+    # a table of dashes and status 0 (report says 1 when nothing finished)
+    a = _folder(tmp_path / "a", "x", [_rec("1", 4000.0, 3000.0)])
+    b = _folder(tmp_path / "b", "x", [_rec("1", 4000.0, 0.0, status="failed")])
+    assert main([str(a), str(b)]) == 1
+    assert "no point finished on both sides" in capsys.readouterr().err
