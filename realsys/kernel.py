@@ -281,8 +281,12 @@ class DropTracer:
         # The probes are global and bpftrace has no end of its own: if the run is SIGKILLed, an
         # orphaned bpftrace stayed attached for good (`realsys clean` removes namespaces only).
         # The kernel now sends it SIGKILL when the thread that started it dies.
+        # A session of its own: a SIGINT to the runner's process group (a Ctrl-C meant for something
+        # else, a group signal from a batch shell that the runner itself ignores) ended it mid-window
+        # and its partial maps were kept as the point's counts; the runner stops it (interrupt).
         self.proc = subprocess.Popen(["bpftrace", "-f", "json", "-e", bpf_program(self.window)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent,
+                                     start_new_session=True)
         if wait_ready(self.proc.stdout, timeout):
             return
         err = ""
@@ -296,7 +300,12 @@ class DropTracer:
         if self.proc is None:
             return self.result
         p, self.proc = self.proc, None
+        early = p.poll()                    # it ended before it was asked to: its counts stop short
         out, clean = interrupt(p)
+        if early is not None:
+            self.note = f"bpftrace ended (status {early}) before the point stopped it: counter-only split for this point"
+            self.result = {}
+            return {}
         if not clean or '"type": "map"' not in out.replace('"type":"map"', '"type": "map"'):
             # No maps printed: the counts are unknown, not zero.
             self.note = "bpftrace did not exit cleanly: counter-only split for this point"

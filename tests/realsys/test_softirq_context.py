@@ -1,6 +1,7 @@
 """The diagnostic bpftrace script (tools/softirq_context.bt) compiles, attaches and counts on this kernel."""
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -60,6 +61,20 @@ def test_drop_tracer_start_returns_attached_so_an_immediate_stop_gets_the_maps()
         res = tr.stop()
         assert time.monotonic() - t0 < 30
         assert set(res) == {"drop_reasons", "synack_retransmits", "resets_sent"}, tr.note
+
+
+@pytest.mark.root
+def test_a_stray_sigint_ends_no_trace_and_an_early_end_keeps_no_partial_counts():
+    """bpftrace shared the runner's process group: a group SIGINT ended it mid-window, and the
+    maps it printed were kept as the point's counts ("counters+bpftrace")."""
+    tr = DropTracer()
+    assert tr.available, tr.note
+    tr.start()
+    assert tr.proc is not None, tr.note
+    assert os.getsid(tr.proc.pid) != os.getsid(0)       # a group signal of ours does not reach it
+    tr.proc.send_signal(signal.SIGINT)                   # as one that did would
+    tr.proc.wait(timeout=30)
+    assert tr.stop() == {} and "ended (status 0) before the point stopped it" in tr.note, tr.note
 
 
 def test_interrupt_resends_sigint_until_the_process_exits(tmp_path):
