@@ -154,13 +154,22 @@ def _run_point(values_json: str, point_key, coords, source: str, expect: str | N
     and after the run, and a point whose files changed meanwhile is failed, not cached."""
     from .sim import simulate
     sc = Scenario(json.loads(values_json), source, tuple(point_key), tuple(tuple(c) for c in coords))
-    before = sc.content_hash() if expect is not None else None
+    before = _key_now(sc) if expect is not None else None
     rec = simulate(sc)
-    if expect is not None and rec.status == "ok" and not before == sc.content_hash() == expect:
+    if expect is not None and rec.status == "ok" and not before == _key_now(sc) == expect:
         rec.status = "failed"
         rec.error = ("a cost profile or the model's code changed on disk while this point ran, so it is not "
                      "what its cache key says: not kept; rerun the sweep")
     return rec.to_dict()
+
+
+def _key_now(sc: Scenario) -> str | None:
+    """The point's cache key from the files as they are now; None if they cannot be read (a
+    profile deleted meanwhile: simulate() says why, and a point that ran is not kept)."""
+    try:
+        return sc.content_hash()
+    except Exception:
+        return None
 
 
 #: Most points one sweep may have.  Building the grid alone took 9.3 s at 100,000 points,

@@ -649,3 +649,17 @@ def test_a_sweep_removes_only_its_own_temp_files(tmp_path):
     run_sweep(load_scenario(text=TWO_POINTS), out, plots=False)
     assert mine.read_text() == "notes"
     assert not any(f.exists() for f in orphans)
+
+
+def test_a_profile_deleted_while_the_sweep_runs_is_the_loaders_refusal(tmp_path):
+    # the key taken again before a point ran raised the profile reader's KeyError, which no CLI
+    # catches: simulate() itself refuses it, naming the key
+    import shutil
+
+    from simaccept.scenario import ScenarioError
+    prof = tmp_path / "p.toml"
+    shutil.copy(ROOT / "simaccept/costs/thesis-2004.toml", prof)
+    sc = load_scenario(text=TWO_POINTS, overrides=[f"costs.profile={json.dumps(str(prof))}"])
+    with pytest.raises(ScenarioError, match="costs.profile"):
+        run_sweep(sc, tmp_path / "out", jobs=1, plots=False, on_point=lambda rec: prof.unlink(missing_ok=True))
+    assert len(list((tmp_path / "out" / "points").glob("*.json"))) == 1
