@@ -360,8 +360,8 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         print(f"warning: the simulator does not read {', '.join(idle)}: the points along "
               f"{'that axis' if len(idle) == 1 else 'those axes'} differ only in their random stream",
               file=sys.stderr)
-    # Each point's values normalised (an np.float32 is not JSON), its seed key and coordinates
-    # as the caller's values give them: the key hashes their repr, so a point run by
+    # Each point's values normalised (an np.float32 is not JSON; points() normalises a grid's,
+    # a scenario without axes is itself), its seed key and coordinates kept, so a point run by
     # simulate(p) for p in sc.points() draws the same stream as here.
     points = [p.resolved() for p in sc.points()]
     from .sim import check_modelled
@@ -374,17 +374,15 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
+        from .plots import FIGURES
+        results_files = ["results.csv", "results.parquet"]
+        figure_files = [f"{stem}.{fmt}" for _, _, stem in FIGURES for fmt in ("png", "svg")]
         _remove_orphans(cache_dir, lambda n: re.fullmatch(r"[0-9a-f]{20}(-[0-9a-f]+)?\.json", n) is not None)
-        from .plots import FIGURES      # results.csv's and the plots' (a kill during the last writes)
-        _remove_orphans(out, {"results.csv", "results.parquet",
-                              *(f"{stem}.{fmt}" for _, _, stem in FIGURES for fmt in ("png", "svg"))}.__contains__)
+        # results.csv's and the plots' (a kill during the last writes)
+        _remove_orphans(out, set(results_files + figure_files).__contains__)
         # the files written after the last point: a directory in their place was found only
         # then, as an IsADirectoryError traceback once every point had run
-        names = ["results.csv", "results.parquet"]
-        if plots:
-            from .plots import FIGURES
-            names += [f"{stem}.{fmt}" for _, _, stem in FIGURES for fmt in ("png", "svg")]
-        for name in names:
+        for name in results_files + (figure_files if plots else []):
             if (out / name).is_dir():
                 raise ScenarioError("--out", f"{str(out / name)!r} is a directory; a sweep writes its "
                                              f"{'results' if name.startswith('results.') else 'figure'} "
