@@ -159,7 +159,9 @@ class CpuMeter:
 # BEGIN's printf reaches us through the perf buffer, i.e. only once bpftrace has attached every
 # probe and entered its event loop.  "Attaching N probes..." comes earlier, and bpftrace 0.17
 # loses a SIGINT that arrives while it is still attaching (it then runs until killed), so the
-# ready line, not the banner, is what start() waits for.  @running makes a clean exit print
+# ready line, not the banner, is what start() waits for.  It also loses one that lands outside
+# its epoll_wait (the flag is then read only when another event arrives), e.g. while it writes
+# the ready line itself, so interrupt() re-sends it.  @running makes a clean exit print
 # at least one map even when nothing was dropped (no map printed = counts unknown).
 READY = "simaccept-bpf-ready"
 BPF_PROGRAM = r"""
@@ -216,7 +218,7 @@ def wait_ready(stream, timeout: float) -> bool:
 
 def interrupt(p: subprocess.Popen, grace: float = 30.0) -> tuple[str, bool]:
     """Stops bpftrace so that it prints its maps: SIGINT, re-sent every 2 s (one sent while
-    bpftrace is still attaching is lost), SIGTERM after ``grace`` s, SIGKILL 5 s later.
+    bpftrace is still attaching, or between its polls, is lost), SIGTERM after ``grace`` s, SIGKILL 5 s later.
     Returns (stdout, clean) where clean means it exited 0 on SIGINT/SIGTERM."""
     for sig in [signal.SIGINT] * max(1, int(grace // 2)) + [signal.SIGTERM]:
         if p.poll() is None:
