@@ -34,21 +34,26 @@ def requests_per_conn(workload: str) -> float:
     return SPECWEB_MEAN_REQS if workload == "specweb99" else 1.0
 
 
+def _num(x: float) -> str:
+    """``x`` with every digit, in a form strtod reads (loadgen and httperf parse with it):
+    "%.6f" made a duration of 1e-7 s "0.000000", which loadgen refused once the test bed was
+    up, "%g" cut a Zipf alpha to 6 digits, and "%.3f" gave httperf a timeout of 2e-4 s as
+    "0.000", which it reads as no timeout."""
+    return repr(float(x))
+
+
 def loadgen_argv(*, server_ip: str, port: int, binds: list[str], conn_rate: float, duration: float,
                  warmup: float, timeout: float, arrivals: str, seed: int, workload: str, out: Path,
                  uri: str = "/index.html", timeout_from: str = "connect", think_ms: float = 0.0,
                  request_delay_ms: float = 0.0, zipf_alpha: float = 1.0) -> list[str]:
     bind = ["--bind", ",".join(binds)] if binds else []     # none: the kernel picks (loadgen refuses "")
-    # every digit (strtod reads them): "%.6f" made a duration of 1e-7 s "0.000000", which
-    # loadgen refused once the test bed was up, and "%g" cut a Zipf alpha to 6 digits
-    num = lambda x: repr(float(x))  # noqa: E731
-    slow = (["--think-ms", num(think_ms)] if think_ms else []) + \
-        (["--request-delay-ms", num(request_delay_ms)] if request_delay_ms else [])
+    slow = (["--think-ms", _num(think_ms)] if think_ms else []) + \
+        (["--request-delay-ms", _num(request_delay_ms)] if request_delay_ms else [])
     return [str(C_DIR / "loadgen"), "--server", server_ip, "--port", str(port), *bind,
-            "--rate", num(conn_rate), "--duration", num(duration), "--warmup", num(warmup),
-            "--timeout", num(timeout), "--timeout-from", timeout_from, "--arrivals", arrivals, "--seed", str(seed),
+            "--rate", _num(conn_rate), "--duration", _num(duration), "--warmup", _num(warmup),
+            "--timeout", _num(timeout), "--timeout-from", timeout_from, "--arrivals", arrivals, "--seed", str(seed),
             "--workload", "specweb" if workload == "specweb99" else "one-packet", "--uri", uri,
-            "--zipf", num(zipf_alpha), *slow, "--out", str(out)]
+            "--zipf", _num(zipf_alpha), *slow, "--out", str(out)]
 
 
 def _bucket_mid(b: int) -> float:
@@ -110,8 +115,8 @@ def merge(results: list[dict]) -> dict:
 def httperf_argv(*, server_ip: str, port: int, rate: float, num_conns: int, timeout: float,
                  uri: str = "/index.html") -> list[str]:
     return ["httperf", "--hog", "--server", server_ip, "--port", str(port), "--uri", uri,
-            "--rate", f"{rate:.3f}", "--num-conns", str(num_conns), "--num-calls", "1",
-            "--timeout", f"{timeout:.3f}"]
+            "--rate", _num(rate), "--num-conns", str(num_conns), "--num-calls", "1",
+            "--timeout", _num(timeout)]
 
 
 #: Sessions httperf 0.9.0 reads from one --wsesslog file at most (MAX_SESSION_TEMPLATES).
@@ -153,8 +158,8 @@ def httperf_wsesslog_argv(*, server_ip: str, port: int, rate: float, sessions: i
     X of ``--wsesslog``: httperf closes a session's connection at once after its last reply,
     where loadgen and the simulator think first, so a think time is refused for httperf)."""
     return ["httperf", "--hog", "--server", server_ip, "--port", str(port),
-            "--wsesslog", f"{sessions},0,{log}", "--rate", f"{rate:.3f}",
-            "--max-connections", "1", "--max-piped-calls", "1", "--timeout", f"{timeout:.3f}"]
+            "--wsesslog", f"{sessions},0,{log}", "--rate", _num(rate),
+            "--max-connections", "1", "--max-piped-calls", "1", "--timeout", _num(timeout)]
 
 
 def parse_httperf(text: str) -> dict:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -595,3 +598,25 @@ def test_loadgen_argv_keeps_every_digit_of_its_numbers(cbuild, tmp_path):
                    "--think-ms": 1e-9}
     p = subprocess.run(argv, capture_output=True, text=True, timeout=60)     # loadgen takes them (strtod)
     assert p.returncode == 0 and (tmp_path / "x").is_file(), p.stderr
+
+
+@pytest.mark.parametrize("kind", ["one-packet", "wsesslog"])
+def test_httperf_argv_keeps_every_digit_of_its_numbers(kind, tmp_path):
+    # "%.3f" gave httperf a timeout of 2.5e-4 s as "0.000", which it reads as no timeout, and
+    # a rate of 2.5e-6 as "0.000"; httperf echoes what it parsed (strtod) on its first line
+    from realsys.loadgen import httperf_argv, httperf_wsesslog_argv, write_wsesslog
+    if not shutil.which("httperf"):
+        pytest.fail("httperf is not installed: run realsys/install-deps.sh (the README's install command)")
+    with socket.socket() as s:          # a port nobody listens on: httperf's one connection is refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    if kind == "wsesslog":
+        argv = httperf_wsesslog_argv(server_ip="127.0.0.1", port=port, rate=2.5e-6, sessions=1, timeout=2.5e-4,
+                                     log=write_wsesslog(tmp_path / "s.log", 1, seed=1))
+    else:
+        argv = httperf_argv(server_ip="127.0.0.1", port=port, rate=2.5e-6, num_conns=1, timeout=2.5e-4)
+    assert float(argv[argv.index("--rate") + 1]) == 2.5e-6 and float(argv[argv.index("--timeout") + 1]) == 2.5e-4
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    echo = next(line for line in p.stdout.splitlines() if line.startswith("httperf "))
+    parsed = dict(re.findall(r"--(rate|timeout)=(\S+)", echo))
+    assert {k: float(v) for k, v in parsed.items()} == {"rate": 2.5e-6, "timeout": 2.5e-4}, echo
