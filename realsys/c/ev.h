@@ -13,7 +13,9 @@
 
 struct ev_fired {
     int fd;
-    int mask;          /* EV_READ and/or EV_WRITE; errors and hang-ups are reported as the interest */
+    int mask;          /* EV_READ and/or EV_WRITE; errors and hang-ups are reported as the interest by
+                        * select and poll, as EV_READ|EV_WRITE whatever it by epoll (callers look at
+                        * the connection's state before acting on a mask) */
 };
 
 struct ev_backend {

@@ -145,7 +145,13 @@ static int host_prefix_ok(const char *v, size_t vlen)
     if (vlen > 0 && v[0] == '[') {
         const char *rb = memchr(v, ']', vlen);
         if (rb == NULL) {
-            for (i = 1; i < vlen; i++)
+            /* An IPv6address (no 'v' first) holds hex digits, ':' and '.' until its zone's
+             * "%25", and fits INET6_ADDRSTRLEN: "[zz" or a 60-digit one never closes valid. */
+            int fut = vlen > 1 && (v[1] == 'v' || v[1] == 'V');
+            for (i = 1; i < vlen && !fut && v[i] != '%'; i++)
+                if (!(isxdigit((unsigned char)v[i]) || v[i] == ':' || v[i] == '.') || i >= INET6_ADDRSTRLEN)
+                    return 0;
+            for (; i < vlen; i++)
                 if (!(is_alnum((unsigned char)v[i]) || (v[i] != 0 && strchr("-._~!$&'()*+,;=:%", v[i]))))
                     return 0;
             return 1;

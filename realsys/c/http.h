@@ -43,7 +43,8 @@ struct http_req {
  *                        and its value so far holds no byte a field value never may (NUL,
  *                        other CTLs but HTAB, DEL, a CR not followed by LF) nor what that
  *                        field's value can no longer mend (any Transfer-Encoding, a second
- *                        Host, a Host value no continuation makes uri-host[:port], a
+ *                        Host, a Host value no continuation makes uri-host[:port] (an IP literal
+ *                        of valid characters is judged once its ']' arrives), a
  *                        Content-Length not all 0s);
  *          HTTP_TOO_BIG: no blank line within HTTP_MAX_HEAD bytes (treat as an error);
  *          HTTP_ERROR: malformed (a method that is not a token, NUL or control byte, a version other
@@ -60,8 +61,8 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req);
  *          HTTP_ERROR: not origin-form ("/..."), bad %-escape, NUL or control byte, too long;
  *          HTTP_FORBIDDEN: a ".." segment (also when percent-encoded) or a "." segment
  *                          or a leading '/' left after decoding ("//etc/passwd").
- * A path accepted here is then opened with openat2(RESOLVE_BENEATH), so even a symlink
- * inside the root cannot lead outside it. */
+ * A path accepted here is only looked up among the files docroot_load preloaded (regular
+ * files; symlinks skipped), so nothing outside the root is reachable. */
 int http_target_to_path(const char *target, size_t len, char *out, size_t outsz);
 
 /* Reason phrase for a status code ("OK", "Bad Request", ...). Never NULL. */

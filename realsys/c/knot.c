@@ -210,12 +210,14 @@ static void usage(int status)
     fprintf(status ? stderr : stdout,
             "usage: knot [--addr A] [--port P] [--backlog N] [--threads T] [--accept-limit N|inf]\n"
             "            [--spin-us U] [--docroot DIR] [--stats FILE] [--sample-ms MS] [--idle-timeout S]\n"
-            "            [--writev-max B] [--help]\n"
+            "            [--writev-max B] [--mux select|poll|epoll] [--help]\n"
             "  --idle-timeout S  close a connection whose request is not whole S seconds after its\n"
             "                    accept or the previous reply, or whose reply is not sent S seconds\n"
             "                    after its request, however slowly it trickles (default 10)\n"
             "  --writev-max B    files up to B bytes are sent from memory with one writev, larger\n"
-            "                    ones with TCP_CORK + write + sendfile (default 16384; 0: all sendfile)\n");
+            "                    ones with TCP_CORK + write + sendfile (default 16384; 0: all sendfile)\n"
+            "  --mux M           taken for a userver command line's sake and ignored: a thread blocks\n"
+            "                    in its own calls, with no getevents-phase\n");
     exit(status);
 }
 
@@ -243,7 +245,9 @@ int main(int argc, char **argv)
         case 'o': stats_path = opt_outpath("knot", "stats", optarg); break;
         case 'S': sample_ms = (int)opt_long("knot", "sample-ms", optarg, 1, 3600000); break;
         case 'i': idle_timeout_s = (int)opt_long("knot", "idle-timeout", optarg, 1, 86400); break;
-        case 'm': break; /* accepted and ignored: knot has no getevents-phase */
+        case 'm': /* accepted (one argv for every server) and ignored: knot has no getevents-phase */
+            opt_choice("knot", "mux", optarg, (const char *const[]){"select", "poll", "epoll", NULL});
+            break;
         case 'W': writev_max = (size_t)opt_long("knot", "writev-max", optarg, 0, 1L << 26); break;
         case 'h': usage(0); break;
         default: usage(2);

@@ -134,18 +134,20 @@ static void hist_json(FILE *o, const char *name, const struct hist *h, double sc
 }
 
 /* ---- random numbers: xorshift64* ------------------------------------------------- */
-static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rng_next(void)
+static uint64_t rng_state = 88172645463325252ull;   /* arrivals and sessions: drawn at launch only */
+static uint64_t xs_next(uint64_t *st)
 {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
+    *st ^= *st >> 12;
+    *st ^= *st << 25;
+    *st ^= *st >> 27;
+    return *st * 2685821657736338717ull;
 }
-static double rng_unit(void) /* (0,1) */
+static uint64_t rng_next(void) { return xs_next(&rng_state); }
+static double xs_unit(uint64_t *st) /* (0,1) */
 {
-    return ((double)(rng_next() >> 11) + 0.5) / 9007199254740992.0;
+    return ((double)(xs_next(st) >> 11) + 0.5) / 9007199254740992.0;
 }
+static double rng_unit(void) { return xs_unit(&rng_state); }
 
 /* ---- configuration ------------------------------------------------------------------ */
 static struct sockaddr_in server;
@@ -181,6 +183,7 @@ struct lconn {
     struct lconn *wprev, *wnext;
     struct waitq *wq;
     struct lstats *st;
+    uint64_t rng;              /* this session's file picks: seeded at launch, so in schedule order */
     char req[256];
     size_t req_len, req_off;
     char hbuf[4096];
@@ -297,10 +300,10 @@ static void pick_request(struct lconn *c)
     const char *path = uri;
     char sp[64];
     if (specweb) {
-        double u = rng_unit();
+        double u = xs_unit(&c->rng);
         int cl = 0;
         while (cl < 3 && u > class_cdf[cl]) cl++;
-        u = rng_unit();
+        u = xs_unit(&c->rng);
         int f = 0;
         while (f < 8 && u > file_cdf[f]) f++;
         snprintf(sp, sizeof sp, "/specweb/class%d_%d", cl, f);
@@ -380,6 +383,8 @@ static void launch(uint64_t sched)
     c->reqs_left = 1;
     if (specweb && rng_unit() >= 0.3)
         c->reqs_left = 5 + (int)(rng_next() % 11);
+    if (specweb)
+        c->rng = rng_next() | 1; /* one-packet draws nothing more: its sequences are unchanged */
     nactive++;
     list_push(c, now + (uint64_t)(timeout_s * 1e9));
     struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
@@ -882,7 +887,8 @@ int main(int argc, char **argv)
     t_mid0 = t_meas + (t_end - t_meas) / 10;
     t_mid1 = t_end - (t_end - t_meas) / 10;
     /* a connection launched last may take a timeout to connect and, from connect, another */
-    uint64_t hard_end = t_end + (uint64_t)(((timeout_from_syn ? 1 : 2) * timeout_s + 1.0) * 1e9);
+    uint64_t hard_end = t_end + (uint64_t)(((timeout_from_syn ? 1 : 2) * timeout_s + 1.0) * 1e9) +
+                        (timeout_from_syn ? 0 : delayq.delay_ns); /* with connect no deadline runs in the delay */
     uint64_t t_next = t0;
     double gap_ns = 1e9 / rate;
     int launching = 1;

@@ -10,6 +10,7 @@
 #define SIMACCEPT_OPT_H
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -35,29 +36,37 @@ static inline void opt_stray(const char *prog, const char *arg)
     exit(2);
 }
 
-/* Returns arg as a decimal integer in [lo, hi]; anything else (empty, trailing text,
- * out of range, overflow) exits via opt_refuse. */
+/* strtol and strtod skip leading blanks and take a '+' (strtod also "0x" hex), so " +7"
+ * was read as 7: an argument must start as a number we print would. */
+static inline int opt_starts_number(const char *arg)
+{
+    return isdigit((unsigned char)arg[0]) || arg[0] == '-' || arg[0] == '.';
+}
+
+/* Returns arg as a decimal integer in [lo, hi]; anything else (empty, leading blanks or '+',
+ * trailing text, out of range, overflow) exits via opt_refuse. */
 static inline long opt_long(const char *prog, const char *opt, const char *arg, long lo, long hi)
 {
     char *end = NULL, what[96];
     errno = 0;
     long v = strtol(arg, &end, 10);
-    if (end == arg || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+    if (!opt_starts_number(arg) || end == arg || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
         snprintf(what, sizeof what, "expected an integer from %ld to %ld", lo, hi);
         opt_refuse(prog, opt, what, arg);
     }
     return v;
 }
 
-/* Returns arg as a finite number in [lo, hi], or in (lo, hi] when lo_open; anything
- * else (empty, trailing text, nan, inf, out of range) exits via opt_refuse. */
+/* Returns arg as a finite decimal number in [lo, hi], or in (lo, hi] when lo_open; anything
+ * else (empty, leading blanks or '+', hex, trailing text, nan, inf, out of range) exits via
+ * opt_refuse. */
 static inline double opt_double(const char *prog, const char *opt, const char *arg, double lo, double hi,
                                 int lo_open)
 {
     char *end = NULL, what[96];
     errno = 0;
     double v = strtod(arg, &end);
-    if (end == arg || *end != '\0' || errno == ERANGE || !isfinite(v) || (lo_open ? !(v > lo) : !(v >= lo)) ||
+    if (!opt_starts_number(arg) || strpbrk(arg, "xX") != NULL || end == arg || *end != '\0' || errno == ERANGE || !isfinite(v) || (lo_open ? !(v > lo) : !(v >= lo)) ||
         v > hi) {
         snprintf(what, sizeof what, "expected a number %s %g and <= %g", lo_open ? ">" : ">=", lo, hi);
         opt_refuse(prog, opt, what, arg);

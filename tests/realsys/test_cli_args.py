@@ -51,6 +51,12 @@ ROWS = [
     ("knot", ["--accept-limit", "-1"], "--accept-limit", "-1"),
     ("knot", ["--port", " "], "--port", " "),
     ("knot", ["--writev-max", "1e6"], "--writev-max", "1e6"),
+    ("knot", ["--mux", "bogus"], "--mux", "bogus"),             # taken and ignored, but not any word
+    ("userver", ["--port", " +18640"], "--port", " +18640"),     # strtol skips blanks and takes '+'
+    ("userver", ["--accept-limit", "\t7"], "--accept-limit", "\t7"),
+    ("loadgen", ["--rate", "0x10"], "--rate", "0x10"),            # strtod reads hex
+    ("loadgen", ["--duration", " 0x1p-1"], "--duration", " 0x1p-1"),
+    ("loadgen", ["--timeout", "+1"], "--timeout", "+1"),
     ("loadgen", ["--rate", "0"], "--rate", "0"),
     ("loadgen", ["--rate", "nan"], "--rate", "nan"),
     ("loadgen", ["--rate", "1e7"], "--rate", "1e7"),
