@@ -33,7 +33,7 @@ class RunRecord:
     # identity ---------------------------------------------------------------
     source: str = ""            # sim | real | paper
     scenario: str = ""
-    point: str = ""             # the sweep coordinates, "workload.rate=20000;server.accept_limit=1"
+    point: str = ""             # the sweep coordinates in schema order, "server.accept_limit=1;workload.rate=20000.0"
     server: str = ""            # userver | tux | knot | nginx
     mux: str = ""               # select | poll | epoll | "" (tux, knot)
     accept_limit: str = ""      # "1", "10", "inf"
@@ -86,7 +86,7 @@ class RunRecord:
     cpu_share_kernel_net: float = math.nan
     cpu_share_idle: float = math.nan
     # provenance ---------------------------------------------------------------
-    seed: float = math.nan
+    seed: float = math.nan     # a float (nan: none, as a paper's row), exact to 2**53; config holds it whole
     kernel_profile: str = ""
     cost_profile: str = ""
     git_rev: str = ""
