@@ -63,8 +63,10 @@ def per_connection_rows(host) -> dict[str, np.ndarray]:
     * ``t_done``: the client received its last reply (completed), or gave up (timed out,
       abandoned);
     * ``outcome``: an index into :data:`simaccept.host.OUTCOME_NAMES`: in_flight (undecided
-      when the run stopped), completed (every request answered), timed_out (connected, a reply
-      missed its deadline), abandoned (never connected before the deadline);
+      when the run stopped), completed (every request answered), timed_out (connected before the
+      client acted on its deadline, which is ``client.timer_lag_ms`` after it: a reply missed
+      the deadline, or, for a handshake completed within that lag, the client closed the
+      connection without a request, a dead accept), abandoned (not connected by then);
     * ``requests``: the requests it was to make (1 for one-packet; 1, or 5 to 15, for
       SPECweb99-like);
     * ``replies``: the replies it received in time.

@@ -346,6 +346,9 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     # as the CLI's --jobs: 0 or -5 ran serially and 2.5 or "2" failed later as a bare TypeError
     if not isinstance(jobs, numbers.Integral) or isinstance(jobs, bool) or jobs < 1:
         raise ScenarioError("--jobs", f"must be an integer >= 1, got {jobs!r}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        # out=5 failed as Path()'s bare TypeError, naming no argument
+        raise TypeError(f"out: a directory path (str or os.PathLike), got a {type(out).__name__}")
     if out is not None and not str(out).strip():
         # Path("") is "." and the results went into the working directory
         raise ScenarioError("--out", "must name a directory, got an empty string")

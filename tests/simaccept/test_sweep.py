@@ -435,6 +435,13 @@ def test_jobs_that_is_no_worker_count_is_refused_naming_jobs(jobs):
     assert e.value.key == "--jobs"
 
 
+@pytest.mark.parametrize("out", [5, b"dir", ["a"]])
+def test_an_out_that_is_no_path_is_refused_naming_out(out):
+    # 5 failed as Path()'s bare TypeError ("expected str, bytes or os.PathLike object, not int")
+    with pytest.raises(TypeError, match=r"^out: a directory path \(str or os.PathLike\), got a "):
+        run_sweep(load_scenario(text=TINY), out=out, plots=False)
+
+
 def test_an_empty_out_is_refused_and_writes_nothing(tmp_path, monkeypatch):
     # Path("") is ".": results.csv and points/ went into the working directory
     from simaccept import ScenarioError
