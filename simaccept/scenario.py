@@ -75,6 +75,14 @@ def _fmt(v: Any) -> str:
     return json.dumps(v) if isinstance(v, str) else repr(v)
 
 
+def _bound(x: int | float) -> str:
+    # a bound as written: :g gave backlog's 1 << 20 as "1.04858e+06" and the seed's 2**63 - 1 as
+    # "9.22337e+18", so the refusal of 1,048,577 named a bound it seemed to meet
+    if isinstance(x, int) or float(f"{x:g}") != x:
+        return repr(x)
+    return f"{x:g}"
+
+
 def _list_hint(key: str, spec: Key, v: Any) -> str:
     """For a number key given "10000,20000" (``--set workload.rate=10000,20000``): how a sweep
     axis is written, a list, if the values read as one the key takes; else "".  Only words of
@@ -150,14 +158,14 @@ def _check(key: str, spec: Key, v: Any) -> Any:
         raise AssertionError(k)
     if spec.sentinel is not None and v == spec.sentinel:
         return v
-    alt = "" if spec.sentinel is None else f" (or {spec.sentinel:g} for the profile's default)"
+    alt = "" if spec.sentinel is None else f" (or {_bound(spec.sentinel)} for the profile's default)"
     if spec.lo is not None:
         if spec.lo_open and not v > spec.lo:
-            raise ScenarioError(key, f"must be > {spec.lo:g}{alt}, got {_fmt(v)}")
+            raise ScenarioError(key, f"must be > {_bound(spec.lo)}{alt}, got {_fmt(v)}")
         if not spec.lo_open and not v >= spec.lo:
-            raise ScenarioError(key, f"must be >= {spec.lo:g}{alt}, got {_fmt(v)}")
+            raise ScenarioError(key, f"must be >= {_bound(spec.lo)}{alt}, got {_fmt(v)}")
     if spec.hi is not None and not v <= spec.hi:
-        raise ScenarioError(key, f"must be <= {spec.hi:g}, got {_fmt(v)}")
+        raise ScenarioError(key, f"must be <= {_bound(spec.hi)}, got {_fmt(v)}")
     return v
 
 

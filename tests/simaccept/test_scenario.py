@@ -50,7 +50,10 @@ ROWS = [
     # integers no float holds, or past Python's 4,300-digit conversion limit (tracebacks until 2026-11-26)
     ("[workload]\nrate = 1" + "0" * 400, [], "workload.rate", "finite, got an integer of about 401 digits"),
     ("", ["workload.rate=1" + "0" * 400], "workload.rate", "about 401 digits"),
-    ("[scenario]\nseed = 1" + "0" * 400, [], "scenario.seed", "<= 9.22337e+18, got an integer of about 401"),
+    ("[scenario]\nseed = 1" + "0" * 400, [], "scenario.seed", "<= 9223372036854775807, got an integer of about 401"),
+    # integer bounds in full: :g showed backlog's as 1.04858e+06, one its refused 1048577 seemed to meet
+    ("", ["kernel.backlog=1048577"], "kernel.backlog", "<= 1048576, got 1048577"),
+    ("", ["scenario.seed=9223372036854775808"], "scenario.seed", "<= 9223372036854775807, got 9223372036854775808"),
     # the key and the length, not Python's advice to raise its limit (the file's key from its line)
     ("", ["scenario.seed=1" + "0" * 5000], "scenario.seed", "an integer of 5,001 digits, more than the 4,300"),
     ("[scenario]\nseed = 1" + "0" * 5000, [], "scenario.seed", "line 2: an integer of 5,001 digits"),
