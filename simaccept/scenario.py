@@ -491,13 +491,20 @@ def _apply_overrides(raw: dict[str, Any], overrides: Iterable[str]) -> None:
 def _parse_value(text: str, dotted: str = "<override>") -> Any:
     """A --set value is TOML (numbers, booleans, lists, quoted strings); bare words are strings."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        doc = tomllib.loads(f"v = {text}")
     except tomllib.TOMLDecodeError:
         return text
     except ValueError:          # an integer past Python's 4,300-digit conversion limit
         raise ScenarioError(dotted, _too_many_digits(text)) from None
     except RecursionError:      # tomllib recurses per level: hundreds of [ or { inside one another
         raise ScenarioError(dotted, NESTED_TOO_DEEP) from None
+    if len(doc) != 1:
+        # "rate=1000\nfoo.bar=1" is a document of two keys: the second was dropped unread, an
+        # unknown key or a bad profile among them never refused
+        more = ", ".join(sorted(set(doc) - {"v"}))
+        raise ScenarioError(dotted, f"a value is one TOML value, but this one goes on to set {more}: "
+                                    "give each key its own --set")
+    return doc["v"]
 
 
 #: The reason for a value tomllib cannot read for its nesting (Python's recursion limit).
@@ -743,10 +750,15 @@ def _toml_error(e: Exception, data: bytes) -> ScenarioError:
         return ScenarioError("<file>", f"not valid TOML: {e}")
     text = lines[n - 1].strip()
     if "overwrite" in str(e) or "declare" in str(e):
-        key = text.split("=", 1)[0].strip().strip("[]").strip().strip('"')
-        table = next((ln.strip().strip("[]").strip() for ln in reversed(lines[:n - 1])
-                      if ln.strip().startswith("[")), "")
-        dotted = f"{table}.{key}" if table and "=" in text else key
+        def header(ln: str) -> str | None:
+            # "[workload]   # the load" is table workload: strip("[]") kept the comment, and
+            # the key set twice under it was named "workload]   # the load.rate"
+            h = re.match(r"\s*\[\[?\s*([^\[\]#]*?)\s*\]", ln)
+            return h.group(1) if h else None
+        own = header(text)
+        key = (own if own is not None else text.split("=", 1)[0]).strip().strip('"')
+        table = next((h for ln in reversed(lines[:n - 1]) if (h := header(ln)) is not None), "")
+        dotted = f"{table}.{key}" if table and own is None and "=" in text else key
         return ScenarioError(dotted, f"set twice in the file (again at line {n}); each key may appear once")
     shown = text if len(text) <= 80 else text[:77] + "..."
     return ScenarioError("<file>", f"not valid TOML: {e}: {shown!r}")

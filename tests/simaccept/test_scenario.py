@@ -67,6 +67,13 @@ ROWS = [
     # a key set twice is named (tomllib's message gives only the line and column)
     ("[scenario]\nduration = 3.0\nwarmup = 1.0\nduration = 4.0", [], "scenario.duration", "again at line 4"),
     ("[workload]\nrate = 5\n[workload]\nrate = 6", [], "workload", "again at line 3"),
+    # under a header with a comment: the key was named "workload]   # the load.rate"
+    ("[workload]   # the load\nrate = 5\nrate = 6", [], "workload.rate", "again at line 3"),
+    ("[workload]# x\nrate = 5\nrate = 6", [], "workload.rate", "again at line 3"),
+    ("[workload] # x\nrate = 5\n[workload] # y\nrate = 6", [], "workload", "again at line 3"),
+    # a --set value that goes on to set more keys: they were dropped unread, never refused
+    ("", ["workload.rate=1000\nserver.accept_limit=5"], "workload.rate", "goes on to set server: give each"),
+    ("", ['scenario.name="x"\n[costs]\nprofile="nope"'], "scenario.name", "goes on to set costs"),
     # a profile path that cannot be a file's
     ("", ['costs.profile="~nosuchuser-simaccept/p.toml"'], "costs.profile", "cannot be a file's path"),
     ("", ['costs.profile="a\\u0000b.toml"'], "costs.profile", "null byte"),
