@@ -75,6 +75,7 @@ import dataclasses
 import datetime as _dt
 import json
 import math
+import os
 import sys
 import time
 from collections import Counter
@@ -812,9 +813,11 @@ class CostFitter:
             m = _as_measured(r)
             if not m.path:      # built in memory: load_records has not checked it
                 check_record(m, f"records item {i}")
-            # a file's row by its place (two rows alike in a file are the file's to keep), one
-            # built in memory by its content
-            key = (m.path, m.line) if m.path else ("", m.record.to_json(), tuple(sorted(m.extras.items())))
+            # a file's row by its place (two rows alike in a file are the file's to keep; the
+            # file by its real path, or /d/a.csv and a.csv were two files), one built in memory
+            # by its content
+            key = ((os.path.realpath(m.path), m.line) if m.path
+                   else ("", m.record.to_json(), tuple(sorted(m.extras.items()))))
             if key in seen:
                 # concatenated selections that overlap: the residual counted twice, a degree of
                 # freedom too (stderr understated), and summary()'s residuals, a dict, kept one

@@ -200,6 +200,11 @@ def _check_row(m: Measured, path: str, line: int, raw: Mapping[str, Any] | None 
         if c not in _TEXT and isinstance(v, float) and v < -1e-9:     # (a share 1 - sum may round below 0)
             raise bad(c, f"must be >= 0 (a measured rate, count, time or share); got {_shown(raw, c, v)}")
     for c in RATE_COLUMNS:
+        text = str(m.extras.get(c, "")).strip()
+        if c not in COLUMNS and text and text.lower() != "nan" and not math.isfinite(m.get(c)):
+            # "19,500", "abc" or "inf" read as no value: the peak row was skipped as having no
+            # target rate, and a fit of that row alone failed naming no cell
+            raise bad(c, f"must be a finite number (a measured rate); got {text!r}")
         if c not in COLUMNS and m.get(c) < -1e-9:
             raise bad(c, f"must be >= 0 (a measured rate); got {_shown(raw, c, m.get(c))}")
     if r.config:
@@ -277,7 +282,8 @@ def records_path(path: str | Path) -> Path:
     (:data:`RECORDS_BY_NAME`), or a committed realsys results file by its path in a checkout
     (``realsys/results/onepacket-select/results.csv``: the README's examples, run from anywhere)."""
     p = Path(path)
-    if p.exists():
+    if p.exists() and not (str(path) in RECORDS_BY_NAME and p.is_dir()):
+        # a folder is no records file: scenarios/thesis/ made --records thesis fail in scenarios/
         return p
     if str(path) in RECORDS_BY_NAME:
         return RECORDS_BY_NAME[str(path)]
@@ -406,8 +412,9 @@ def load_thesis() -> list[Measured]:
 # --------------------------------------------------------------------------- scenarios
 def record_seed(rec: RunRecord) -> int:
     """A fixed seed per record: the record's own (sim records) or one derived from its identity."""
-    if isinstance(rec.seed, float) and math.isfinite(rec.seed) and rec.seed >= 0:
-        return int(rec.seed)
+    seed = _number(rec.seed)     # an int from Python (seed=2004) is the record's own too
+    if math.isfinite(seed) and seed >= 0:
+        return int(seed)
     key = f"{rec.source}|{rec.scenario}|{rec.server}|{rec.mux}|{rec.accept_limit}|{rec.workload}|{rec.target_rate!r}"
     return zlib.crc32(key.encode())
 
@@ -467,7 +474,9 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
     ``scenarios/thesis``); a paper row is simulated over its own window
     (:func:`record_window`: from idle, ``duration_s`` measured), not the file's.
     ``overrides`` (``section.key=value``) are applied last,
-    e.g. ``costs.select_base=12`` or ``scenario.duration=5``.  ``rate`` replaces the
+    e.g. ``costs.select_base=12`` or ``scenario.duration=5``; with a ``costs.profile`` among
+    them, the costs a row's ``config`` set one by one are dropped first, so the row runs on
+    that profile and the overrides alone (as a fit's and predict's rows do).  ``rate`` replaces the
     record's target rate (how :func:`peak_scenarios` simulates a peak row at its peak rates).
     A sweep's row (source ``sim`` with a ``point`` label) is simulated as that sweep point, with
     its random stream (:func:`_sweep_point`).  A bad value in the row's ``config`` is a
@@ -514,8 +523,15 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
         sc_seed = doc.get("scenario", {}).get("seed") if isinstance(doc.get("scenario"), dict) else None
         if seed is None and type(sc_seed) is int and float(sc_seed) == r.seed:
             fix[-1] = f"scenario.seed={sc_seed}"    # exact: the float seed column rounds past 2**53
+        run_doc = doc
+        if any(o.startswith("costs.profile=") for o in overrides) and isinstance(doc.get("costs"), dict):
+            # a profile given replaces the record's costs whole: a cost its config set (a sweep
+            # over k_syn_drop) stayed in every simulation of a fit, and the saved profile, which
+            # has the base profile's, gave 3,436 replies/s where the fit had seen 3,269
+            from simaccept.costs import COST_NAMES
+            run_doc = {**doc, "costs": {k: v for k, v in doc["costs"].items() if k not in COST_NAMES}}
         try:
-            sc = scenario_from_dict(doc, fix + overrides)
+            sc = scenario_from_dict(run_doc, fix + overrides)
         except ScenarioError as e:
             try:        # whose fault: a --set may repair a record, so the record is blamed only alone
                 scenario_from_dict(doc, fix)

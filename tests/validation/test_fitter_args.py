@@ -320,6 +320,19 @@ def test_one_record_given_twice_is_refused():
         f.fit([a.record, b.record, a.record])
 
 
+def test_one_file_read_under_two_spellings_is_refused_as_a_repeat(tmp_path, monkeypatch):
+    # /d/r.csv and r.csv (or a link to it) were two files: each row fitted twice
+    import os
+    import shutil
+    shutil.copy(SELECT, tmp_path / "r.csv")
+    os.symlink(tmp_path / "r.csv", tmp_path / "link.csv")
+    monkeypatch.chdir(tmp_path)
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    for other in ("r.csv", "link.csv"):
+        with pytest.raises(ValueError, match=r"item 1 .* repeats item 0"):
+            f.fit(load_records(tmp_path / "r.csv")[:1] + load_records(other)[:1])
+
+
 def test_residuals_after_a_fit_leave_the_fits_record_alone(tmp_path):
     # residuals() reset the fit's counts and skips: the header and the saved profile said
     # "4 simulations" for a fit of 20

@@ -1,6 +1,7 @@
 """Records files: thesis.csv loads with its extra columns; bad rows are refused with the column named."""
 import csv
 import io
+import json
 import math
 from pathlib import Path
 
@@ -144,6 +145,53 @@ def test_unreadable_and_empty_files(tmp_path):
         load_records(tmp_path / "e.csv")
 
 
+@pytest.mark.parametrize("val", ["19,500", "abc", "inf", "1e400"])
+def test_a_peak_that_is_not_a_finite_number_is_refused_by_column(tmp_path, val):
+    # it read as no value, so the peak row was skipped as having no target rate, naming no cell
+    row = {**GOOD, "target_rate": "", "replies_per_s": "", "peak_replies_per_s": val}
+    with pytest.raises(RecordError, match="must be a finite number") as e:
+        load_records(_write(tmp_path, [row]))
+    assert e.value.column == "peak_replies_per_s" and e.value.line == 2
+    assert load_records(_write(tmp_path, [{**row, "peak_replies_per_s": "19500"}]))[0].get("peak_replies_per_s") == 19500
+
+
+def test_an_int_seed_is_the_records_own():
+    # RunRecord(seed=2004) from Python ran at a seed derived from the record's identity
+    import dataclasses
+    from simaccept.record import RunRecord
+    r = RunRecord(source="paper", server="userver", workload="one-packet", target_rate=27000.0)
+    assert record_seed(dataclasses.replace(r, seed=2004)) == 2004 == record_seed(dataclasses.replace(r, seed=2004.0))
+    assert record_seed(r) == record_seed(dataclasses.replace(r, seed=math.nan)) != 2004
+
+
+def test_a_profile_given_replaces_the_costs_a_records_config_set(tmp_path):
+    # A row of a sweep over costs.k_syn_drop, fitted or predicted with a profile: its own 50 stayed
+    # in every simulation while the saved profile had the base profile's (3,436 replies/s against
+    # the fit's 3,269 in the review's run)
+    import simaccept
+    from simaccept.costs import load_costs
+    from simaccept.sweep import records_to_csv
+    sc = simaccept.load_scenario("scenarios/thesis/userver-onepacket.toml",
+                                 ["workload.rate=[5000, 6000]", "costs.k_syn_drop=50.0", "scenario.warmup=0",
+                                  "scenario.duration=0.2"])
+    pt = list(sc.points())[1]
+    rec = simaccept.simulate(pt)
+    p = tmp_path / "results.csv"
+    p.write_text(records_to_csv([rec]))
+    (m,) = load_records(p)
+    assert scenario_for(m)["costs"]["k_syn_drop"] == 50.0           # alone, the row is as it ran
+    base = load_costs("thesis-2004").us
+    for over in (['costs.profile="thesis-2004"'], ['costs.profile="thesis-2004"', "costs.select_base=3.0"]):
+        again = scenario_for(m, overrides=over)
+        assert again["costs"].get("k_syn_drop", base["k_syn_drop"]) == base["k_syn_drop"]
+        assert again.point_key == pt.point_key     # the sweep point's random stream all the same
+    assert scenario_for(m, overrides=['costs.profile="thesis-2004"', "costs.select_base=3.0"])["costs"]["select_base"] == 3.0
+    from validation import CostFitter
+    f = CostFitter(params=["user_per_request"], metrics=("replies_per_s",), n_jobs=1).fit([m])
+    run = f.predict(m)
+    assert run.config and json.loads(run.config)["costs"].get("k_syn_drop", base["k_syn_drop"]) == base["k_syn_drop"]
+
+
 def test_results_csv_roundtrip(tmp_path):
     """A results.csv as simaccept writes it (all COLUMNS, config JSON) loads and maps back to its scenario."""
     import simaccept
@@ -205,6 +253,9 @@ def test_thesis_names_the_packaged_records_where_no_file_is_there(tmp_path, monk
     assert len(by_name) == len(by_path) > 20
     assert [m.record.to_dict() for m in by_name] == [m.record.to_dict() for m in by_path]
     assert record_columns("thesis") == record_columns(THESIS_CSV)
+    (tmp_path / "thesis").mkdir()      # a folder so named is no records file (scenarios/thesis/)
+    assert len(load_records("thesis")) == len(by_path)
+    (tmp_path / "thesis").rmdir()
     _write(tmp_path, [GOOD], name="thesis")          # a file of the user's named so wins
     assert len(load_records("thesis")) == 1
     for other in ("Thesis", "thesis.csv", "./thesiss"):
