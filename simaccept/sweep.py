@@ -155,7 +155,15 @@ def _run_point(values_json: str, point_key, coords, source: str, expect: str | N
     from .sim import simulate
     sc = Scenario(json.loads(values_json), source, tuple(point_key), tuple(tuple(c) for c in coords))
     before = _key_now(sc) if expect is not None else None
-    rec = simulate(sc)
+    try:
+        rec = simulate(sc)
+    except ScenarioError as e:
+        # the sweep checked every point before the first ran, so what is refused now changed on
+        # disk since (a cost profile deleted): that point fails, where the whole sweep stopped
+        # with exit 2, "refused before anything ran", and no results.csv of the points done
+        from .sim import _identity
+        rec = RunRecord(**_identity(sc), status="failed",
+                        error=f"ScenarioError: {e} (it could be read when the sweep started)")
     if expect is not None and rec.status == "ok" and not before == _key_now(sc) == expect:
         rec.status = "failed"
         rec.error = ("a cost profile or the model's code changed on disk while this point ran, so it is not "
@@ -377,6 +385,12 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
+        try:        # an OUT/points made by another user, or immutable: found after a point had run
+            fd, probe = tempfile.mkstemp(dir=cache_dir, prefix=".simaccept.", suffix=".probe")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            raise ScenarioError("--out", f"cannot write in {str(cache_dir)!r}: {e.strerror or e}") from None
         from .plots import FIGURES
         results_files = ["results.csv", "results.parquet"]
         figure_files = [f"{stem}.{fmt}" for _, _, stem in FIGURES for fmt in ("png", "svg")]
@@ -414,13 +428,15 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
 
     def finish(i: int, d: dict) -> None:
         rec = RunRecord(**d)
-        results[i] = rec
         if names[i] is not None and rec.status == "ok":
             try:
                 atomic_write(cache_dir / names[i], json.dumps(d))
             except OSError as e:        # a full disk: a traceback, with the kept points unsaid
                 raise SweepError(f"cannot keep a finished point in {cache_dir}: {e.strerror or e}; the points "
                                  f"kept before it stay there (rerun to resume)") from None
+        # only once it is kept: a Ctrl-C inside that write removed the temporary file, and the
+        # interrupt's pass over finished points skipped this one as done
+        results[i] = rec
         if on_point:
             on_point(rec)
         bar.step()

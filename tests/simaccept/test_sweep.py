@@ -658,15 +658,33 @@ def test_a_sweep_removes_only_its_own_temp_files(tmp_path):
     assert not any(f.exists() for f in orphans)
 
 
-def test_a_profile_deleted_while_the_sweep_runs_is_the_loaders_refusal(tmp_path):
+def test_a_profile_deleted_while_the_sweep_runs_fails_the_points_left_and_keeps_the_rest(tmp_path):
     # the key taken again before a point ran raised the profile reader's KeyError, which no CLI
-    # catches: simulate() itself refuses it, naming the key
+    # catches; then simulate()'s ScenarioError ended the whole sweep with exit 2 ("refused
+    # before anything ran") and no results.csv of the point done.  Each point left fails, saying why.
     import shutil
-
-    from simaccept.scenario import ScenarioError
     prof = tmp_path / "p.toml"
     shutil.copy(ROOT / "simaccept/costs/thesis-2004.toml", prof)
     sc = load_scenario(text=TWO_POINTS, overrides=[f"costs.profile={json.dumps(str(prof))}"])
-    with pytest.raises(ScenarioError, match="costs.profile"):
-        run_sweep(sc, tmp_path / "out", jobs=1, plots=False, on_point=lambda rec: prof.unlink(missing_ok=True))
+    recs = run_sweep(sc, tmp_path / "out", jobs=1, plots=False, on_point=lambda rec: prof.unlink(missing_ok=True))
+    assert [r.status for r in recs] == ["ok", "failed"]
+    assert "costs.profile" in recs[1].error and "could be read when the sweep started" in recs[1].error
+    assert json.loads(recs[1].config)["workload"]["rate"] == 3000.0
     assert len(list((tmp_path / "out" / "points").glob("*.json"))) == 1
+    assert len((tmp_path / "out" / "results.csv").read_text().splitlines()) == 3
+
+
+def test_an_out_whose_points_folder_cannot_be_written_is_refused_before_any_point(tmp_path, monkeypatch):
+    # an OUT/points made by another user (or immutable) was found once a point had run and could
+    # not be kept: with --jobs N, N points' work lost.  A folder no one may make files in, even
+    # root (whom mode bits do not stop): /proc/1, through a link
+    import os
+
+    from simaccept import sweep as sw
+    from simaccept.scenario import ScenarioError
+    (tmp_path / "out").mkdir()
+    os.symlink("/proc/1", tmp_path / "out" / "points")
+    monkeypatch.setattr(sw, "_run_point", lambda *a, **k: pytest.fail("a point ran"))
+    with pytest.raises(ScenarioError, match="cannot write in .*points") as e:
+        run_sweep(load_scenario(text=TWO_POINTS), tmp_path / "out", jobs=1, plots=False)
+    assert e.value.key == "--out"
