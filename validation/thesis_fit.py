@@ -149,10 +149,8 @@ def fit(jobs: int = 2, max_nfev: int | None = 12, verbose: int = 1, sim_override
     save_profile(PROFILE_PATH, {**f.costs_(), **TUX_HAND_SET}, header=header)
     out = {"profile": PROFILE, "base_profile": base, "fit": f.summary(), "metrics": list(metrics),
            "records": [m.label for m in f.records_], "hand_set_after_fit": dict(TUX_HAND_SET)}
-    FIT_JSON.parent.mkdir(parents=True, exist_ok=True)
-    tmp = FIT_JSON.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(out, indent=2, default=float) + "\n")
-    tmp.replace(FIT_JSON)
+    from simaccept.sweep import atomic_write     # fsynced, and no .json.tmp left when the write fails
+    atomic_write(FIT_JSON, json.dumps(out, indent=2, default=float) + "\n")
     print(f.header())
     print(f"wrote {PROFILE_PATH} and {FIT_JSON}")
     return out
