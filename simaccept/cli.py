@@ -106,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the record as one JSON object")
     r.add_argument("--connections", default=None, metavar="FILE.csv",
                    help="also write the run's connections, one row each (first SYN, SYNs that arrived, established, "
-                        "accepted, done, outcome, requests, replies; times in s from the run's start, warm-up "
+                        "accepted, closed, done, outcome, requests, replies; times in s from the run's start, warm-up "
                         "included; empty where a connection never got there)")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
     s.add_argument("scenario", help="scenario TOML file or bundled name; its list values are the sweep's axes")
