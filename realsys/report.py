@@ -78,6 +78,18 @@ def _series(rows):
 _NUMERIC = ("target_rate", "replies_per_s", "conn_attempts_per_s", "duration_s", "select_calls_per_s")
 
 
+def _finite_or_null(o):
+    """``o`` with every NaN or infinite float (nested in dicts, lists, tuples) as None: --json
+    printed NaN (the spread of a single run), which JSON does not have and strict readers refuse."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _finite_or_null(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite_or_null(v) for v in o]
+    return o
+
+
 def _check_numbers(path: Path, rows) -> None:
     """Raise ResultsFileError naming the line and column of an ok row whose number is not one
     (a file edited by hand): it used to end the report in a float() traceback."""
@@ -189,7 +201,7 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
                 dd = h.get("drops") or {}
                 table[lab] = {k: dd.get(k) for k in ("AcceptQFull", "DropRequest", "ListenOverflow", "SynQFull",
                                                      "total", "ListenDrops", "ListenOverflows", "source")}
-                table[lab]["duration_s"] = float(pts[dr][0]["duration_s"])
+                table[lab]["duration_s"] = float(pts[dr][0]["duration_s"] or math.nan)   # empty: not measured
                 ss = h.get("server_stats") or {}
                 table[lab]["select_calls_per_s"] = float(pts[dr][0]["select_calls_per_s"] or math.nan)
                 table[lab]["replies_per_s"] = float(pts[dr][0]["replies_per_s"])
@@ -250,7 +262,7 @@ def _main(argv=None, prog: str = "python -m realsys.report") -> int:
         if not s["rows_ok"]:
             rc = 1
         if a.json:
-            print(json.dumps(s, indent=1, default=str))
+            print(json.dumps(_finite_or_null(s), indent=1, default=str, allow_nan=False))
             continue
         print(f"== {d}")
         if s["rows_failed"] or not s["rows_ok"]:

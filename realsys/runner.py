@@ -28,6 +28,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,7 +43,7 @@ from . import C_DIR, kernel
 from .docroot import HEADER_TEMPLATE, SPECWEB_FILES, make_docroot
 from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
                       write_wsesslog)
-from .servers import PORT, ServerConfigError, nginx_event_methods, nginx_version, server_argv
+from .servers import PORT, ServerConfigError, nginx_binary, nginx_event_methods, nginx_version, server_argv
 from .testbed import (TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record,
                       stop_signals_held)
 
@@ -140,16 +141,36 @@ def check_real(sc: Scenario) -> None:
         for key in ("cpu_server", "cpu_clients"):
             if v["realsys"][key] >= ncpu:
                 raise ScenarioError(f"realsys.{key}", f"CPU {v['realsys'][key]} does not exist ({ncpu} CPUs)")
+        if v["realsys"]["cpu_server"] == v["realsys"]["cpu_clients"]:
+            # the runner holds the server's CPU at SCHED_FIFO: the generators, bpftrace and the
+            # clients' receive steering on it too measure a shared CPU, recorded as any point
+            raise ScenarioError("realsys.cpu_clients", f"is the server's CPU ({v['realsys']['cpu_server']}): the "
+                                "load generators need a CPU of their own (realsys.cpu_server apart)")
         if v["client"]["hosts"] > 2:
             raise ScenarioError("client.hosts", "the test bed has 2 client hosts")
+        if kind != "nginx" and v["realsys"]["spin_us"] != int(v["realsys"]["spin_us"]):
+            # the servers take whole microseconds: 0.4 ran as 0 and 2.5 as 2, recorded as asked
+            raise ScenarioError("realsys.spin_us", f"{v['realsys']['spin_us']:g}: the servers spin whole "
+                                "microseconds; give an integer")
+        for key in _LOADGEN_DOUBLES:
+            if 0 < pt.get(key) < sys.float_info.min:
+                # subnormal: strtod flags it out of range and loadgen refused it with the test bed up
+                raise ScenarioError(key, f"{pt.get(key)!r} is too small for loadgen to read (its smallest is "
+                                    f"{sys.float_info.min!r}); use 0 or a larger number")
         for key, hi, prog in _C_LIMITS:
             if prog in ("loadgen", kind) and pt.get(key) > hi:
                 raise ScenarioError(key, f"{pt.get(key):g} is past what {prog} accepts (at most {hi:g})")
         if not v["realsys"]["httperf"]:
             per_proc = v["workload"]["rate"] / requests_per_conn(v["workload"]["kind"]) / v["realsys"]["procs"]
+            if 0 < per_proc < sys.float_info.min:
+                raise ScenarioError("workload.rate", f"{per_proc!r} connections/s per generator is too small for "
+                                    "loadgen to read")
             if per_proc > LOADGEN_MAX_RATE:
                 raise ScenarioError("workload.rate", f"{per_proc:g} connections/s per generator is past what "
                                     f"loadgen accepts ({LOADGEN_MAX_RATE:g}); raise realsys.procs")
+        if kind == "nginx" and nginx_binary() is None:
+            # it was blamed on server.mux: "this nginx has no 'epoll' event method; set it to epoll"
+            raise ScenarioError("server.kind", "nginx is not installed: realsys/install-deps.sh installs it")
         if kind == "nginx" and v["server"]["mux"] not in nginx_event_methods():
             raise ScenarioError("server.mux", f"this nginx has no {v['server']['mux']!r} event method (it has "
                                 f"{', '.join(nginx_event_methods()) or 'none found'}); set server.mux = \"epoll\"")
@@ -184,6 +205,9 @@ _C_LIMITS = (("client.timeout", 600.0, "loadgen"),          # loadgen.c --timeou
              ("realsys.spin_us", 1e6, "knot"),              # knot.c --spin-us
              ("server.threads", 100000, "knot"))            # knot.c --threads
 LOADGEN_MAX_RATE = 1e6                                       # loadgen.c --rate (connections/s)
+#: The scenario keys loadgen reads as doubles (opt_double, strtod), above their lower bound 0.
+_LOADGEN_DOUBLES = ("scenario.duration", "scenario.warmup", "client.timeout", "client.think_ms",
+                    "client.request_delay_ms", "workload.zipf_alpha")
 
 
 def check_out_name(sc: Scenario) -> None:
@@ -786,6 +810,11 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     out_dir = Path(out) if out else REPO / "realsys" / "results" / sc.name
     try:                    # bad input (exit 2), refused before anything is made
         _out_dir(str(out_dir))
+        if (out_dir / "points").exists() and not (out_dir / "points").is_dir():
+            # it was refused as "OUT (or a directory above it) is not a directory", and only after
+            # the checks that need root and the test bed's lock
+            raise ResultsFileError(f"{str(out_dir / 'points')!r} exists and is not a directory; a run keeps each "
+                                   "point's details in that folder: move it away")
         rows = read_rows(out_dir / "results.csv") if out_dir.is_dir() else []
         other = sorted({r.get("source") or "" for r in rows} - {"real"})
         if other:
@@ -868,7 +897,10 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                     except Exception as e:      # never hide the run's own outcome behind a plot's
                         log(f"realsys: no plot: {e}")
     elif csv_path.exists():
-        plot(csv_path, out_dir / "throughput.png", log=log)
+        try:        # nothing measured: a plot that fails is no failed run (exit 1) either
+            plot(csv_path, out_dir / "throughput.png", log=log)
+        except Exception as e:
+            log(f"realsys: no plot: {e}")
     return recs
 
 

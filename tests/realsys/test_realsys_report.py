@@ -241,3 +241,31 @@ def test_the_drops_of_a_series_are_its_own_configs(tmp_path):
     drops = summarize(d)["drops"]
     assert [lab for lab, t in drops.items() if t.get("total") == 999999] == \
         [lab for lab in drops if "spin_us=400" in lab] != []
+
+
+def test_report_json_is_json_with_null_for_what_one_run_cannot_give(capsys):
+    # the spread of a single run was printed as NaN, which strict JSON readers refuse
+    from realsys.report import main
+    assert main([str(Path(__file__).resolve().parents[2] / "realsys" / "results" / "onepacket-select"), "--json"]) == 0
+
+    def refuse(c):
+        raise ValueError(f"not JSON: {c}")
+    s = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert s
+
+
+def test_an_empty_duration_the_check_lets_through_is_no_traceback(tmp_path, capsys):
+    # _check_numbers takes an empty duration_s as not measured; the drops table then float()ed it
+    import csv
+    import shutil
+    from realsys.report import main
+    src = Path(__file__).resolve().parents[2] / "realsys" / "results" / "onepacket-select"
+    shutil.copytree(src, tmp_path / "r")
+    rows = list(csv.DictReader(open(tmp_path / "r" / "results.csv", newline="")))
+    for r in rows:
+        r["duration_s"] = ""
+    with open(tmp_path / "r" / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert main([str(tmp_path / "r")]) == 0

@@ -308,6 +308,14 @@ def test_ctrl_c_while_starting_is_one_line_not_a_traceback(tmp_path, delay_s, st
     (["realsys.cpu_clients=[0, 1]"], "realsys.cpu_clients", "one test bed serves the whole run"),
     # 1 and 100 were both served as 105 bytes, and recorded as asked (2026-12-04)
     (["workload.reply_bytes=100"], "workload.reply_bytes", "give 105 or more"),
+    # subnormal numbers passed every check and loadgen refused them with the test bed up; a
+    # fractional spin ran rounded (0.4 as 0), recorded as asked; the generators on the server's
+    # CPU measured a shared one (2026-12-04, a review of realsys's input)
+    (["workload.zipf_alpha=1e-320"], "workload.zipf_alpha", "too small for loadgen to read"),
+    (["scenario.duration=1e-320"], "scenario.duration", "too small for loadgen to read"),
+    (["workload.rate=1e-310"], "workload.rate", "too small for loadgen to read"),
+    (["realsys.spin_us=0.4"], "realsys.spin_us", "whole microseconds"),
+    (["realsys.cpu_clients=0"], "realsys.cpu_clients", "is the server's CPU (0)"),
 ])
 def test_what_the_test_bed_cannot_be_set_to_is_exit_2_naming_the_key(overrides, key, says, capsys, tmp_path):
     argv = ["run", SMOKE, "--out", str(tmp_path)]
@@ -338,6 +346,41 @@ def test_a_value_nested_past_the_recursion_limit_is_exit_2_naming_the_key(capsys
 
 
 # --- from a review of realsys's orchestration (2026-12-04); each failed on the code before -------
+
+def test_a_missing_nginx_is_named_as_such(monkeypatch, capsys, tmp_path):
+    # it was blamed on server.mux: "this nginx has no 'epoll' event method (it has none found);
+    # set server.mux = "epoll""
+    monkeypatch.setattr(runner, "nginx_binary", lambda: None)
+    monkeypatch.setattr(runner, "nginx_event_methods", lambda: ())
+    rc = cli.main(["run", SMOKE, "--set", "server.kind=nginx", "--set", "server.mux=epoll",
+                   "--set", "server.accept_limit=1", "--set", "realsys.spin_us=0", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "scenario key 'server.kind'" in err and "nginx is not installed" in err, err
+
+
+def test_a_file_where_the_points_folder_goes_is_named(capsys, tmp_path):
+    # it said "OUT (or a directory above it) exists and is not a directory", OUT being one
+    (tmp_path / "points").write_text("")
+    assert cli.main(["run", SMOKE, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{str(tmp_path / 'points')!r} exists and is not a directory" in err, err
+
+
+def test_a_plot_that_fails_when_nothing_is_left_to_measure_is_no_failed_run(monkeypatch, capsys, tmp_path):
+    # every point done and throughput.png a folder: "realsys: [Errno 21] Is a directory", exit 1
+    from simaccept import load_scenario
+    from realsys.runner import append_record
+    from simaccept.record import RunRecord
+    for p in load_scenario(SMOKE).points():
+        append_record(tmp_path / "results.csv", RunRecord(
+            source="real", point=p.point_label(), config=p.to_json(), server="userver", mux="select",
+            accept_limit="1", workload="one-packet", target_rate=p["workload"]["rate"], replies_per_s=100.0,
+            duration_s=1.0, status="ok"))
+    (tmp_path / "throughput.png").mkdir()
+    monkeypatch.setattr(runner, "ensure_built", lambda log: None)
+    monkeypatch.setattr(runner, "check_can_build", lambda *a, **k: None)
+    assert cli.main(["run", SMOKE, "--out", str(tmp_path)]) == 0
+    assert "no plot" in capsys.readouterr().err
 
 def test_a_folder_of_simulated_rows_is_refused_not_taken_for_measured(capsys, tmp_path):
     # `simaccept sweep smoke.toml --out D` then `realsys run smoke.toml --out D`: "1 points, 1 already
