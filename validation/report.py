@@ -1416,6 +1416,9 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
     "4d2aac7df1bb85a8": ("b058c29a9d9949e89efd031e823ac3252998be37", "742a26c71cc415bf",
                          "922299bdad340fa4f2e2d0ed706d73025761c536",
                          {"scenario.py": ("Scenario", "_axis_seed")}),
+    "742a26c71cc415bf": ("bb9da75c45164e0a93489b72c6e370e81ce8da89", "c40525ca5b505d7c",
+                         "ea48875c4755021d4537e5e51e59fa84376f26d3",
+                         {"scenario.py": ("_bound", "_check", "_parse_value", "_toml_error")}),
 }
 
 
