@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from simaccept import bundled
+from simaccept.costs import COST_NAMES
 from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario, scenario_from_dict
 
@@ -528,7 +529,6 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
             # a profile given replaces the record's costs whole: a cost its config set (a sweep
             # over k_syn_drop) stayed in every simulation of a fit, and the saved profile, which
             # has the base profile's, gave 3,436 replies/s where the fit had seen 3,269
-            from simaccept.costs import COST_NAMES
             run_doc = {**doc, "costs": {k: v for k, v in doc["costs"].items() if k not in COST_NAMES}}
         try:
             sc = scenario_from_dict(run_doc, fix + overrides)
