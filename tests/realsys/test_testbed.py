@@ -22,7 +22,17 @@ def _ours(pid: int) -> list[str]:
 
 
 def _links_named(fragment: str) -> str:
-    return subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout if fragment else ""
+    """The `ip -o link` lines naming ``fragment``, of the root namespace and of every named one:
+    a bed makes its veths inside its namespaces, so the root namespace alone never lists them."""
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    out += subprocess.run(["ip", "-all", "netns", "exec", "ip", "-o", "link"], capture_output=True, text=True).stdout
+    return "\n".join(line for line in out.splitlines() if fragment in line)
+
+
+def test_a_live_beds_veths_are_seen_by_the_teardown_checks():
+    with TestBed():
+        assert f"sa{os.getpid()}s1" in _links_named("sa")
+    assert f"sa{os.getpid()}" not in _links_named("sa")
 
 
 def test_build_and_teardown_on_exception(cbuild):

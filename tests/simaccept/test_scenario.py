@@ -242,9 +242,14 @@ def test_shipped_thesis_scenarios_load():
         assert math.isclose(max(sc["workload"]["rate"]), 30000)
 
 
-@pytest.mark.parametrize("path", sorted(str(p) for p in __import__("pathlib").Path("scenarios").rglob("*.toml")))
+_REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+# from the checkout's root whatever the working directory (a relative glob found none from tests/,
+# and an empty parameter set is a skip)
+@pytest.mark.parametrize("path", sorted(p.relative_to(_REPO).as_posix() for p in (_REPO / "scenarios").rglob("*.toml")))
 def test_every_shipped_scenario_loads(path):
-    sc = load_scenario(path)
+    sc = load_scenario(_REPO / path)
     assert sc.points()
     if path.startswith("scenarios/thesis/"):
         assert sc["kernel"]["profile"] == "linux-2.4" and sc["kernel"]["backlog"] == 128
@@ -621,3 +626,13 @@ def test_a_run_too_large_says_its_size_in_a_few_digits():
     with pytest.raises(ScenarioError, match=r"offers 1\.2e\+301 requests") as ei:     # 12 s: warm-up + duration
         load_scenario(text="[workload]\nrate = 1e300\n")
     assert len(str(ei.value)) < 250
+
+
+def test_every_shipped_scenario_is_collected_from_any_directory():
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        "simaccept/test_scenario.py", "-k", "every_shipped_scenario_loads"],
+                       cwd=_REPO / "tests", capture_output=True, text=True)
+    n = len(list((_REPO / "scenarios").rglob("*.toml")))
+    assert n and f"{n}/" in p.stdout and "empty parameter set" not in p.stdout + p.stderr, p.stdout[-800:]

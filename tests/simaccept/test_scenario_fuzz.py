@@ -13,13 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from simaccept.cli import main
 from simaccept.scenario import SCHEMA, ScenarioError, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-STATS = {"tried": 0, "accepted": 0, "refused": 0}
+STATS = {"tried": 0, "accepted": 0, "refused": 0, "finished": 0}
 
 names = st.one_of(st.sampled_from([k for s in SCHEMA.values() for k in s]),
                   st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True))
@@ -79,6 +80,12 @@ def run_cli(argv):
 @given(st.one_of(documents, mutations))
 def test_generated_documents(tmp_path_factory, doc):
     STATS["tried"] += 1
+    _one_document(tmp_path_factory, doc)
+    # counted only here, so a document that raised or failed an assertion is a crash in the counts
+    STATS["finished"] += 1
+
+
+def _one_document(tmp_path_factory, doc):
     path = tmp_path_factory.mktemp("doc") / "s.toml"
     path.write_bytes(doc)
     try:
@@ -125,8 +132,17 @@ def test_fuzz_counts_reported(capsys):
     # printed so the run's log carries the counts (issue 7 asks for them)
     with capsys.disabled():
         print(f"\nscenario fuzz: tried={STATS['tried']} accepted={STATS['accepted']} "
-              f"refused cleanly={STATS['refused']} crashes=0")
-    assert STATS["tried"] == 0 or STATS["accepted"] + STATS["refused"] == STATS["tried"]
+              f"refused cleanly={STATS['refused']} crashes={STATS['tried'] - STATS['finished']}")
+    assert STATS["finished"] == STATS["tried"], STATS
+
+
+def test_the_fuzz_counts_fail_on_a_document_that_crashed_after_it_was_accepted(capsys, monkeypatch):
+    monkeypatch.setitem(STATS, "tried", 2)
+    monkeypatch.setitem(STATS, "accepted", 1)
+    monkeypatch.setitem(STATS, "refused", 1)
+    monkeypatch.setitem(STATS, "finished", 1)
+    with pytest.raises(AssertionError):
+        test_fuzz_counts_reported(capsys)
 
 
 def test_subprocess_cli_refuses_non_utf8(tmp_path):
