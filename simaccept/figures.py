@@ -161,8 +161,27 @@ def make_figures(out: str | Path = "out/figures", jobs: int = 1, formats=("png",
         raise NoMatplotlib(f"the figures are drawn with matplotlib, which cannot be imported ({e}): "
                            "pip install 'simaccept[plot]'") from None
     out = Path(out)
+    # the files written after the last sweep: a directory in the place of one was found only
+    # then, as a traceback once every sweep had run (run_sweep checks its own files first)
+    for name in [f"fig{n}.{fmt}" for n in [*CHAPTER4, *CHAPTER5, "5.5"] for fmt in formats] + ["index.md"]:
+        if (out / name).is_dir():
+            from .scenario import ScenarioError
+            raise ScenarioError("--out", f"{str(out / name)!r} is a directory; simaccept figures writes "
+                                         f"{'its index' if name == 'index.md' else 'a figure'} to that file: "
+                                         "move it away")
     w0 = time.perf_counter()
     recs, walls = run_sweeps(out, jobs=jobs, log=log)
+    try:
+        return _draw(out, jobs, formats, log, recs, walls, w0)
+    except OSError as e:        # a full disk, a file made read-only meanwhile
+        from .sweep import SweepError
+        raise SweepError(f"the sweeps are done and cached under {out}, but the figures could not be written: "
+                         f"{e.strerror or e}{f' ({e.filename})' if e.filename else ''}; rerun to draw them "
+                         "(nothing is simulated again)") from None
+
+
+def _draw(out: Path, jobs: int, formats, log, recs: dict, walls: dict, w0: float) -> dict:
+    """The figures and index.md of make_figures from its sweeps' records."""
     written = {}
     for num, (names, m, cap) in {**CHAPTER4, **CHAPTER5}.items():
         metric, ylabel = _M[m]

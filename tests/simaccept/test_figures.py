@@ -54,3 +54,31 @@ def test_without_matplotlib_figures_stops_before_simulating(tmp_path, monkeypatc
     assert err.startswith("error: the figures are drawn with matplotlib") and "simaccept[plot]" in err, err
     with pytest.raises(figures.NoMatplotlib):
         figures.make_figures(tmp_path / "g")
+
+
+def test_a_directory_where_a_figure_goes_is_refused_before_simulating(tmp_path, monkeypatch, capsys):
+    # `simaccept figures` ran its six sweeps (24 min), then ended in an IsADirectoryError traceback
+    from simaccept import cli
+
+    def boom(*a, **k):
+        raise AssertionError("a sweep ran")
+    monkeypatch.setattr(figures, "run_sweeps", boom)
+    (tmp_path / "f" / "fig4.3.png").mkdir(parents=True)
+    assert cli.main(["figures", "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out") and "fig4.3.png" in err and "is a directory" in err, err
+
+
+def test_a_figure_that_cannot_be_written_is_an_error_not_a_traceback(tmp_path, monkeypatch, capsys):
+    import errno
+    from simaccept import cli
+    recs = _recs("userver", [22000], [1])
+    monkeypatch.setattr(figures, "run_sweeps", lambda out, jobs=1, log=None: (
+        {n: recs for n in figures.SWEEPS}, {n: 0.0 for n in figures.SWEEPS}))
+
+    def full(fig, stem, formats=("png",)):
+        raise OSError(errno.ENOSPC, "No space left on device", f"{stem}.png")
+    monkeypatch.setattr(figures, "save_figure", full)
+    assert cli.main(["figures", "--out", str(tmp_path / "f")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "No space left on device" in err and "rerun" in err, err
