@@ -622,7 +622,8 @@ def _seed_text(seed: float):
     return int(seed) if isinstance(seed, float) and seed.is_integer() else seed
 
 
-_OUT_HELP = "output directory (default docs/validation in a source checkout, else ./out/validation)"
+_OUT_HELP = ("output directory (default docs/validation in a source checkout, else ./out/validation; "
+             "out/validation-partial for a run with other options than the committed page's)")
 
 
 _PROFILE_HELP = "cost profile: a packaged name or a .toml path (default thesis-2004)"
@@ -805,6 +806,36 @@ def _partial_phases(args) -> bool:
             or args.profile not in (None, "thesis-2004") or args.t_from not in (None, T_FROM))
 
 
+def _partial_analysis(args) -> bool:
+    """A seeds, trace, window, drops, specweb-idle or sensitivity run other than the committed one
+    (its profile, seeds, rows, window, grid or step): like a partial report or phases run, it does
+    not go over docs/validation when no --out is given (the report reads those files)."""
+    if args.cmd == "phases":
+        return _partial_phases(args)
+    if getattr(args, "profile", None) not in (None, "thesis-2004"):
+        return True
+    if args.cmd == "seeds":
+        return args.seeds != 4
+    if args.cmd == "trace":
+        from .trace import DEFAULT_ROWS
+        rows = None if args.rows is None else [x.strip() for x in args.rows.split(",") if x.strip()]
+        return (args.seeds != 4 or args.step != 20.0 or args.until is not None
+                or (rows is not None and rows != list(DEFAULT_ROWS)))
+    if args.cmd == "specweb-idle":
+        from .specweb_idle import PER_KB_FACTORS, THINK_GRID_MS
+
+        def other(text, default) -> bool:
+            try:
+                return text is not None and [float(x) for x in text.split(",") if x.strip()] != list(default)
+            except ValueError:
+                return True             # refused below, naming the flag
+        return other(args.think_ms, THINK_GRID_MS) or other(args.per_kb_factors, PER_KB_FACTORS)
+    if args.cmd == "sensitivity":        # --rows writes sensitivity-rows.md, not the whole analysis's page
+        from .sensitivity import STEP
+        return args.step != STEP
+    return False
+
+
 def main(argv=None) -> int:
     from simaccept.cli import stdout_gone
     try:
@@ -908,13 +939,21 @@ def _main(args) -> int:
     if args.jobs < 1:
         _err(f"--jobs: must be >= 1, got {args.jobs}")
         return 2
+    if args.cmd != "report" and args.profile is not None:
+        # a malformed profile file (a negative cost, no [costs] table) raised a ValueError traceback
+        from simaccept.costs import load_costs
+        try:
+            load_costs(args.profile)
+        except (KeyError, ValueError) as e:
+            _err(f"--profile: {e.args[0] if e.args else e}")
+            return 2
     from .report import DEFAULT_OUT, default_out
     if args.out is not None:        # an empty one was taken for the default
         out_dir = args.out
     elif args.cmd == "report":      # a partial report does not go over the committed full one
         out_dir = default_out(profile=args.profile, quick=args.quick, sim_overrides=args.set,
                               real_profile=args.real_profile, only=args.group)[0]
-    elif args.cmd == "phases" and _partial_phases(args):
+    elif _partial_analysis(args):
         from .report import PARTIAL_OUT
         out_dir = PARTIAL_OUT
     else:

@@ -213,6 +213,9 @@ def analyse(cs: Sequence[Cell], runner: Runner, profile: str = "thesis-2004", st
     if not (step > 0 and math.isfinite(step)) or step == 1:
         raise SensitivityError(f"--step: must be finite, > 0 and != 1, got {step}")
     costs = load_costs(profile).as_dict()
+    inf = sorted({p for v in params.values() for p in v if not math.isfinite(costs[p] * step)})
+    if inf:         # a ScenarioError traceback ("costs.select_base: must be finite") after the base runs' plan
+        raise SensitivityError(f"--step: {step:g} makes {', '.join(inf)} infinite")
     base_over = [f"costs.profile={json.dumps(str(profile))}"] + list(sim_overrides)
 
     def over_for(p: str, f: float) -> list[str]:
@@ -381,9 +384,11 @@ def _pct(v) -> str:
 
 def markdown(res: dict) -> str:
     rows, status = res["rows"], res["params"]
+    cmd = ("python -m validation sensitivity" + (f" --step {res['step']:g}" if res["step"] != STEP else "")
+           + (f" --rows {','.join(r['row'] for r in rows)}" if res.get("partial") else ""))
     L = ["---", "orphan: true", "---", "",
          "# Why the held-out thesis cells miss: elasticities and identification", "",
-         f"Generated {res['generated_at']} by `python -m validation sensitivity` (profile `{res['profile']}`).  "
+         f"Generated {res['generated_at']} by `{cmd}` (profile `{res['profile']}`).  "
          "Method: `validation/sensitivity.py`.", "",
          f"Each cost a server uses is raised by {100 * (res['step'] - 1):.0f} % alone and every thesis throughput "
          "cell of that server is simulated again at the same seed.  **E** = ln(y raised / y) / ln("

@@ -1,6 +1,7 @@
 """Bad input to `simaccept fit|predict` and `python -m validation fit|predict`, from an audit:
 each is refused with exit 2 naming the option and the reason, before anything runs, and
 nothing the user gave is overwritten (each test says what happened before)."""
+import importlib
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,55 @@ def test_a_split_set_on_a_subcommand_without_set_is_argparses_refusal(capsys, no
     err = capsys.readouterr().err
     assert e.value.code == 2 and "expected SECTION.KEY=VALUE" not in err and "--set" in err, err
     assert no_runs == []
+
+
+# the analyses other than fitting (a review of 4 Dec): a malformed --profile file, a --step that makes a cost
+# infinite, and a run other than the committed one with no --out
+@pytest.mark.parametrize("cmd", ["window", "seeds", "trace", "drops", "phases", "specweb-idle", "sensitivity"])
+@pytest.mark.parametrize("text", ["[costs]\nselect_base = -5\n", "select_base = 3\n"])
+def test_a_malformed_profile_file_is_refused_naming_the_flag(cmd, text, tmp_path, capsys):
+    # a negative cost or a profile without its [costs] table: a ValueError traceback, exit 1
+    from validation.cli import main as vmain
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    assert vmain([cmd, "--profile", str(bad), "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --profile: ") and str(bad) in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_step_that_makes_a_cost_infinite_is_refused_naming_the_flag(tmp_path, capsys):
+    # --step 1e308: costs.select_base = inf, a ScenarioError traceback, exit 1
+    from validation.cli import main as vmain
+    assert vmain(["sensitivity", "--step", "1e308", "--rows", "userver/specweb99/select/accept-1@26000",
+                  "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --step: 1e+308 makes ") and "infinite" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("argv, module, partial", [
+    (["seeds", "--seeds", "1"], "validation.seeds", True),
+    (["trace", "--rows", "userver/one-packet/select/accept-1@27000"], "validation.trace", True),
+    (["trace", "--until", "40"], "validation.trace", True),
+    (["window", "--profile", "thesis-2004-hand"], "validation.window", True),
+    (["drops", "--profile", "thesis-2004-hand"], "validation.drops", True),
+    (["specweb-idle", "--think-ms", "0"], "validation.specweb_idle", True),
+    (["sensitivity", "--step", "1.5"], "validation.sensitivity", True),
+    (["seeds"], "validation.seeds", False),          # the committed pages' own commands
+    (["trace", "--seeds", "4", "--step", "20"], "validation.trace", False),
+    (["window"], "validation.window", False),
+])
+def test_a_partial_analysis_does_not_replace_the_committed_page(monkeypatch, argv, module, partial):
+    # as report and phases: a run other than the committed one goes to out/validation-partial when
+    # no --out is given, not over docs/validation/<analysis>.{md,json}, which the report reads
+    from validation import report
+    from validation.cli import main as vmain
+    seen = {}
+
+    def run(*a, out=None, **k):
+        seen["out"] = out
+        raise KeyboardInterrupt         # nothing is simulated: only where it would write
+    monkeypatch.setattr(importlib.import_module(module), "run", run)
+    assert vmain(argv) == 130
+    assert str(seen["out"]) == str(report.PARTIAL_OUT if partial else report.DEFAULT_OUT), argv

@@ -6,6 +6,8 @@ import hashlib
 import io
 import json
 import math
+import re
+import shlex
 import subprocess
 import tarfile
 from pathlib import Path
@@ -595,3 +597,53 @@ def test_the_committed_misses_table_names_a_note_for_every_cell_and_prints_each_
     assert set(numbers) == set(listed)                     # every note serves a cell, every cell has one
     bodies = [ln.split("**: ", 1)[1] for ln in notes.splitlines() if ln[:1].isdigit()]
     assert len(bodies) == len(set(bodies))
+
+
+PAGES = sorted(p for p in (ROOT / "docs/validation").glob("*.md")
+               if re.search(r"[Gg]enerated [^`]*by `python -m validation ", p.read_text(encoding="utf-8")))
+DOCS = ROOT / "docs" / "validation"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_the_command_a_page_says_generated_it_writes_that_page_there(page):
+    # index.md said `python -m validation report`, which now writes a partial report (no realsys
+    # part) to out/validation-partial; sensitivity-rows.md said `sensitivity`, which writes sensitivity.md
+    from validation import report
+    from validation.cli import _parser, _partial_analysis
+    cmd = re.search(r"[Gg]enerated [^`]*by `python -m validation ([^`]*)`", page.read_text()).group(1)
+    args = _parser().parse_args(shlex.split(cmd))
+    if args.cmd == "report":
+        assert report.default_out(profile=args.profile, quick=args.quick, sim_overrides=args.set,
+                                  real_profile=args.real_profile, only=args.group)[0] == report.DEFAULT_OUT, cmd
+    else:
+        assert not _partial_analysis(args), cmd
+    if args.cmd == "sensitivity":
+        assert (args.rows is not None) == (page.name == "sensitivity-rows.md"), cmd
+
+
+def test_a_partial_sensitivity_page_names_its_rows_in_the_command():
+    from validation import sensitivity
+    res = json.loads((ROOT / "docs/validation/sensitivity-rows.json").read_text())
+    head = sensitivity.markdown(res).split("Method")[0]
+    assert "`python -m validation sensitivity --rows " + ",".join(r["row"] for r in res["rows"]) + "`" in head
+
+
+def test_an_analysis_of_another_profile_in_the_reports_directory_is_flagged(tmp_path):
+    # `window --profile thesis-2004-hand` wrote docs/validation/window.json; the next report
+    # (thesis-2004) showed its figures as "same costs", no stale line: stale_costs compared the
+    # file's costs with the file's own profile, never with the report's
+    from validation import report
+    from simaccept.costs import load_costs
+    from simaccept.scenario import model_fingerprint
+    for name in ("window.json", "seeds.json"):
+        d = json.loads((DOCS / name).read_text())
+        d.update(profile="thesis-2004-hand", costs=dict(load_costs("thesis-2004-hand").us),
+                 model_fingerprint=model_fingerprint())
+        (tmp_path / name).write_text(json.dumps(d))
+    got = report.directory_summaries(tmp_path, "thesis-2004")
+    for key, md in (("window", report.window_markdown), ("seeds", report.seeds_markdown)):
+        assert got[key]["stale_costs"], key
+        shown = "\n".join(md(got[key]))
+        assert "**Stale:**" in shown and "`thesis-2004-hand`, not this report's `thesis-2004`" in shown, shown
+    # the same profile's analysis is current
+    assert report.directory_summaries(tmp_path, "thesis-2004-hand")["window"]["stale_costs"] == []
