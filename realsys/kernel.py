@@ -326,6 +326,14 @@ class DropTracer:
         self.result = res
         return res
 
+    def abort(self) -> None:
+        """Kill it if it still runs (the point ended by an exception before stop()): otherwise it
+        stays attached to the system-wide tracepoints until the runner's process ends."""
+        p, self.proc = self.proc, None
+        if p is not None:
+            p.kill()
+            p.communicate()
+
 
 def split_drops(delta: dict[str, int], bpf: dict | None) -> dict:
     """The four thesis categories from counter deltas (+ the bpftrace result if any)."""

@@ -545,6 +545,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                       stderr=subprocess.STDOUT)
     extra: dict = {"point": pt.point_label(), "hash": h, "config": pt.to_json(), "sysctls": sysctls, "server_argv": argv,
                    "runner_sched": _sched_name()}
+    tracer = None
     try:
         try:
             tb.wait_listening(PORT, server)
@@ -639,6 +640,8 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     finally:
         if server.poll() is None:
             tb.stop(server, signal.SIGKILL)
+        if tracer is not None:
+            tracer.abort()
         srv_log.close()
     delta = kernel.counter_delta(c0, c1)
     split = kernel.split_drops(delta, bpf)

@@ -155,3 +155,25 @@ def test_sigkill_then_resume(cbuild, tmp_path, trial):
     assert not (testbed.MARK_DIR / f"sa-{killed}.json").exists()
     print(f"trial {trial}: killed after {len(kept)}/{N_POINTS} points (+{delay:.2f}s), "
           f"{len(bed_procs)} bed processes, records lost 0")
+
+
+def test_a_point_ended_by_an_exception_stops_its_bpftrace(cbuild, tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, or any exception) between bpftrace's start and its stop left it
+    attached to the system-wide tracepoints until the runner's process ended: for the rest of
+    the session when run_scenario is called in-process (a review of 4 Dec: still running 8 s on)."""
+    from realsys import kernel
+    from realsys.runner import run_scenario
+    started = []
+    real_start = kernel.DropTracer.start
+
+    def start(self, *a, **k):
+        real_start(self, *a, **k)
+        started.append(self.proc)
+    monkeypatch.setattr(kernel.DropTracer, "start", start)
+
+    def hook(what):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(SMOKE, [], str(tmp_path), log=lambda m: None, use_bpf=True, hook=hook)
+    assert started and started[0] is not None, "bpftrace did not attach"
+    assert started[0].poll() is not None, f"bpftrace (pid {started[0].pid}) still running after the run ended"
