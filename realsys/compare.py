@@ -130,7 +130,10 @@ def markdown(c: dict) -> str:
     past = f"from {fr:g} req/s" if fr is not None else "every rate"
     L = [f"`{c['metric']}` after / before ({c['after']} over {c['before']}); pairs by folder, point and seed; "
          f"unpaired: {c['unpaired']['before_only']} before only, {c['unpaired']['after_only']} after only, "
-         f"{c['unpaired']['not_ok']} not finished on one side.", "",
+         f"{c['unpaired']['not_ok']} not finished on one side"
+         # a folder one side lacks was listed only in --json: the table looked complete
+         + "".join(f"; folders {side} only: {', '.join(c[k])}" for side, k in
+                   (("before", "folders_before_only"), ("after", "folders_after_only")) if c[k]) + ".", "",
          f"| folder | series | median (all rates) | range | pairs | median ({past}) | range | pairs |",
          "|---|---|---|---|---|---|---|---|"]
     for r in c["series"]:

@@ -94,3 +94,25 @@ def test_no_pair_finished_on_both_sides_is_exit_1(tmp_path, capsys):
     b = _folder(tmp_path / "b", "x", [_rec("1", 4000.0, 0.0, status="failed")])
     assert main([str(a), str(b)]) == 1
     assert "no point finished on both sides" in capsys.readouterr().err
+
+
+def test_a_folder_one_side_lacks_is_named_in_the_table(tmp_path):
+    # it was listed only in --json: the table said "unpaired: 0 before only" with a folder missing
+    for side, names in (("a", ("onepacket-select", "onepacket-poll")), ("b", ("onepacket-select", "onepacket-epoll"))):
+        for n in names:
+            _folder(tmp_path / side, n, [_rec("1", 4000.0, 3000.0)])
+    head = markdown(compare(tmp_path / "a", tmp_path / "b")).splitlines()[0]
+    assert "folders before only: onepacket-poll" in head and "folders after only: onepacket-epoll" in head, head
+    _folder(tmp_path / "c", "onepacket-select", [_rec("1", 4000.0, 3000.0)])
+    _folder(tmp_path / "d", "onepacket-select", [_rec("1", 4000.0, 3000.0)])
+    assert "folders" not in markdown(compare(tmp_path / "c", tmp_path / "d")).splitlines()[0]
+
+
+def test_the_readme_says_an_httperf_rows_replies_are_the_servers_window_count():
+    # the page said httperf's own whole-run count; the runner takes the server's 2xx count in the
+    # window (realsys/results/README.md, httperf-overload, said so): nginx's only is httperf's
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "realsys" / "README.md").read_text(encoding="utf-8")
+    para = text[text.index("`replies_per_s`: 2xx"):text.index("`conn_attempts_per_s`: the achieved")]
+    assert "the server's own count of 2xx replies sent in the" in " ".join(para.split())
+    assert "`realsys.httperf = true` it, `client_timeouts`" not in " ".join(para.split())
