@@ -9,6 +9,11 @@
 set -eu
 NAME=${1:?usage: tools/fuzz.sh NAME SECONDS}
 SECS=${2:-180}
+# libFuzzer reads -max_total_time=abc (or 0) as no limit: the run never ended
+case "$SECS" in
+    ''|*[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number > 0, got '$SECS'" >&2; exit 2 ;;
+esac
+case "$SECS" in *[!0]*) ;; *) echo "fuzz.sh: SECONDS must be a whole number > 0, got '$SECS'" >&2; exit 2 ;; esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 C="$ROOT/realsys/c"
 case "$NAME" in
@@ -23,7 +28,10 @@ ART="$C/fuzz/artifacts/$NAME"
 DICT="$C/fuzz/http.dict"
 mkdir -p "$CORPUS" "$ART"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-$NAME-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT INT TERM
+# Ctrl-C/SIGTERM end the script (the trap alone returned to it: "sed: can't read fuzz.log", exit 1 as for a crash)
+trap 'rm -rf "$WORK"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 mkdir "$WORK/run" "$WORK/merged"
 cp -r "$CORPUS/." "$WORK/run/" 2>/dev/null || true
 # seeds, so an empty corpus starts from valid requests / targets

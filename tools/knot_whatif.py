@@ -21,11 +21,12 @@ import argparse
 import json
 import math
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from simaccept.sweep import stop_workers, worker_pool  # noqa: E402
 
 FIELDS = ("replies_per_s", "open_conns_mean", "accept_rate", "c_avg")
 
@@ -94,29 +95,50 @@ def main(argv=None) -> int:
         _out_dir(a.cache, "--cache")
     except ScenarioError as e:
         ap.error(f"--cache {a.cache!r}: {e.reason}")
+    for s in a.set:
+        if s.split("=", 1)[0].strip() == f"costs.{a.cost}":
+            ap.error(f"--set {s!r}: sets the cost --cost varies; give its values with --values")
     from validation.records import scenario_for
+    jobs = _jobs(a)
+    # every point is checked before the workers start (a rate or value past the first one
+    # ended in a worker's ScenarioError traceback, after the other points had run)
+    for j in jobs:
+        try:
+            scenario_for(_row(j["limit"], j["peak"]), rate=j["rate"],
+                         overrides=[f"costs.{j['cost']}={j['value']!r}", *j["set"]])
+        except ScenarioError as e:
+            flag = ("--values" if e.key.startswith("costs.") else
+                    "--accept50" if e.key == "workload.rate" and j["peak"] and j["limit"] == "50" else
+                    "--accept1" if e.key == "workload.rate" and j["peak"] else "--set")
+            ap.error(f"{flag}: {shown(e)} (accept-{j['limit']} at {j['rate']:g} req/s, {a.cost}={j['value']:g})")
+    from simaccept.cli import Terminated, _take_termination_signals
+    _take_termination_signals()     # SIGTERM/SIGHUP killed this process alone; its workers ran on
     try:
-        scenario_for(_row("50", True), rate=a.accept50[0] if a.accept50 else 15000.0,
-                     overrides=[f"costs.{a.cost}={a.values[0]!r}", *a.set])
-    except ScenarioError as e:
-        ap.error(f"--set: {shown(e)}")
-    try:
-        return _run(a)
-    except KeyboardInterrupt:
+        return _run(a, jobs)
+    except KeyboardInterrupt as e:
         print("knot_whatif: interrupted (finished points are kept in --cache: run again to resume)", file=sys.stderr)
-        return 130
+        return 128 + e.signum if isinstance(e, Terminated) else 130
 
 
-def _run(a) -> int:
-    Path(a.cache).mkdir(parents=True, exist_ok=True)
+def _jobs(a) -> list[dict]:
     jobs = []
     for v in a.values:
         base = {"cost": a.cost, "value": v, "set": a.set, "cache": a.cache}
         jobs += [{**base, "limit": "50", "peak": True, "rate": r} for r in a.accept50]
         jobs.append({**base, "limit": "50", "peak": False, "rate": 15000.0})
         jobs += [{**base, "limit": "1", "peak": True, "rate": r} for r in a.accept1]
-    with ProcessPoolExecutor(max(1, a.jobs)) as ex:
+    return jobs
+
+
+def _run(a, jobs) -> int:
+    Path(a.cache).mkdir(parents=True, exist_ok=True)
+    ex = worker_pool(max(1, a.jobs))
+    try:
         res = list(ex.map(point, jobs))
+    except BaseException:
+        stop_workers(ex)        # shutdown() would let each running point finish (minutes)
+        raise
+    ex.shutdown()
     print(f"| {a.cost} | row | offered (req/s) | replies/s | served | open conns | C_avg |\n|---|---|---|---|---|---|---|")
     for d in res:
         row = f"accept-{d['limit']} " + ("peak" if d["peak_row"] else "@15000")

@@ -40,7 +40,11 @@ def paired(rows: list[dict]) -> list[dict]:
             if d["order_group"] == og and d["past_saturation"] and d["seed"] is not None:
                 by[(d["rate"], d["policy"])][d["seed"]] = d
         for rate in sorted({r for r, _ in by}):
-            pols = sorted(p for r, p in by if r == rate)
+            # machine-check's order (accept-N by N, accept-inf last), so each pair is (a, b) as its
+            # unpaired one is: by name, accept-10 came before accept-2, the sign flipped and the
+            # unpaired verdict was not found ("–")
+            pols = sorted((p for r, p in by if r == rate),
+                          key=lambda p: (p == "accept-inf", int(p.split("-")[1]) if p != "accept-inf" else 0))
             for i, a in enumerate(pols):
                 for b in pols[i + 1:]:
                     seeds = sorted(set(by[(rate, a)]) & set(by[(rate, b)]))

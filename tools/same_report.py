@@ -72,9 +72,12 @@ def _rows(path: Path) -> list[list[str]]:
     _regular(path)
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            return list(csv.reader(f))
+            rows = list(csv.reader(f))
     except (UnicodeDecodeError, csv.Error) as e:
         raise ReportFileError(f"{path}: not a report table ({e})") from None
+    if not rows:        # two empty files were "the same: cells.csv -1 rows"
+        raise ReportFileError(f"{path}: empty, not a report table (no header row)")
+    return rows
 
 
 def _summary(path: Path) -> dict:

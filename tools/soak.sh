@@ -26,7 +26,7 @@ sys.path.insert(0, os.getcwd())
 from realsys import C_DIR
 from realsys.docroot import make_docroot
 from realsys.loadgen import loadgen_argv
-from realsys.testbed import TestBed
+from realsys.testbed import TestBed, TestBedError
 
 def number(text, what):
     """A finite number > 0, or exit 2 naming it (was a ValueError traceback; 0 or less built the
@@ -44,6 +44,8 @@ if mux not in ("select", "poll", "epoll"):
     sys.exit(print(f"soak.sh: SOAK_MUX: must be select, poll or epoll, got {mux!r}", file=sys.stderr) or 2)
 secs = minutes * 60
 work = Path(tempfile.mkdtemp(prefix="soak-"))
+import atexit, shutil
+atexit.register(shutil.rmtree, work, True)     # on every exit: it was removed only after a finished soak
 os.chmod(work, 0o755)
 root = make_docroot(work / "root", 1024)
 
@@ -54,52 +56,57 @@ def rss_kb(pid):
     return -1
 
 samples = []
-with TestBed(n_clients=2, sysctls_server={"net.ipv4.tcp_syncookies": "0"}) as tb:
-    srv = tb.spawn(tb.server_ns, [str(C_DIR / "userver"), "--port", "8080", "--docroot", str(root),
-                                  "--mux", mux, "--accept-limit", "inf", "--spin-us", "200",
-                                  "--max-conns", "15000", "--stats", str(work / "stats.json")],
-                   cpu=0, nice=-20, stderr=subprocess.DEVNULL)
-    tb.wait_listening(8080, srv)
-    gens = []
-    for i in range(2):
-        argv = loadgen_argv(server_ip=tb.server_ips[i], port=8080, binds=tb.client_addrs(i, 8),
-                            conn_rate=rate / 2, duration=secs, warmup=0.0, timeout=2.0,
-                            arrivals="deterministic", seed=11 + i, workload="one-packet",
-                            out=work / f"g{i}.json")
-        gens.append(tb.spawn(tb.client_ns[i], argv, cpu=1, nice=-20, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL))
-    t0 = time.monotonic()
-    print(f"soak: userver {mux} spin 200us, {rate:.0f} conn/s offered, {minutes:g} min", flush=True)
-    # conn_kb: connection structs the server has malloc'd (kept on its freelist,
-    # so they grow only at a new high of simultaneously open connections);
-    # peak: the most open connections in its 100 ms samples
-    print("   t_s   rss_kb   fds   conn_kb   peak", flush=True)
-    while time.monotonic() - t0 < secs:
-        time.sleep(max(0.0, 10 - (time.monotonic() - t0) % 10))
-        if srv.poll() is not None:
-            print(f"soak: SERVER DIED with status {srv.returncode}", flush=True)
-            break
-        t = time.monotonic() - t0
-        snap = work / "stats.json.snap"
-        snap.unlink(missing_ok=True)
-        os.kill(srv.pid, signal.SIGUSR2)
-        for _ in range(100):
-            if snap.exists():
+try:
+    with TestBed(n_clients=2, sysctls_server={"net.ipv4.tcp_syncookies": "0"}) as tb:
+        srv = tb.spawn(tb.server_ns, [str(C_DIR / "userver"), "--port", "8080", "--docroot", str(root),
+                                      "--mux", mux, "--accept-limit", "inf", "--spin-us", "200",
+                                      "--max-conns", "15000", "--stats", str(work / "stats.json")],
+                       cpu=0, nice=-20, stderr=subprocess.DEVNULL)
+        tb.wait_listening(8080, srv)
+        gens = []
+        for i in range(2):
+            argv = loadgen_argv(server_ip=tb.server_ips[i], port=8080, binds=tb.client_addrs(i, 8),
+                                conn_rate=rate / 2, duration=secs, warmup=0.0, timeout=2.0,
+                                arrivals="deterministic", seed=11 + i, workload="one-packet",
+                                out=work / f"g{i}.json")
+            gens.append(tb.spawn(tb.client_ns[i], argv, cpu=1, nice=-20, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL))
+        t0 = time.monotonic()
+        print(f"soak: userver {mux} spin 200us, {rate:.0f} conn/s offered, {minutes:g} min", flush=True)
+        # conn_kb: connection structs the server has malloc'd (kept on its freelist,
+        # so they grow only at a new high of simultaneously open connections);
+        # peak: the most open connections in its 100 ms samples
+        print("   t_s   rss_kb   fds   conn_kb   peak", flush=True)
+        while time.monotonic() - t0 < secs:
+            time.sleep(max(0.0, 10 - (time.monotonic() - t0) % 10))
+            if srv.poll() is not None:
+                print(f"soak: SERVER DIED with status {srv.returncode}", flush=True)
                 break
-            time.sleep(0.01)
-        try:
-            st = json.loads(snap.read_text())
-            conn_kb = st["conn_structs"] * st["conn_struct_bytes"] / 1024
-            peak = st["open_conns"]["max"]
-        except (OSError, ValueError, KeyError):
-            conn_kb, peak = float("nan"), -1
-        s = (round(t), rss_kb(srv.pid), len(os.listdir(f"/proc/{srv.pid}/fd")), conn_kb, peak)
-        samples.append(s)
-        print(f"{s[0]:6d} {s[1]:8d} {s[2]:5d} {s[3]:9.0f} {s[4]:6d}", flush=True)
-    for g in gens:
-        tb.stop(g, timeout=15)
-    alive = srv.poll() is None
-    rc = tb.stop(srv, signal.SIGTERM, timeout=15)
+            t = time.monotonic() - t0
+            snap = work / "stats.json.snap"
+            snap.unlink(missing_ok=True)
+            os.kill(srv.pid, signal.SIGUSR2)
+            for _ in range(100):
+                if snap.exists():
+                    break
+                time.sleep(0.01)
+            try:
+                st = json.loads(snap.read_text())
+                conn_kb = st["conn_structs"] * st["conn_struct_bytes"] / 1024
+                peak = st["open_conns"]["max"]
+            except (OSError, ValueError, KeyError):
+                conn_kb, peak = float("nan"), -1
+            s = (round(t), rss_kb(srv.pid), len(os.listdir(f"/proc/{srv.pid}/fd")), conn_kb, peak)
+            samples.append(s)
+            print(f"{s[0]:6d} {s[1]:8d} {s[2]:5d} {s[3]:9.0f} {s[4]:6d}", flush=True)
+        for g in gens:
+            tb.stop(g, timeout=15)
+        alive = srv.poll() is None
+        rc = tb.stop(srv, signal.SIGTERM, timeout=15)
+except TestBedError as e:      # another test bed up, not root: a traceback, and the work folder left
+    sys.exit(print(f"soak.sh: {e}", file=sys.stderr) or 2)
+except KeyboardInterrupt:
+    sys.exit(print("soak.sh: interrupted", file=sys.stderr) or 130)
 replies = sum(json.loads((work / f"g{i}.json").read_text()).get("replies_ok", 0)
               for i in range(2) if (work / f"g{i}.json").exists())
 if samples:
@@ -113,6 +120,5 @@ if samples:
           f"(peak open {at1[4]} -> {last[4]}), other {grow - conn_grow:.0f} kB; "
           f"fds max {max(s[2] for s in samples)}; replies {replies} "
           f"({replies / secs:.0f}/s); server alive {alive}, exit {rc} on SIGTERM")
-os.system(f"rm -rf '{work}'")
 sys.exit(0 if alive and rc == 0 else 1)
 PY

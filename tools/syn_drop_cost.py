@@ -20,7 +20,8 @@ Usage (root)::
 
     python3 tools/syn_drop_cost.py [--rates 500,1000,2000,4000] [--duration 3] [--out FILE.json]
 
-Prints one line per rate and writes the raw counts and maps as JSON (atomically).  Exit 2 on
+Prints one line per rate and writes the raw counts and maps as JSON (atomically; after a failure
+or Ctrl-C, the rates finished, with ``"complete": false``).  Exit 2 on
 bad arguments or when bpftrace does not attach.  The test bed is torn down on exit, Ctrl-C or
 SIGTERM; after a SIGKILL, bpftrace dies with the tool and the next test bed (or ``python -m
 realsys clean``) removes the namespaces left.
@@ -192,9 +193,15 @@ def main(argv=None) -> int:
     except RuntimeError as e:
         print(f"syn_drop_cost: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"syn_drop_cost: interrupted after {len(results)} of {len(rates)} rates", file=sys.stderr)
+        return 130
     finally:
+        # a failed or interrupted run keeps the rates it finished, marked as such (the file
+        # looked like a complete run of fewer rates)
         if a.out and results:
             atomic_write(Path(a.out), json.dumps({"host": os.uname().nodename, "kernel": os.uname().release,
+                                                  "rates": rates, "complete": len(results) == len(rates),
                                                   "points": results}, indent=2))
     return 0
 

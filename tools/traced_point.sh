@@ -13,6 +13,12 @@ trap '[ -n "$B" ] && kill -INT $B 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 traced_point() {
     prog=$1 out=$2 label=$3 scen=$4
     shift 4
+    # a rerun into the same OUT: realsys run skips a point it already has (exit 0), so the trace
+    # was of an idle bed and replaced the earlier maps
+    if [ -e "$out/bt-$label.txt" ] || [ -e "$out/run-$label" ]; then
+        echo "traced_point: $out already holds run $label (bt-$label.txt, run-$label): give another OUT" >&2
+        exit 2
+    fi
     # stdout, not -o: bpftrace flushes stdout per line but buffers an -o file until exit
     bpftrace "$prog" >"$out/bt-$label.txt" 2>"$out/bt-$label.err" &
     B=$!

@@ -104,3 +104,15 @@ def test_ctrl_c_is_exit_130_without_a_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(paired_order, "realsys_heldout", interrupted)
     assert paired_order.main(["--results", str(_runs(tmp_path)), "--profile", "realsys-linux6"]) == 130
     assert capsys.readouterr().err.strip() == "paired_order: interrupted"
+
+
+def test_pairs_are_oriented_as_machine_check_s():
+    # sorted by name, accept-10 came before accept-2: the pair was (accept-10, accept-2), its
+    # difference of the other sign, and the table's unpaired column found no match ("–")
+    rs = rows(DRIFT, 100.0, 50.0, JIT)
+    for d in rs:
+        d["policy"] = {"accept-1": "accept-2", "accept-inf": "accept-10"}[d["policy"]]
+    p, = paired_order.paired(rs)
+    u, = order_check(rs)["pairs"]
+    assert (p["a"], p["b"]) == (u["a"], u["b"]) == ("accept-2", "accept-10")
+    assert p["measured_diff"] == pytest.approx(100.0) and p["status"] == "preserved"

@@ -21,3 +21,21 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_bad_arguments_are_refused_by_name(cbuild, args, env, msg):
     r = subprocess.run(["sh", "tools/soak.sh", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHON": sys.executable, **env})
     assert r.returncode == 2 and r.stderr.strip().endswith(msg) and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_test_bed_that_cannot_be_built_is_an_error_and_the_work_folder_goes(cbuild, tmp_path):
+    # TestBedBusy (another run up) was a traceback, and /tmp/soak-* (its docroot) stayed behind
+    # after every soak that did not finish; the test bed is refused here by a stub, never built
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import realsys.testbed as tb\n"
+        "def _busy(self):\n"
+        "    raise tb.TestBedBusy('another test bed is up on this machine (pid 1)')\n"
+        "tb.TestBed.__enter__ = _busy\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "PYTHON": sys.executable, "TMPDIR": str(tmp), "PYTHONPATH": f"{site}:{ROOT}"}
+    r = subprocess.run(["sh", "tools/soak.sh", "1"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2 and "soak.sh: another test bed is up" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not list(tmp.iterdir())

@@ -93,3 +93,41 @@ def test_committed_points_are_consistent():
         for k, v in derived(p).items():
             assert p[k] == pytest.approx(v)
         assert p["listen_drops"] >= 0.95 * p["pkts_cpu"]    # the CPU's packets were the dropped SYNs
+
+
+@pytest.mark.parametrize("stop,rc", [(RuntimeError("client failed: x"), 2), (KeyboardInterrupt(), 130)])
+def test_a_run_that_stops_early_writes_a_file_marked_incomplete(tmp_path, monkeypatch, capsys, stop, rc):
+    # the finished rates were written as {"points": [...]} alone, the same as a complete run of
+    # fewer rates; Ctrl-C was a KeyboardInterrupt traceback
+    sys.path.insert(0, str(ROOT / "tools"))
+    import syn_drop_cost
+
+    class Bed:
+        cpu_server, server_ips, server_ns = 0, ["198.18.0.1"], "srv"
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def spawn(self, *a, **k):
+            pass
+
+        def wait_listening(self, *a, **k):
+            pass
+
+    def measure(tb, rate, duration):
+        if rate > 100:
+            raise stop
+        return {"rate": rate, "connects": 100, "listen_drops": 98, "listen_overflows": 98, "pkts_cpu": 100,
+                "netrx_ns": 300000, "netrx_runs": 100}
+    monkeypatch.setattr(syn_drop_cost, "TestBed", Bed)
+    monkeypatch.setattr(syn_drop_cost, "measure", measure)
+    monkeypatch.setattr(syn_drop_cost, "ensure_tracefs", lambda: True)
+    monkeypatch.setattr(syn_drop_cost.os, "geteuid", lambda: 0)
+    out = tmp_path / "sdc.json"
+    assert syn_drop_cost.main(["--rates", "100,200", "--duration", "1", "--out", str(out)]) == rc
+    d = json.loads(out.read_text())
+    assert [p["rate"] for p in d["points"]] == [100.0]
+    assert d["complete"] is False and d["rates"] == [100.0, 200.0]

@@ -92,6 +92,78 @@ def test_ctrl_c_is_exit_130_without_a_traceback(tmp_path, capsys, monkeypatch):
 
         def map(self, *a):
             raise KeyboardInterrupt
-    monkeypatch.setattr(kw, "ProcessPoolExecutor", Interrupted)
+
+        def shutdown(self, *a, **k):
+            pass
+    monkeypatch.setattr(kw, "worker_pool", Interrupted)
     assert kw.main(["--cost", "thread_switch", "--values", "6", "--cache", str(tmp_path)]) == 130
     assert "knot_whatif: interrupted" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,msg", [
+    # only the first --accept50 rate and the first value were checked: the others ended in a
+    # worker's ScenarioError traceback (exit 1) after the other points had been simulated
+    (("--accept1", "0"), "--accept1: scenario key 'workload.rate': must be > 0"),
+    (("--accept50", "14000,0"), "--accept50: scenario key 'workload.rate': must be > 0"),
+    (("--accept50", "100", "--set", "scenario.duration=1500"), "--set: scenario key 'workload.rate'"),
+])
+def test_every_point_is_checked_before_simulating(args, msg, tmp_path):
+    r = run("--cost", "thread_switch", "--values", "6", "--cache", str(tmp_path), *args, timeout=60)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_set_of_the_varied_cost_is_refused(tmp_path):
+    # --set costs.thread_switch=99 came after --cost's value: every row ran at 99 and the table
+    # labelled it 6
+    r = run("--cost", "thread_switch", "--values", "6", "--cache", str(tmp_path),
+            "--set", "costs.thread_switch=99", timeout=60)
+    assert r.returncode == 2 and "--set 'costs.thread_switch=99': sets the cost --cost varies" in r.stderr, r.stderr
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_sigterm_stops_the_workers(tmp_path):
+    # a plain ProcessPoolExecutor: SIGTERM killed the parent alone and its two workers went on
+    # simulating 120 s windows, orphaned, for minutes
+    import os
+    import signal
+    import time
+    p = subprocess.Popen([sys.executable, str(TOOL), "--cost", "thread_switch", "--values", "7",
+                          "--accept50", "14000", "--accept1", "12000", "--cache", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def children():
+        out = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    stat = open(f"/proc/{d}/stat").read()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == p.pid:
+                    out.append(int(d))
+        return out
+    kids = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(kids := children()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(kids) >= 2, kids
+        time.sleep(2)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 128 + signal.SIGTERM and "knot_whatif: interrupted" in err, err
+        time.sleep(1)
+        alive = [k for k in kids if os.path.exists(f"/proc/{k}") and
+                 open(f"/proc/{k}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+        assert not alive, alive
+    finally:
+        for k in children():
+            os.kill(k, signal.SIGKILL)
+        p.kill()
+        p.wait()
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -144,3 +144,14 @@ def test_a_declared_moved_field_is_listed_and_every_other_cell_still_checked(cop
 def test_a_moved_field_that_is_not_a_record_field_is_refused(copy):
     r = run(COMMITTED, copy, "--moved", "open_conns")
     assert r.returncode == 2 and "--moved open_conns: not a field of the run's record" in r.stderr
+
+
+def test_empty_tables_on_both_sides_are_refused(tmp_path):
+    # two directories with 0-byte tables were "the same: cells.csv -1 rows, ...", exit 0
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        for f in ("cells.csv", "realsys-heldout.csv"):
+            (tmp_path / d / f).write_text("")
+        (tmp_path / d / "summary.json").write_text("{}")
+    r = run(tmp_path / "a", tmp_path / "b")
+    assert r.returncode == 2 and "cells.csv: empty, not a report table" in r.stderr, r.stdout + r.stderr

@@ -1,0 +1,34 @@
+"""tools/traced_point.sh: a rerun into an OUT that already holds a label is refused, not traced
+over (bpftrace, realsys and mountpoint are stubbed: no test bed, no probes)."""
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BPFTRACE = """#!/usr/bin/python3
+import signal, sys, time
+signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+print("simaccept-bpf-ready", flush=True)
+print("@pkts: 0", flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+def test_an_out_that_holds_the_label_is_refused_and_kept(tmp_path):
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name, text in (("bpftrace", BPFTRACE), ("python3", "#!/bin/sh\nexit 0\n"),
+                       ("mountpoint", "#!/bin/sh\nexit 0\n")):
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "bt-1.txt").write_text("@runs[-1]: 1234\n")      # the maps of an earlier run
+    (out / "run-1").mkdir()
+    r = subprocess.run(["sh", "-c", f". tools/traced_point.sh; traced_point x.bt '{out}' 1 s.toml"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}"})
+    assert r.returncode == 2 and "already holds run 1" in r.stderr, (r.returncode, r.stderr)
+    assert (out / "bt-1.txt").read_text() == "@runs[-1]: 1234\n"
