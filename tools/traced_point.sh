@@ -8,6 +8,12 @@
 #   bpftrace gets its SIGINT only then (bpftrace 0.17 loses one sent while attaching).  Exits 2
 #   if bpftrace does not attach in 30 s or the point fails (its log's last lines on stderr).
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+# realsys needs numpy: $PYTHON, else the project's venv (make venv), else python3 (a system
+# python3 without numpy failed the first point)
+TP_PY=${PYTHON:-}
+if [ -z "$TP_PY" ]; then
+    if [ -x .venv/bin/python ]; then TP_PY=.venv/bin/python; else TP_PY=python3; fi
+fi
 B=
 trap '[ -n "$B" ] && kill -INT $B 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 traced_point() {
@@ -28,7 +34,7 @@ traced_point() {
         kill -0 $B 2>/dev/null || { echo "bpftrace exited before attaching" >&2; exit 2; }
         sleep 0.1
     done
-    if ! python3 -m realsys run "$scen" --out "$out/run-$label" "$@" >"$out/run-$label.log" 2>&1; then
+    if ! "$TP_PY" -m realsys run "$scen" --out "$out/run-$label" "$@" >"$out/run-$label.log" 2>&1; then
         tail -n 5 "$out/run-$label.log" >&2
         exit 2
     fi

@@ -11,7 +11,11 @@
 # runs, kept apart from the committed ones; fit them with machine-fit --results DIR).
 set -e
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+# realsys needs numpy: $PYTHON, else the project's venv (make venv), else python3
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+    if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
+fi
 R=${RESULTS:-realsys/results}
 REPS='workload.rate=[4000.0, 4800.0, 5600.0, 6400.0]'
 run() { $PY -m realsys run "$@"; }
