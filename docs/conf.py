@@ -12,7 +12,6 @@ copyright = "simaccept contributors"
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
-    "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
 ]
 

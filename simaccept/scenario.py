@@ -178,11 +178,12 @@ def _nonneg(default, doc, **kw):
 
 
 # --------------------------------------------------------------------------- schema
-#: Section -> key -> spec.  ``None`` defaults mean "take it from the profile".
 #: The largest accept-limit and open-connection cap: 4,194,304, more than a Linux process may have
 #: open (fs.nr_open, 1,048,576 by default).
 MAX_ACCEPT_LIMIT = 1 << 22
 
+#: Section -> key -> spec: every scenario key, its type, default, range and meaning.  A key
+#: whose value comes from the kernel profile takes -1 for "the profile's default" (``sentinel``).
 SCHEMA: dict[str, dict[str, Key]] = {
     "scenario": {
         "name": Key("str", "unnamed", "Short identifier written into every record.", sweepable=False),

@@ -11,7 +11,7 @@ Used by ``python -m validation report --real RESULTS.csv ... --real-profile real
   mechanism (select, poll, epoll; knot), with the fit's select records taking part so that
   select's order includes the held-out accept-10 (:func:`validation.machine.order_group`).
 * **Throughput error** of a record: (simulated - measured) / measured replies/s.  The
-  headline ``heldout_median_abs_throughput_error`` is the median |error| over held-out
+  headline ``heldout_median_abs_throughput_error`` is the median ``|error|`` over held-out
   records **past saturation** (target rate >= the group's saturation rate); below
   saturation every server answers what is offered and the error is trivially ~0, so
   counting those rows would flatter the figure.  The all-rates median is reported beside it.
@@ -23,7 +23,7 @@ Used by ``python -m validation report --real RESULTS.csv ... --real-profile real
 * **Policy order, with measurement noise**: at each rate past saturation where every
   policy of the group has >= 2 replicate runs, for each pair of policies (a, b): the
   measured difference of the means d = mean_a - mean_b and its standard error
-  se = sqrt(sd_a^2/n_a + sd_b^2/n_b).  If |d| > 2 se the pair is *ordered* and the
+  se = sqrt(sd_a^2/n_a + sd_b^2/n_b).  If ``|d| > 2 se`` the pair is *ordered* and the
   simulated means (one simulation per replicate record, each with the record's seed)
   must have the same sign: *preserved* or *inverted*; else the pair is a *tie* (within
   noise) and is not checked.  ``policy_order_preserved`` is true when no ordered pair is
