@@ -241,7 +241,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "inf left 27-30 % unanswered in the window, as its model does (33 % and 48 %), but its threads still "
         "held them when the window ended: not dead accepts",
     ("userver-specweb99-select", "1", "replies_per_s"):
-        "too few open connections, not too cheap a select: with requests back to back the sim keeps ~38 open "
+        "too few open connections, not too cheap a select: with requests back to back the sim keeps ~34 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
         "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay after each "
         "reply (not stated in the thesis) would give those counts: at this model (select_per_fd 0.266 us) "
@@ -306,7 +306,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "its whole accept queue (129), in 12 loops a second, the thesis's 47 in 35: the sim's loop is three "
         "times as long (~2,000 fds per select against 886), see fds/select",
     ("userver-specweb99-select", "1", "time:select"):
-        "the same evidence as this row's throughput miss: the sim's select scans ~38 open connections, the "
+        "the same evidence as this row's throughput miss: the sim's select scans ~34 open connections, the "
         "thesis's hundreds, so its select is cheap and every other function's share is inflated",
     ("userver-specweb99-select", "1", "time:sendfile"):
         "mostly select's gap (see there); with select left out, sendfile is 52 % of the rest in the thesis and "
@@ -439,11 +439,11 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "out), but the μserver Accept-Inf calibration row's shares move away (AcceptQFull +15.3 pp) and the "
         "fit's residual rises from 0.2419 to 0.2707: not adopted.  The fall is the refused SYNs' cost: "
         "k_syn_drop (10.85 us, fitted on the μserver's rows) set to k_syn (2.97 us, an admitted SYN's, which "
-        "does all a refused one does and more; scratch runs at each row's seed, 120 s, 2026-12-03) gives "
-        "23,293 replies/s and 11,454 drops/s here, table 5.2's totals (23,345-23,511 implied, 11,406), and "
-        "shares 21.6 / 39.9 / 38.5 % (ListenOverflow in band, the other two 11 pp out).  But TUX Accept-Inf "
-        "at 27,000 then serves 20,325 (17,099 at the fitted cost; table 5.2 implies 16,705-17,171), and the "
-        "μserver's calibration rows at 27,000 rise from 9,686 and 15,596 to 14,517 and 20,383 (Accept-1, "
+        "does all a refused one does and more; drops.json, the row's seed, 120 s) gives 23,268 replies/s "
+        "and 11,518 drops/s here, table 5.2's totals (23,345-23,511 implied, 11,406), and shares 21.6 / 39.9 / "
+        "38.5 % (scratch runs of 2026-12-03 at 23,293 and 11,454; ListenOverflow in band, the other two 11 pp "
+        "out).  But TUX Accept-Inf at 27,000 then serves 20,366 (17,099 at the fitted cost; table 5.2 implies 16,705-17,171), and the "
+        "μserver's calibration rows at 27,000 rise from 9,686 and 15,596 to 14,517 and 20,385 (Accept-1, "
         "Accept-Inf; thesis 9,442 and 15,918): the μserver's collapse past saturation needs the dear drop "
         "cost, TUX Accept-1's does not, and no one value of it fits both TUX policies' levels at this rate.  "
         "drops.md's approach (each drop row from 16,000 to 27,000 req/s at both costs, the row's seed, 120 s, "
@@ -980,7 +980,9 @@ def _policy_statements_note(rows: list[dict[str, Any]]) -> str:
                  f"puts the latter near {19500 / 0.929:,.0f}, below Accept-10's 22,000 (\"the Accept-10 strategy "
                  f"achieves a slightly higher peak than the Accept-Inf strategy\"); the sim's Accept-Inf serves "
                  f"{pk['b_value']:,.0f} at {pk['b_rate']:,.0f} in the thesis's window, and its Accept-1 peaks at "
-                 f"{pk['a_value']:,.0f} (the userver/one-packet/select/accept-1@peak miss), so both ends are off.")
+                 f"{pk['a_value']:,.0f} on this comparison's rate grid (below the thesis's 19,500 too: the "
+                 "userver/one-packet/select/accept-1@peak miss, simulated at 0.9-1.2 times the thesis's peak rather "
+                 "than on this grid), so both ends are off.")
     tx = miss.get("onepacket-tux-1-vs-inf@25000")
     if tx:
         L.append(f"TUX one-packet at 25,000: the sim's Accept-1 serves {tx['a_value']:,.0f} (the thesis's peaks at "
@@ -1856,6 +1858,19 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
 
 
 
+def _time_split_fit_sentence() -> str:
+    """Whether thesis-2004's fit saw table 4.9's split (thesis-fit.json's metrics): the page said it
+    did not while the fit's record listed time_split."""
+    from .thesis_fit import FIT_JSON
+    metrics = json.loads(FIT_JSON.read_text(encoding="utf-8")).get("metrics", []) if FIT_JSON.is_file() else []
+    if "time_split" in metrics:
+        return ("The one-packet rows are calibration rows and the fit used their split (table 4.9) with their "
+                "throughput and drop shares; only the SPECweb99-like rows' split (table 4.3) is a check it was not "
+                "fitted to.")
+    return ("The one-packet rows are calibration rows, but the fit used only their throughput and drop shares, so "
+            "the split is a check it was not fitted to.")
+
+
 def time_split_markdown(cells: list[dict[str, Any]]) -> list[str]:
     """Tables 4.3 and 4.9 (gprof) against the simulator's split of the same functions."""
     tc = [c for c in cells if c["metric"] in TIME_SPLIT]
@@ -1870,8 +1885,7 @@ def time_split_markdown(cells: list[dict[str, Any]]) -> list[str]:
          "the one server process at whatever function it is in; the simulator keeps kernel packet work apart).  "
          "writev is left out: table 4.9 gives it 0.02-0.04 % against 6-19 % for read.  Scored at ±10 pp (the "
          "drop-share tolerance); the issue sets no tolerance for these, so they are not in the throughput "
-         "figures.  The one-packet rows are calibration rows, but the fit used only their throughput and drop "
-         "shares, so the split is a check it was not fitted to.\n",
+         "figures.  " + _time_split_fit_sentence() + "\n",
          "| function | " + " | ".join(r.replace("/select/", " ") for r in rows) + " |",
          "|---|" + "---|" * len(rows)]
     def pair(c):

@@ -647,3 +647,27 @@ def test_an_analysis_of_another_profile_in_the_reports_directory_is_flagged(tmp_
         assert "**Stale:**" in shown and "`thesis-2004-hand`, not this report's `thesis-2004`" in shown, shown
     # the same profile's analysis is current
     assert report.directory_summaries(tmp_path, "thesis-2004-hand")["window"]["stale_costs"] == []
+
+
+def test_the_time_split_section_agrees_with_the_fits_metrics():
+    # it said the fit used only throughput and drop shares while thesis-fit.json listed time_split
+    from validation import report
+    from validation.thesis_fit import FIT_JSON
+    metrics = json.loads(FIT_JSON.read_text(encoding="utf-8"))["metrics"]
+    cell = {"row": "userver/one-packet/select/accept-1@27000", "metric": "time:select", "label": "select share of time",
+            "measured": 59.1, "predicted": 55.1, "error": -4.0, "kind": "pp", "tolerance": 10.0, "ok": True}
+    text = "\n".join(report.time_split_markdown([cell]))
+    assert ("time_split" in metrics) == ("the fit used their split (table 4.9)" in text), (metrics, text)
+    assert ("the fit used their split (table 4.9)" in text) == (
+        "the fit used their split (table 4.9)" in (DOCS / "index.md").read_text(encoding="utf-8"))
+
+
+def test_the_specweb_accept_1_open_count_in_the_notes_is_specweb_idles():
+    # the notes said ~38 open where every committed specweb-idle.json gave 32.6-33.9
+    from validation import report
+    d = json.loads((DOCS / "specweb-idle.json").read_text(encoding="utf-8"))
+    sim_open = next(x["sim_open_conns"] for x in d["implied_specweb"]
+                    if x["row"] == "userver/specweb99/select/accept-1@26000" and x["think_ms"] == 0)
+    for key in (("userver-specweb99-select", "1", "replies_per_s"), ("userver-specweb99-select", "1", "time:select")):
+        quoted = re.findall(r"~(\d+) open", report.MISS_NOTES[key])
+        assert quoted and all(abs(int(n) - sim_open) <= 0.05 * sim_open + 0.5 for n in quoted), (key, quoted, sim_open)
