@@ -13,10 +13,16 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "realsys" / "c" / "fuzz" / "corpus" / "target_path"
 
 
+def _sigint_default():
+    # as at a terminal: a test run started in the background (`cmd &` in a script, as a CI's may be)
+    # has SIGINT ignored, and a shell cannot trap a signal ignored on entry (POSIX)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(*args, tmp_path):
     return subprocess.Popen(["sh", "tools/fuzz.sh", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "TMPDIR": str(tmp_path)})
+                            preexec_fn=_sigint_default, env={**os.environ, "TMPDIR": str(tmp_path)})
 
 
 def finish(p, timeout):
