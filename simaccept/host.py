@@ -442,6 +442,12 @@ class Host:
             cost = self.costs.k_synack_retx
             if self.outcome[c] == O_INFLIGHT:
                 self._push(t + 2 * self.delay, E_ACK_DUP, c)     # the client re-ACKs
+            elif self.outcome[c] == O_TIMEDOUT:
+                # Established, then timed out: the client's socket is in FIN_WAIT_1, not
+                # gone.  The resent SYN-ACK is an old duplicate to it, answered with an
+                # ACK (Linux 6: a challenge ACK) that tcp_check_req tries against the
+                # accept queue again; its FIN is already on its way, so the retry is the FIN.
+                self._push(t + 2 * self.delay, E_FIN, c)
             else:
                 # the client has closed its socket: it answers with a reset
                 ls.remove_request(False)
@@ -463,10 +469,15 @@ class Host:
             # time, when both apply, is harmless: whichever runs second finds it
             # decided).  Only connections still in flight a whole timeout after
             # their first SYN get here.
-            if self.restart_at_connect:
+            if not self.restart_at_connect:
+                return 0.0
+            if self.dl[c] > t:
                 self._push(self.dl[c], E_DEADLINE, c)
-            return 0.0
-        if not first and t != self.dl[c]:
+                return 0.0
+            # The restarted deadline has passed already: this timer fires timer_lag_ms
+            # late, which can be longer than the handshake took.  Pushed, it would be
+            # processed before events already handled; the client acts now.
+        elif not first and t != self.dl[c]:
             return 0.0              # stale
         est = self.t_est[c]
         self.outcome[c] = O_TIMEDOUT if 0.0 <= est <= t else O_ABANDONED

@@ -166,7 +166,7 @@ def compute(sc, host, server, w: dict, e: dict) -> dict:
 
     # CPU shares of the measured wall time
     busy = 0.0
-    for cat in sorted(set(e["server_time"]) | set(w["server_time"]) - {"_k"}):
+    for cat in sorted((set(e["server_time"]) | set(w["server_time"])) - {"_k"}):
         v = e["server_time"].get(cat, 0.0) - w["server_time"].get(cat, 0.0)
         out[f"cpu_share_{cat}"] = v / dur
         busy += v

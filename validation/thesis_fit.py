@@ -147,7 +147,10 @@ def fit(jobs: int = 2, max_nfev: int | None = 12, verbose: int = 1, sim_override
         "value, k_data_rx: the one-packet rows never draw one, so the fit cannot see it.",
     ])
     save_profile(PROFILE_PATH, {**f.costs_(), **TUX_HAND_SET}, header=header)
-    out = {"profile": PROFILE, "base_profile": base, "fit": f.summary(), "metrics": list(metrics),
+    from simaccept.fingerprint import model_fingerprint
+    # the model the residuals are of: the report says so once the simulator has changed since
+    out = {"profile": PROFILE, "model_fingerprint": model_fingerprint(), "base_profile": base,
+           "fit": f.summary(), "metrics": list(metrics),
            "records": [m.label for m in f.records_], "hand_set_after_fit": dict(TUX_HAND_SET)}
     from simaccept.sweep import atomic_write     # fsynced, and no .json.tmp left when the write fails
     atomic_write(FIT_JSON, json.dumps(out, indent=2, default=float) + "\n")

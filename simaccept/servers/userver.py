@@ -66,7 +66,9 @@ class UServer(ServerModel):
         rem = h.rem
         cpu = h.cpu
         policy = self.policy
-        plain_limit = type(policy).quota is AcceptPolicy.quota and policy.budget_s == INF
+        # The fast path skips both hooks: only for a policy that overrides neither.
+        plain_limit = (type(policy).quota is AcceptPolicy.quota and policy.budget_s == INF
+                       and type(policy).work_phase_done is AcceptPolicy.work_phase_done)
         max_conns = self.max_conns
         idle = self.idle_conns + 1
         wait_ready, write, accept, read, close = h.wait_ready, h.write, h.accept, h.read, h.close

@@ -671,3 +671,24 @@ def test_the_specweb_accept_1_open_count_in_the_notes_is_specweb_idles():
     for key in (("userver-specweb99-select", "1", "replies_per_s"), ("userver-specweb99-select", "1", "time:select")):
         quoted = re.findall(r"~(\d+) open", report.MISS_NOTES[key])
         assert quoted and all(abs(int(n) - sim_open) <= 0.05 * sim_open + 0.5 for n in quoted), (key, quoted, sim_open)
+
+
+def test_the_fit_section_says_which_model_its_residuals_are_of(monkeypatch, tmp_path):
+    """thesis-fit.json's residuals are of the model the fit ran on, which the report's cells may
+    not be (the fit is not run again with every model change): the section says which."""
+    import json
+    from validation import report, thesis_fit
+    from simaccept.fingerprint import model_fingerprint
+    now = model_fingerprint()
+    d = json.loads(thesis_fit.FIT_JSON.read_text())
+    for recorded, want in ((None, "an earlier model"), ("0123456789abcdef", "of model 0123456789abcdef"),
+                           (now, f"of this report's model ({now})")):
+        rec = {k: v for k, v in d.items() if k != "model_fingerprint"}
+        if recorded:
+            rec["model_fingerprint"] = recorded
+        p = tmp_path / "thesis-fit.json"
+        p.write_text(json.dumps(rec))
+        monkeypatch.setattr(thesis_fit, "FIT_JSON", p)
+        text = "\n".join(report.thesis_fit_markdown())
+        assert want in text, (recorded, text[:2000])
+        assert ("not fitted again" in text) == (recorded != now)
