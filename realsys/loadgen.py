@@ -107,6 +107,13 @@ def merge(results: list[dict]) -> dict:
     out["status"] = {k: sum((r.get("status") or {}).get(k, 0) for r in results) for k in ("2xx", "3xx", "4xx", "5xx")}
     for h in ("connect_ms", "resp_ms", "total_ms", "launch_lag_us"):
         out[h] = _merge_hist([r[h] for r in results if h in r])
+    # the warmup's connections: discarded, but their replies that arrive in the window are in
+    # replies_recv_in_window, and a stall among them shows only here (older generators: absent)
+    if results and all("warmup" in r for r in results):
+        ws = [r["warmup"] for r in results]
+        out["warmup"] = {k: sum(w.get(k, 0) for w in ws) for k in ("attempts", "replies", "timeouts", "resets")}
+        for h in ("connect_ms", "resp_ms", "total_ms", "launch_lag_us"):
+            out["warmup"][h] = _merge_hist([w[h] for w in ws if h in w])
     out["procs"] = len(results)
     return out
 

@@ -42,7 +42,9 @@ def test_short_load(cbuild, tmp_path, kind, mux):
     # replies across its edges: at most rate x (the run's own spread of launch lag + connect +
     # response, at their maxima).  5 % or that, whichever is larger; exactness for the count.
     assert g["replies_ok"] == g["attempts"] > 0, (g["replies_ok"], g["attempts"])
-    spread_s = g["launch_lag_us"]["max"] / 1e6 + (g["connect_ms"]["max"] + g["resp_ms"]["max"]) / 1e3
+    # the warmup's too: a reply to a warmup connection that arrives in the window is counted
+    spread_s = max(h["launch_lag_us"]["max"] / 1e6 + (h["connect_ms"]["max"] + h["resp_ms"]["max"]) / 1e3
+                   for h in (g, g["warmup"]))
     assert abs(r.replies_per_s - 400) <= max(20, 400 * spread_s + 2), (r.replies_per_s, spread_s)
     assert abs(r.conn_attempts_per_s - 400) <= 4                    # generator on target (1 %)
     assert r.client_timeouts == 0 and r.qdrops_per_s == 0
