@@ -692,3 +692,19 @@ def test_the_fit_section_says_which_model_its_residuals_are_of(monkeypatch, tmp_
         text = "\n".join(report.thesis_fit_markdown())
         assert want in text, (recorded, text[:2000])
         assert ("not fitted again" in text) == (recorded != now)
+
+
+def test_the_report_names_every_option_that_made_it_in_its_command():
+    """A partial report's page said only `python -m validation report --quick`: run again, that
+    command simulated every group without the --set it had, and wrote another report."""
+    from validation import report
+    from validation.cli import _parser
+    committed = json.loads((Path(__file__).resolve().parents[2] / "docs/validation/summary.json").read_text())
+    assert report.report_command(committed) == "python -m validation report --real-profile realsys-linux6"
+    s = dict(committed, quick=True, profile="my costs.toml", only_groups=["tux-one-packet", "userver-one-packet-select"],
+             sim_overrides=["client.timeout_s=5", "server.accept_limit=inf"], real=["a/results.csv"])
+    cmd = report.report_command(s)
+    args = _parser().parse_args(shlex.split(cmd)[3:])
+    assert (args.profile, args.quick, args.group, args.set, args.real, args.real_profile) == (
+        "my costs.toml", True, ["tux-one-packet", "userver-one-packet-select"],
+        ["client.timeout_s=5", "server.accept_limit=inf"], ["a/results.csv"], "realsys-linux6")
