@@ -712,6 +712,18 @@ static void on_sig(int s) { stop_now = s; }
 static int stopped_by;
 static uint64_t open_at_stop;            /* connections still open when a signal stopped the run */
 
+/* The four histograms of one set of connections, comma-separated, no trailing comma. */
+static void stats_hists_json(FILE *o, const struct lstats *st)
+{
+    hist_json(o, "connect_ms", &st->connect, 1000.0);
+    fprintf(o, ",\n");
+    hist_json(o, "resp_ms", &st->resp, 1000.0);
+    fprintf(o, ",\n");
+    hist_json(o, "total_ms", &st->total, 1000.0);
+    fprintf(o, ",\n");
+    hist_json(o, "launch_lag_us", &st->lag, 1.0);
+}
+
 static void write_json(FILE *o, double window)
 {
     /* an interrupted run's counts cover only window_s of the requested duration_s, and the
@@ -747,13 +759,7 @@ static void write_json(FILE *o, double window)
             (unsigned long long)S.timeouts_reply, (unsigned long long)S.resets, (unsigned long long)S.refused,
             (unsigned long long)S.local_errors, (unsigned long long)S.other_errors,
             (unsigned long long)S.conns_done, (unsigned long long)S.bytes, (unsigned long long)S.reconnects);
-    hist_json(o, "connect_ms", &S.connect, 1000.0);
-    fprintf(o, ",\n");
-    hist_json(o, "resp_ms", &S.resp, 1000.0);
-    fprintf(o, ",\n");
-    hist_json(o, "total_ms", &S.total, 1000.0);
-    fprintf(o, ",\n");
-    hist_json(o, "launch_lag_us", &S.lag, 1.0);
+    stats_hists_json(o, &S);
     /* The warmup's connections are discarded from every count but one: a reply to one of
      * them that arrives in the window is in replies_recv_in_window.  A stall in the warmup
      * (the generator or the server descheduled) moves such replies into the window, and
@@ -761,13 +767,7 @@ static void write_json(FILE *o, double window)
     fprintf(o, ",\n \"warmup\": {\"attempts\": %llu, \"replies\": %llu, \"timeouts\": %llu, \"resets\": %llu,\n",
             (unsigned long long)W.attempts, (unsigned long long)W.replies, (unsigned long long)W.timeouts,
             (unsigned long long)W.resets);
-    hist_json(o, "connect_ms", &W.connect, 1000.0);
-    fprintf(o, ",\n");
-    hist_json(o, "resp_ms", &W.resp, 1000.0);
-    fprintf(o, ",\n");
-    hist_json(o, "total_ms", &W.total, 1000.0);
-    fprintf(o, ",\n");
-    hist_json(o, "launch_lag_us", &W.lag, 1.0);
+    stats_hists_json(o, &W);
     fprintf(o, "}}\n");
 }
 
