@@ -29,6 +29,8 @@ REPLY = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
 class DelayServer:
     """Answers each request DELAY_S after its head arrived; one asyncio loop in a thread."""
 
+    watch = False          # measure the loop's own stalls (_watch): only gap-measuring servers need it
+
     def __init__(self):
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
@@ -62,7 +64,8 @@ class DelayServer:
         asyncio.set_event_loop(self.loop)
         srv = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024))
         self.port = srv.sockets[0].getsockname()[1]
-        self.loop.create_task(self._watch())
+        if self.watch:
+            self.loop.create_task(self._watch())
         self.ready.set()
         self.loop.run_forever()
         # connections still in their delay when the test ends (a generator stopped early)
@@ -85,14 +88,19 @@ class DelayServer:
         self.thread.join(5)
 
 
+def _delay_argv(cbuild, port: int, out, *, duration: float = WINDOW_S, warmup: float = 0.5,
+                timeout: float = 2) -> list[str]:
+    """loadgen at RATE, deterministic arrivals, against the delay server on ``port``."""
+    return [str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(port), "--rate", str(RATE),
+            "--duration", str(duration), "--warmup", str(warmup), "--timeout", str(timeout),
+            "--arrivals", "deterministic", "--seed", "1", "--out", str(out)]
+
+
 @pytest.fixture(scope="module")
 def generated(cbuild, tmp_path_factory):
     out = tmp_path_factory.mktemp("lg") / "g.json"
     with DelayServer() as srv:
-        p = subprocess.run([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
-                            "--rate", str(RATE), "--duration", str(WINDOW_S), "--warmup", "0.5",
-                            "--timeout", "2", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
-                           capture_output=True, timeout=30)
+        p = subprocess.run(_delay_argv(cbuild, srv.port, out), capture_output=True, timeout=30)
     assert p.returncode == 0, p.stderr.decode()
     return json.loads(out.read_text())
 
@@ -143,10 +151,7 @@ def test_a_stall_in_the_warmup_moves_replies_into_the_window_and_shows_in_the_wa
     # untouched; only the warmup block shows the stall that explains the count.
     out = tmp_path / "g.json"
     with DelayServer() as srv:
-        p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
-                              "--rate", str(RATE), "--duration", str(WINDOW_S), "--warmup", "0.5",
-                              "--timeout", "2", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
-                             stderr=subprocess.PIPE)
+        p = subprocess.Popen(_delay_argv(cbuild, srv.port, out), stderr=subprocess.PIPE)
         try:
             assert srv.accepted.wait(10)
             time.sleep(0.15)
@@ -193,9 +198,7 @@ def _stopped_run(cbuild, out, *, duration: float, sig: int, after_s: float):
     connection arrived (its handlers set and launches under way, however slow its start):
     (exit status, stderr, seconds from its start to its end)."""
     with DelayServer() as srv:
-        p = subprocess.Popen([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(srv.port),
-                              "--rate", str(RATE), "--duration", str(duration), "--warmup", "0.2",
-                              "--timeout", "5", "--arrivals", "deterministic", "--seed", "1", "--out", str(out)],
+        p = subprocess.Popen(_delay_argv(cbuild, srv.port, out, duration=duration, warmup=0.2, timeout=5),
                              stderr=subprocess.PIPE, text=True)
         t0 = time.monotonic()
         assert srv.accepted.wait(20), "loadgen never connected"
@@ -337,6 +340,8 @@ KEEPALIVE_REPLY = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(KEEP
 class NotingServer(DelayServer):
     """Keep-alive server answering every request at once; per connection it keeps the
     monotonic times of its accept, of each request head and reply, and of the client's close."""
+
+    watch = True
 
     def __init__(self):
         super().__init__()
