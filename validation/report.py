@@ -1876,10 +1876,14 @@ def specweb_idle_markdown(si: dict[str, Any] | None) -> list[str]:
 
 
 
-def _time_split_fit_sentence() -> str:
+def _time_split_fit_sentence(profile: str = "thesis-2004") -> str:
     """Whether thesis-2004's fit saw table 4.9's split (thesis-fit.json's metrics): the page said it
-    did not while the fit's record listed time_split."""
+    did not while the fit's record listed time_split.  thesis-fit.json is thesis-2004's record only:
+    a report of another profile said what that fit saw as if it were its own costs'."""
     from .thesis_fit import FIT_JSON
+    if profile != "thesis-2004":
+        return (f"This report simulated `{profile}`, not thesis-2004, so whether its costs were fitted to the "
+                "one-packet rows' split is not known here (thesis-fit.json records thesis-2004's fit only).")
     metrics = json.loads(FIT_JSON.read_text(encoding="utf-8")).get("metrics", []) if FIT_JSON.is_file() else []
     if "time_split" in metrics:
         return ("The one-packet rows are calibration rows and the fit used their split (table 4.9) with their "
@@ -1889,7 +1893,7 @@ def _time_split_fit_sentence() -> str:
             "the split is a check it was not fitted to.")
 
 
-def time_split_markdown(cells: list[dict[str, Any]]) -> list[str]:
+def time_split_markdown(cells: list[dict[str, Any]], profile: str = "thesis-2004") -> list[str]:
     """Tables 4.3 and 4.9 (gprof) against the simulator's split of the same functions."""
     tc = [c for c in cells if c["metric"] in TIME_SPLIT]
     if not tc:
@@ -1903,7 +1907,7 @@ def time_split_markdown(cells: list[dict[str, Any]]) -> list[str]:
          "the one server process at whatever function it is in; the simulator keeps kernel packet work apart).  "
          "writev is left out: table 4.9 gives it 0.02-0.04 % against 6-19 % for read.  Scored at ±10 pp (the "
          "drop-share tolerance); the issue sets no tolerance for these, so they are not in the throughput "
-         "figures.  " + _time_split_fit_sentence() + "\n",
+         "figures.  " + _time_split_fit_sentence(profile) + "\n",
          "| function | " + " | ".join(r.replace("/select/", " ") for r in rows) + " |",
          "|---|" + "---|" * len(rows)]
     def pair(c):
@@ -2005,15 +2009,21 @@ def _err_str(c) -> str:
     return _fmt(c["error"], "pct" if rel else "pp") if d == 1 else f"{v:+.{d}f}{unit}"
 
 
-def thesis_fit_markdown() -> list[str]:
-    """The thesis-2004 fit (docs/validation/thesis-fit.json, written by ``validation thesis-fit``)."""
+def thesis_fit_markdown(profile: str = "thesis-2004") -> list[str]:
+    """The thesis-2004 fit (docs/validation/thesis-fit.json, written by ``validation thesis-fit``).
+    A report of another profile shows it flagged as not its own costs: unflagged, the page read as
+    if the fit's values had been simulated."""
     from .thesis_fit import BASE, FIT_JSON
     if not FIT_JSON.is_file():
         return ["## The thesis profile\n", f"No fit record ({FIT_JSON.name}): run `python -m validation thesis-fit`.\n"]
     d = json.loads(FIT_JSON.read_text())
     f = d["fit"]
     from_hand = d.get("base_profile", BASE) == BASE
-    L = ["## The thesis profile (thesis-2004, fitted)\n",
+    L = ["## The thesis profile (thesis-2004, fitted)\n"]
+    if profile != "thesis-2004":
+        L.append(f"**Not this report's costs:** this report simulated `{profile}`; the fit below is thesis-2004's "
+                 f"({FIT_JSON.name}), for comparison.\n")
+    L += [
          f"`python -m validation thesis-fit` (validation/thesis_fit.py): CostFitter on {len(f['records'])} μserver "
          f"one-packet records ({', '.join(f['records'])}); metrics {', '.join(d['metrics'])}, all weight 1; "
          + (f"started from `{BASE}` (the hand calibration)" if from_hand else
@@ -2282,14 +2292,14 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
                  f"{worst['row']} {worst['label']} {_err_str(worst)} |")
     L.append("")
 
-    L += thesis_fit_markdown()
+    L += thesis_fit_markdown(summary["profile"])
     L += specweb_idle_markdown(summary.get("specweb_idle"))
     L += sensitivity_markdown(summary.get("sensitivity"))
     L += window_markdown(summary.get("window"))
     L += seeds_markdown(summary.get("seeds"))
     L += policy_statements_markdown(summary.get("policy_statements") or [])
     L += cross_server_markdown(summary.get("cross_server") or [])
-    L += time_split_markdown(cells)
+    L += time_split_markdown(cells, summary["profile"])
     L += response_time_markdown(summary.get("response_time_unscored") or [])
     L.append("## Policy order past saturation\n")
     for k, v in summary["policy_order"].items():

@@ -662,6 +662,21 @@ def test_the_time_split_section_agrees_with_the_fits_metrics():
         "the fit used their split (table 4.9)" in (DOCS / "index.md").read_text(encoding="utf-8"))
 
 
+def test_a_report_of_another_profile_does_not_claim_thesis_2004s_fit_as_its_own():
+    # a --profile report printed thesis-2004's fit record and said "the fit used their split" of
+    # costs it had not simulated
+    from validation import report
+    cell = {"row": "userver/one-packet/select/accept-1@27000", "metric": "time:select", "label": "select share of time",
+            "measured": 59.1, "predicted": 55.1, "error": -4.0, "kind": "pp", "tolerance": 10.0, "ok": True}
+    for profile, own in (("thesis-2004", True), ("validation/data/my start.toml", False), ("thesis-2004-hand", False)):
+        split = "\n".join(report.time_split_markdown([cell], profile))
+        fit = "\n".join(report.thesis_fit_markdown(profile))
+        assert ("the fit used" in split) == own, (profile, split)
+        assert ("**Not this report's costs:**" in fit) == (not own), (profile, fit[:600])
+        if not own:
+            assert f"`{profile}`" in split and f"`{profile}`" in fit
+
+
 def test_the_specweb_accept_1_open_count_in_the_notes_is_specweb_idles():
     # the notes said ~38 open where every committed specweb-idle.json gave 32.6-33.9
     from validation import report
