@@ -590,7 +590,9 @@ def _sweep_point(sc: Scenario, own: Scenario, point: str) -> Scenario:
 #: file's 2,000 req/s grid, because below saturation replies/s equals the target rate:
 #: on a coarse grid the maximum is often an unsaturated grid point and does not move
 #: with any cost, so a fit could not see it.  With these factors the simulated peak is a
-#: continuous function of the costs while it lies within 0.9-1.2 x the measured one.
+#: continuous function of the costs while it lies within 0.9-1.2 x the measured one.  The
+#: report refines the peak beyond this grid (``validation.report.peak_runs``, to 1 % of the
+#: measured peak): the grid's 10 % steps are the throughput tolerance itself.
 PEAK_FACTORS = (0.9, 1.0, 1.1, 1.2)
 
 

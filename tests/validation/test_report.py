@@ -677,6 +677,103 @@ def test_a_report_of_another_profile_does_not_claim_thesis_2004s_fit_as_its_own(
             assert f"`{profile}`" in split and f"`{profile}`" in fit
 
 
+@pytest.mark.parametrize("points, want", [
+    ([], None),
+    ([(10000, 10000), (12000, 12000)], None),                       # kept up everywhere: peak above the points
+    ([(10000, 9000), (12000, 9100)], None),                         # nowhere: below them
+    ([(18000, 16288), (16000, 16000), (17550, 17550.2), (19500, 15105)], (17550, 18000)),   # unsorted
+    ([(16000, 16000), (17550, 17549.9), (18000, 17500), (19500, 17550)], (17550, 18000)),  # a plateau
+    ([(16000, 16000), (17000, 16500), (18000, 18000)], (16000, 17000)),   # the lowest failure, not the last
+])
+def test_the_peak_bracket_is_the_first_rate_the_sim_does_not_keep_up_with(points, want):
+    from validation import report
+    assert report.peak_bracket(points) == want
+
+
+def _knee_runs(monkeypatch, knee: float, calls: list):
+    """simulate_cached answering from a capacity curve: replies = rate up to ``knee``, then a
+    collapse to 80 % of the knee (the μserver's Accept-1 shape, docs/validation cells)."""
+    from validation import fitter
+
+    def fake(jsons, cache, jobs=1, source="", on_done=None, progress=None, every=60.0):
+        jsons = list(jsons)
+        calls.append(jsons)
+        out = {}
+        for js in jsons:
+            rate = fitter.scenario_from_json(js, source)["workload"]["rate"]
+            out[js] = dict(source="sim", status="ok", target_rate=rate,
+                           replies_per_s=rate if rate <= knee else 0.8 * knee)
+        return out
+    monkeypatch.setattr(fitter, "simulate_cached", fake)
+
+
+@pytest.mark.parametrize("knee", [17701.0, 19000.0, 21000.0, 23000.0])
+def test_the_report_bisects_a_peak_to_one_percent_of_the_thesis_peak(monkeypatch, knee, tmp_path):
+    """The fit's 0.9-1.2 x grid read a knee anywhere in 0.9-1.0 x as -10.0 % (17,550 for Accept-1's
+    19,500: a miss) and one in 1.1-1.2 x as +10 % (in band up to nearly +20 %)."""
+    from validation import report
+    from validation.records import load_thesis
+    rows = [m for m in load_thesis() if m.label == "userver/one-packet/select/accept-1@peak"]
+    assert len(rows) == 1
+    calls: list = []
+    _knee_runs(monkeypatch, knee, calls)
+    line = {"1": [RunRecord(source="sim", status="ok", target_rate=r, replies_per_s=min(r, 0.8 * knee if r > knee else r))
+                  for r in (16000.0, 18000.0, 20000.0)]}
+    runs = report.peak_runs(rows, "thesis-2004", {}, False, (), 2, tmp_path, line)[rows[0].label]
+    assert len(calls) >= 2 and all(len(c) == 1 for c in calls[1:])      # one rate a round for one row
+    peak = max(x.replies_per_s for x in runs + line["1"])
+    assert knee - 0.01 * 19500 <= peak <= knee, (knee, peak, [x.target_rate for x in runs])
+    # the rates bisected lie inside the first bracket, and the last bracket is at most 1 % wide
+    first = report.peak_bracket([(x.target_rate, x.replies_per_s) for x in runs[:4] + line["1"]])
+    assert all(first[0] < x.target_rate < first[1] for x in runs[4:]), first
+    lo, hi = report.peak_bracket([(x.target_rate, x.replies_per_s) for x in runs + line["1"]])
+    assert hi - lo <= 0.01 * 19500 and lo <= knee < hi
+
+
+def test_a_failed_refinement_run_ends_that_rows_bisection(monkeypatch, tmp_path):
+    from validation import fitter, report
+    from validation.records import load_thesis
+    rows = [m for m in load_thesis() if m.label == "userver/one-packet/select/accept-1@peak"]
+    calls: list = []
+    _knee_runs(monkeypatch, 17701.0, calls)
+    answer = fitter.simulate_cached
+
+    def failing_after_the_grid(jsons, *a, **k):
+        out = answer(jsons, *a, **k)
+        if len(calls) > 1:
+            out = {js: dict(d, status="failed", replies_per_s=math.nan) for js, d in out.items()}
+        return out
+    monkeypatch.setattr(fitter, "simulate_cached", failing_after_the_grid)
+    runs = report.peak_runs(rows, "thesis-2004", {}, False, (), 1, tmp_path)[rows[0].label]
+    assert len(calls) == 2 and [x.status for x in runs] == ["ok"] * 4 + ["failed"]
+
+
+def test_the_report_refines_a_simulated_peak_the_same_whatever_the_jobs(tmp_path):
+    """Real simulations (1 s from idle, so seconds each): the bisection's rates come from the runs,
+    which do not depend on the number of workers, and a second report is answered from the cache."""
+    from validation import report
+    from validation.records import load_thesis
+    rows = [m for m in load_thesis() if m.label in ("userver/one-packet/select/accept-1@peak",
+                                                    "userver/one-packet/select/accept-10@peak")]
+    assert len(rows) == 2
+    over = ("scenario.duration=1",)
+    def results(runs):     # but when and how long each ran
+        return {k: [{f: v for f, v in x.to_dict().items() if f not in ("started_at", "wall_s")} for x in xs]
+                for k, xs in runs.items()}
+    one = report.peak_runs(rows, "thesis-2004", {}, False, over, 1, tmp_path / "a")
+    two = report.peak_runs(rows, "thesis-2004", {}, False, over, 2, tmp_path / "b")
+    assert json.dumps(results(one)) == json.dumps(results(two))
+    assert all(len(v) > 4 for v in one.values()), {k: len(v) for k, v in one.items()}   # bisected, both rows
+    again = report.peak_runs(rows, "thesis-2004", {}, False, over, 2, tmp_path / "b")
+    assert json.dumps(results(again)) == json.dumps(results(two))
+    for m in rows:
+        runs = one[m.label]
+        assert all(x.status == "ok" for x in runs)
+        br = report.peak_bracket([(x.target_rate, x.replies_per_s) for x in runs])
+        if br is not None:      # the peak inside the grid: bisected to 1 % of the thesis's peak
+            assert br[1] - br[0] <= 0.01 * m.get("peak_replies_per_s"), (m.label, br)
+
+
 def test_the_specweb_accept_1_open_count_in_the_notes_is_specweb_idles():
     # the notes said ~38 open where every committed specweb-idle.json gave 32.6-33.9
     from validation import report
