@@ -668,9 +668,12 @@ def peak_runs(rows: list[Measured], base: str, cost_over: dict[str, float], quic
                 continue
             line = lines.get(_norm_limit(m.record.accept_limit or "inf"), []) + runs[m.label]
             br = peak_bracket((x.target_rate, x.replies_per_s) for x in line if x.status == "ok")
-            if br is None or br[1] - br[0] <= PEAK_RESOLUTION * m.get("peak_replies_per_s"):
+            mid = float(round((br[0] + br[1]) / 2)) if br is not None else math.nan
+            # not strictly inside: a bracket 1 req/s wide (a measured peak under 100 req/s) would
+            # simulate one of its ends again, from the cache, for ever
+            if br is None or br[1] - br[0] <= PEAK_RESOLUTION * m.get("peak_replies_per_s") or not br[0] < mid < br[1]:
                 continue
-            todo[m.label] = scenario_for(m, overrides=over, rate=float(round((br[0] + br[1]) / 2))).to_json()
+            todo[m.label] = scenario_for(m, overrides=over, rate=mid).to_json()
         if not todo:
             return runs
         done = simulate_cached(list(todo.values()), cache, max(1, jobs), "<report peak, refined>",

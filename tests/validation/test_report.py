@@ -730,6 +730,22 @@ def test_the_report_bisects_a_peak_to_one_percent_of_the_thesis_peak(monkeypatch
     assert hi - lo <= 0.01 * 19500 and lo <= knee < hi
 
 
+def test_a_bisection_ends_when_no_whole_rate_is_left_inside_the_bracket(monkeypatch, tmp_path):
+    # a measured peak of 60 req/s: 1 % of it is 0.6, and the rounded midpoint of a bracket 1 req/s
+    # wide is one of its ends, simulated again (from the cache) for ever
+    import dataclasses
+    from validation import report
+    from validation.records import load_thesis
+    m = next(m for m in load_thesis() if m.label == "userver/one-packet/select/accept-1@peak")
+    m = dataclasses.replace(m, extras={**m.extras, "peak_replies_per_s": "60"})
+    calls: list = []
+    _knee_runs(monkeypatch, 57.5, calls)
+    runs = report.peak_runs([m], "thesis-2004", {}, False, (), 1, tmp_path)[m.label]
+    assert len(calls) < 10, len(calls)
+    lo, hi = report.peak_bracket([(x.target_rate, x.replies_per_s) for x in runs])
+    assert (lo, hi) == (57.0, 58.0), [x.target_rate for x in runs]
+
+
 def test_a_failed_refinement_run_ends_that_rows_bisection(monkeypatch, tmp_path):
     from validation import fitter, report
     from validation.records import load_thesis
