@@ -527,6 +527,11 @@ def _norm_limit(al) -> str:
     return "inf" if s in ("inf", "infinity") else str(int(float(s)))
 
 
+def _row_policy(m: Measured) -> str:
+    """The accept-limit a measured row is simulated with: a row that names none ran unlimited."""
+    return _norm_limit(m.record.accept_limit or "inf")
+
+
 def _toml_limit(al: str) -> str:
     return '"inf"' if al == "inf" else al
 
@@ -666,7 +671,7 @@ def peak_runs(rows: list[Measured], base: str, cost_over: dict[str, float], quic
         for m in peak_rows:
             if m.label in ended:
                 continue
-            line = lines.get(_norm_limit(m.record.accept_limit or "inf"), []) + runs[m.label]
+            line = lines.get(_row_policy(m), []) + runs[m.label]
             br = peak_bracket((x.target_rate, x.replies_per_s) for x in line if x.status == "ok")
             mid = float(round((br[0] + br[1]) / 2)) if br is not None else math.nan
             # not strictly inside: a bracket 1 req/s wide (a measured peak under 100 req/s) would
@@ -727,7 +732,7 @@ def compare(m: Measured, sim: RunRecord | None, line: list[RunRecord]) -> list[d
                           predicted=pred, error=err, tolerance=tol, ok=bool(ok),
                           table=_cell_table(metric, m.extras.get("cite", "")), cite=m.extras.get("cite", ""),
                           note=("the simulation produced no value (no drops at all, or the run failed); "
-                                if math.isnan(pred) else "") + _miss_note(g, _norm_limit(r.accept_limit or "inf"), metric)))
+                                if math.isnan(pred) else "") + _miss_note(g, _row_policy(m), metric)))
 
     if math.isnan(r.target_rate):
         add("peak_replies_per_s", m.get("peak_replies_per_s"), peak_sim)
@@ -1163,14 +1168,14 @@ def plot_group(path: Path, title: str, lines: dict[str, list[RunRecord]], rows: 
             if recs and not all(math.isnan(y) for y in ys):
                 ax.plot([x.target_rate for x in recs], ys, "-", color=col, lw=1.5, label=f"sim accept-{pol}")
             meas = [(m.record.target_rate, m.get(metric)) for m in rows
-                    if _norm_limit(m.record.accept_limit or "inf") == pol and not math.isnan(m.record.target_rate)
+                    if _row_policy(m) == pol and not math.isnan(m.record.target_rate)
                     and not math.isnan(m.get(metric))]
             if meas:
                 ax.plot(*zip(*meas), "o", color=col, ms=7, mfc="none", mew=2, label=f"thesis accept-{pol}")
             if metric == "replies_per_s":
                 for m in rows:
                     pk = m.get("peak_replies_per_s")
-                    if not math.isnan(pk) and _norm_limit(m.record.accept_limit or "inf") == pol:
+                    if not math.isnan(pk) and _row_policy(m) == pol:
                         ax.axhline(pk, color=col, ls=":", lw=1.2, label=f"thesis peak accept-{pol}")
         ax.set_xlabel("target requests/s")
         ax.set_ylabel(ylabel)
@@ -1288,10 +1293,10 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
         # the sweep's 2,000 req/s grid's maximum while the peak row took the refined one
         peak_points: dict[str, list[RunRecord]] = defaultdict(list)
         for m in rows:
-            peak_points[_norm_limit(m.record.accept_limit or "inf")] += peaks.get(m.label, [])
+            peak_points[_row_policy(m)] += peaks.get(m.label, [])
         cells = []
         for m in rows:
-            pol = _norm_limit(m.record.accept_limit or "inf")
+            pol = _row_policy(m)
             sim = next((x for x in lines.get(pol, []) if x.target_rate == m.record.target_rate), None)
             cells += compare(m, sim, lines.get(pol, []) + peak_points[pol])
             if sim is not None and not math.isnan(m.record.resp_ms_mean):
