@@ -50,6 +50,7 @@ measured points over the simulated lines (one colour per policy), ``cells.csv`` 
 from __future__ import annotations
 
 import csv
+import hashlib
 import datetime as _dt
 import io
 import json
@@ -61,7 +62,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable
 
-from simaccept.costs import available_profiles, read_profile
+from simaccept.costs import available_profiles, load_costs, read_profile
 from simaccept.record import RunRecord
 from simaccept.scenario import load_scenario, model_fingerprint as _model_fingerprint
 from simaccept.sweep import atomic_write, run_sweep
@@ -495,20 +496,48 @@ NOTE_MODELS: dict[tuple[str, str, str], str] = {
 }
 
 
-def _miss_note(group: str, policy: str, metric: str) -> str:
+#: The costs (:func:`costs_digest` of the profile) the figures in :data:`MISS_NOTES` were read
+#: with: thesis-2004 as fitted on 30 Nov 2026.  The model fingerprint covers the simulator's code,
+#: not a profile's numbers, so a refit of thesis-2004 at the same model would leave every note's
+#: figures quietly of the old costs; :func:`_miss_note` says so on a report of other costs.
+NOTES_COSTS = "6c7dd5cf0d"
+
+#: Notes read again at other costs than :data:`NOTES_COSTS`: {key: the costs' digest}.
+NOTE_COSTS: dict[tuple[str, str, str], str] = {}
+
+#: Names for the digests a note may be written with, so a reader need not hash profiles.
+COSTS_NAMES = {"6c7dd5cf0d": "thesis-2004 as fitted on 30 Nov 2026"}
+
+
+def costs_digest(base: str, cost_over: dict[str, float]) -> str:
+    """10 hex digits of the resolved costs (a profile and its overrides) a report simulates with."""
+    costs = json.dumps(load_costs(base, cost_over).as_dict(), sort_keys=True)
+    return hashlib.sha256(costs.encode()).hexdigest()[:10]
+
+
+def _miss_note(group: str, policy: str, metric: str, costs: str | None = None) -> str:
     """The note for one cell: its own policy's, else the group's for that metric, else the group's;
     marked as of :data:`NOTES_MODEL` when the simulator is no longer that model (nor one
-    :func:`same_model` leads to from it: code shown to give the same results)."""
+    :func:`same_model` leads to from it: code shown to give the same results), and as of
+    :data:`NOTES_COSTS` when ``costs`` (the report's :func:`costs_digest`) is given and differs."""
     for key in ((group, policy, metric), (group, "*", metric), (group, "*", "*")):
         if key in MISS_NOTES:
             note = MISS_NOTES[key]
             model, written = _model_fingerprint(), NOTE_MODELS.get(key, NOTES_MODEL)
+            marks = []
             if model not in same_model(written):
                 moved = moved_fields(written, model)
                 which = (f"its {', '.join(f'`{f}`' for f in moved)} figures, and what was read from them, are of "
                          "that model, every other figure is the same at both" if moved
                          else "its figures are of that model")
-                note = f"*(written for simulator model {written}; this report's is {model}: {which})* " + note
+                marks.append(f"written for simulator model {written}; this report's is {model}: {which}")
+            read_with = NOTE_COSTS.get(key, NOTES_COSTS)
+            if costs is not None and costs != read_with:
+                name = COSTS_NAMES.get(read_with)
+                marks.append(f"read with costs {read_with}" + (f" ({name})" if name else "")
+                             + f"; this report's are {costs}: its figures are of those costs")
+            if marks:
+                note = "*(" + "; ".join(marks) + ")* " + note
             return note
     return ""
 
@@ -709,7 +738,8 @@ def role_of(m: Measured) -> str:
             else "hand-set" if m.label in HAND_SET else "held-out")
 
 
-def compare(m: Measured, sim: RunRecord | None, line: list[RunRecord]) -> list[dict[str, Any]]:
+def compare(m: Measured, sim: RunRecord | None, line: list[RunRecord],
+            costs: str | None = None) -> list[dict[str, Any]]:
     """Cells (one per measured metric) of one thesis row against its simulated point / line."""
     r = m.record
     g = _group_name(_group_key(m))
@@ -732,7 +762,7 @@ def compare(m: Measured, sim: RunRecord | None, line: list[RunRecord]) -> list[d
                           predicted=pred, error=err, tolerance=tol, ok=bool(ok),
                           table=_cell_table(metric, m.extras.get("cite", "")), cite=m.extras.get("cite", ""),
                           note=("the simulation produced no value (no drops at all, or the run failed); "
-                                if math.isnan(pred) else "") + _miss_note(g, _row_policy(m), metric)))
+                                if math.isnan(pred) else "") + _miss_note(g, _row_policy(m), metric, costs)))
 
     if math.isnan(r.target_rate):
         add("peak_replies_per_s", m.get("peak_replies_per_s"), peak_sim)
@@ -1262,10 +1292,8 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
     cache = Path(cache) if cache else DEFAULT_CACHE
     # The sweep cache keys points by the scenario, which names the profile but does not
     # contain its costs: key the cache directory by the profile's contents as well.
-    import hashlib
-    from simaccept.costs import load_costs
-    costs_now = json.dumps(load_costs(base, cost_over).as_dict(), sort_keys=True)
-    tag = ("quick-" if quick else "") + Path(label).stem + "-" + hashlib.sha256(costs_now.encode()).hexdigest()[:10]
+    digest = costs_digest(base, cost_over)
+    tag = ("quick-" if quick else "") + Path(label).stem + "-" + digest
     all_cells, group_info, order_checks, unscored = [], [], {}, []
     lines_by_group: dict[str, dict[str, list[RunRecord]]] = {}
     check_groups(only, groups)
@@ -1298,7 +1326,7 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
         for m in rows:
             pol = _row_policy(m)
             sim = next((x for x in lines.get(pol, []) if x.target_rate == m.record.target_rate), None)
-            cells += compare(m, sim, lines.get(pol, []) + peak_points[pol])
+            cells += compare(m, sim, lines.get(pol, []) + peak_points[pol], digest)
             if sim is not None and not math.isnan(m.record.resp_ms_mean):
                 unscored.append({"row": m.label, "measured_ms": m.record.resp_ms_mean,
                                  "sim_resp_ms": sim.resp_ms_mean, "sim_connect_ms": sim.connect_ms_mean,
@@ -1389,7 +1417,6 @@ def stale_costs(recorded: dict[str, float] | None, profile: str | None, new: boo
     """The costs whose values in ``recorded`` (what an analysis file was computed with) differ from
     ``profile``'s now, then (``new``) the costs the profile has that ``recorded`` lacks, as "name (new)";
     a one-item explanation when that cannot be told; [] when the file is current."""
-    from simaccept.costs import load_costs
     if not recorded:
         return ["(the file does not record the costs it used)"]
     try:

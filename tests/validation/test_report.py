@@ -548,6 +548,34 @@ def test_a_note_read_again_for_a_later_model_is_marked_by_its_own(monkeypatch):
     assert report._miss_note(*key).startswith("*(written for simulator model fedcba9876543210;")
 
 
+def test_a_note_read_with_other_costs_is_marked_on_a_report_of_other_costs(monkeypatch):
+    # The model fingerprint covers the code, not a profile's numbers: a refit of thesis-2004
+    # leaves the model as it was and every note's figures of the old costs.
+    from validation import report
+    key, other = [k for k in report.MISS_NOTES if k[1] != "*"][:2]
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: report.NOTES_MODEL)
+    monkeypatch.setattr(report, "NOTE_MODELS", {})
+    monkeypatch.setattr(report, "NOTE_COSTS", {key: "abcdef0123"})
+    assert report._miss_note(*other, costs=report.NOTES_COSTS) == report.MISS_NOTES[other]
+    assert report._miss_note(*other) == report.MISS_NOTES[other]           # seeds.md's compare: no costs given
+    marked = report._miss_note(*other, costs="abcdef0123")
+    assert marked.startswith(f"*(read with costs {report.NOTES_COSTS} ({report.COSTS_NAMES[report.NOTES_COSTS]}); "
+                             "this report's are abcdef0123: its figures are of those costs)* ")
+    assert report._miss_note(*key, costs="abcdef0123") == report.MISS_NOTES[key]
+    # both marks at once, one parenthesis
+    monkeypatch.setattr(report, "_model_fingerprint", lambda: "0123456789abcdef")
+    both = report._miss_note(*other, costs="abcdef0123")
+    assert both.startswith(f"*(written for simulator model {report.NOTES_MODEL};") and both.count("*(") == 1
+    assert "; read with costs " in both
+
+
+def test_every_costs_digest_a_note_is_read_with_has_a_name():
+    from validation import report
+    assert {report.NOTES_COSTS, *report.NOTE_COSTS.values()} <= set(report.COSTS_NAMES)
+    assert len(report.costs_digest("thesis-2004", {"k_syn": 1.0})) == 10
+    assert report.costs_digest("thesis-2004", {"k_syn": 1.0}) != report.costs_digest("thesis-2004", {})
+
+
 def test_the_committed_report_is_of_this_model_or_says_it_is_stale():
     """docs/validation was simulated with the model summary.json names; once the model's code
     changes, its two report pages must open with a **Stale:** note naming that fingerprint until
