@@ -81,7 +81,7 @@ ROW = "userver/one-packet/select/accept-inf@27000"
 ROWS = (ROW, "tux/one-packet/-/accept-inf@23000")
 RECORD_KEYS = ("replies_per_s", "accept_rate", "select_calls_per_s", "fds_per_select", "c_avg")
 T_FROM = 20.0
-PHASES_FORMAT = 2             # in a cached trace's name: a trace written by other code is not read back
+PHASES_FORMAT = 3             # in a cached trace's name: a trace written by other code is not read back
 #: Client settings traced: name -> scenario overrides (connect-race.md's three).
 CLIENTS: dict[str, list[str]] = {
     "as shipped": [],           # one-packet rows: the connect race (client.syn_tick_ms = loop_ms = 10)
@@ -152,6 +152,16 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
     k_cost = {True: collections.Counter(), False: collections.Counter()}
     k_count = {True: collections.Counter(), False: collections.Counter()}
     k_done = {True: collections.Counter(), False: collections.Counter()}
+    # The events of the phase in progress, kept apart until it ends: they are "inside" only if
+    # the phase is one of those summarized (started at or after t_from, and ended).  A phase
+    # that straddles t_from, or is cut by the run's end, is time the summary counts as outside
+    # the phases, so its events are counted there too.
+    cur_k = (collections.Counter(), collections.Counter(), collections.Counter())
+
+    def settle(inside: bool) -> None:
+        for total, mine in zip((k_cost, k_count, k_done), cur_k):
+            total[inside].update(mine)
+            mine.clear()
     left = 0                          # connections that left the accept queue but by accept()
     plain_accept, plain_next, plain_close = host.accept, host._process_next, host.close
 
@@ -160,6 +170,7 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
         cur[3], cur[5], cur[6] = t, closed, len(acceptq)
         if cur[0] >= t_from:
             phases.append(tuple(cur))
+        settle(cur[0] >= t_from)
         cur = None
 
     def accept(t):
@@ -197,14 +208,16 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
         elif grew < 0:
             left -= grew
         if t >= t_from:
-            k_cost[inside][kind] += cost
-            k_count[inside][kind] += 1
+            cost_c, count_c, done_c = cur_k if inside else (k_cost[False], k_count[False], k_done[False])
+            cost_c[kind] += cost
+            count_c[kind] += 1
             if grew > 0:
-                k_done[inside][kind] += grew
+                done_c[kind] += grew
         return cost
 
     host.accept, host._process_next, host.close = accept, process_next, close
     env.run(until=server.proc)
+    settle(False)                     # a phase the run's end cut: not summarized
     if meter.warm is None:
         meter.tick(warm)
     end = metrics.snapshot(max(env.now, t_stop), host, server)
