@@ -138,14 +138,13 @@ COLOURS = {"1": "tab:blue", "10": "tab:orange", "inf": "tab:green", "50": "tab:r
 #: Hypotheses, not findings: each names what would test it.
 MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "1", "peak_replies_per_s"):
-        "over 120 s from idle the sim's Accept-1 keeps up at 17,662 req/s and not at 17,775 (16,622 replies/s; "
-        "the report's bisection, 5 Dec 2026) where the thesis's reaches 19,500: -9.4 %, inside the band by 0.6 "
-        "points.  Read off the fit's peak points alone (0.9, 1.0, 1.1 and 1.2 x the thesis's peak) it was 17,550, "
-        "-10.0 %, a miss by the grid's step, not the model.  Stop 58 raised select_per_fd "
-        "from 0.023 to 0.27 us (fitted with table 4.9's time split; 0.266 after the race's refit): -7.7 % at "
-        "0.023 us.  Accept-1 pays one select per connection over every open connection, so the per-descriptor "
-        "cost that brings Accept-Inf's select share towards the thesis's (18.3 %, thesis 24.7 %) costs it 2 % "
-        "of its peak",
+        "in band since thesis-2004's refit of 5 Dec 2026: over 120 s from idle the sim's Accept-1 keeps up at "
+        "17,775 req/s and not at 17,888 (16,661 replies/s; the report's bisection) where the thesis's reaches "
+        "19,500: -8.8 %.  With the costs of 30 Nov it kept up at 17,662 and not at 17,775 (-9.4 %), and read "
+        "off the fit's peak points alone (0.9, 1.0, 1.1 and 1.2 x the thesis's peak) 17,550, -10.0 %, a miss "
+        "by the grid's step, not the model.  The refit lowered select_base (11.42 -> 10.14 us) and "
+        "user_per_request (4.22 -> 3.72 us) and raised select_per_fd (0.266 -> 0.447 us), which Accept-1, "
+        "one select per connection over every open one, pays most: its peak rose 0.6 %",
     ("userver-one-packet-select", "*", "replies_per_s"):
         "in band past saturation at every policy and at each of seeds.md's four seeds since the connect race "
         "(2026-11-30, thesis-2004 fitted again with it): at 27,000 req/s Accept-1 +1.7 to +3.4 %, Accept-10 "
@@ -225,14 +224,16 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "DropRequest 3,621 against 5,680, ListenOverflow 1,719 against 2,973, all drops 0.93x the thesis's, at 15,596 "
         "replies/s (thesis 15,918): the sim refuses as many SYNs, more of them at the accept queue",
     ("userver-one-packet-select", "inf", "share:drops_drop_request"):
-        "out of band since the model fixes of 2026-12-05 (docs/known-defects.md), which thesis-2004 was not "
-        "fitted again for: a client that timed out after its handshake completed (its request had met a full "
-        "accept queue) answers the server's resent SYN-ACKs from FIN_WAIT_1 with an ACK, as its kernel does, "
-        "so its request stays in the SYN queue, tried against the accept queue at each resend, where it left "
-        "by a reset before.  The SYN queue is over 3/4 full more often and more SYNs are refused there: "
-        "DropRequest 35.9 % of the drops against the thesis's 22.3 %, AcceptQFull 57.2 % against 66.0 % (now "
-        "in band; 15.7 % and 76.9 % with the model before, this report's seed).  The fit weighs these shares "
-        "(thesis-fit.json's metrics), so a refit at this model is what would move them",
+        "out of band since the model fixes of 2026-12-05 (docs/known-defects.md), and thesis-2004's refit "
+        "at that model the same day, which weighs these shares (thesis-fit.json's metrics), left it there: "
+        "a client that timed out after its handshake completed (its request had met a full accept queue) "
+        "answers the server's resent SYN-ACKs from FIN_WAIT_1 with an ACK, as its kernel does, so its "
+        "request stays in the SYN queue, tried against the accept queue at each resend, where it left by a "
+        "reset before.  The SYN queue is over 3/4 full more often and more SYNs are refused there: "
+        "DropRequest 36.6 % of the drops against the thesis's 22.3 %, AcceptQFull 56.5 % against 66.0 % (in "
+        "band).  At the costs of 30 Nov, this report's seed: 35.9 % and 57.2 % with the fixes, 15.7 % and "
+        "76.9 % before them.  The four costs the fit moves (select's, the request's user work, a refused "
+        "SYN's) do not set the split; what fills the SYN queue does",
     ("userver-one-packet-select", "*", "accepted_never_completed"):
         "in band at every policy since the clients of 2026-11-29 (*The clients' timeout*): a connection whose "
         "3 s SYN retransmission gets in is accepted, and, unless httperf answers it before its deadline (the "
@@ -502,11 +503,16 @@ NOTE_MODELS: dict[tuple[str, str, str], str] = {
 #: figures quietly of the old costs; :func:`_miss_note` says so on a report of other costs.
 NOTES_COSTS = "6c7dd5cf0d"
 
-#: Notes read again at other costs than :data:`NOTES_COSTS`: {key: the costs' digest}.
-NOTE_COSTS: dict[tuple[str, str, str], str] = {}
+#: Notes read again at other costs than :data:`NOTES_COSTS`: {key: the costs' digest}.  The two
+#: notes read again with thesis-2004's refit of 5 Dec; the others quote runs of the costs before.
+NOTE_COSTS: dict[tuple[str, str, str], str] = {
+    ("userver-one-packet-select", "inf", "share:drops_drop_request"): "d35e8558a1",
+    ("userver-one-packet-select", "1", "peak_replies_per_s"): "d35e8558a1",
+}
 
 #: Names for the digests a note may be written with, so a reader need not hash profiles.
-COSTS_NAMES = {"6c7dd5cf0d": "thesis-2004 as fitted on 30 Nov 2026"}
+COSTS_NAMES = {"6c7dd5cf0d": "thesis-2004 as fitted on 30 Nov 2026",
+               "d35e8558a1": "thesis-2004 as fitted again on 5 Dec 2026"}
 
 
 def costs_digest(base: str, cost_over: dict[str, float]) -> str:
