@@ -86,13 +86,20 @@ def test_specweb_replies_take_the_simulated_servers_write_path(cbuild, tmp_path,
     st = extra["server_stats"]
     sc = st["syscalls"]
     assert st["replies"] > 500
+    # The counts are a window opened by SIGUSR1, and a reply counts when its last byte goes:
+    # one begun before the window counts in it without its CORK and its header's write
+    # (1,485 writes against 1,486 replies in one CI run).  The μserver counts those at the
+    # reset; a knot thread is in one reply at a time, so at most `threads` straddle.
     if kind == "userver":
+        early = st["replies_begun_before_window"]
+        assert 0 <= early <= 1500 // 10, early
         assert st["writev_max"] == 0 and sc["writev"]["calls"] == 0
-        assert sc["sendfile"]["calls"] >= st["replies"] and sc["write"]["calls"] >= st["replies"]
-        assert sc["setsockopt"]["calls"] >= 2 * st["replies"]
+        assert sc["sendfile"]["calls"] >= st["replies"]
+        assert sc["write"]["calls"] >= st["replies"] - early
+        assert sc["setsockopt"]["calls"] >= 2 * st["replies"] - early
     else:
         assert st["writev_max"] >= 1 << 20 and sc["sendfile"]["calls"] == 0
-        assert sc["writev"]["calls"] >= st["replies"]
+        assert sc["writev"]["calls"] >= st["replies"] - 16
 
 
 def _fds(pid: int) -> int:

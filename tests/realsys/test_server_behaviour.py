@@ -831,6 +831,63 @@ def test_knot_counts_the_replies_a_busy_thread_made_in_the_window(cbuild, tmp_pa
     assert st["replies"] == 2 and st["accepts"] == 1, {k: st[k] for k in ("replies", "accepts")}
 
 
+@pytest.mark.parametrize("mux", ["select", "epoll"])
+def test_userver_counts_the_replies_begun_before_the_window(cbuild, tmp_path, mux):
+    """A reply counts when its last byte goes, so a big file whose CORK and header write came
+    before SIGUSR1 and whose last sendfile came after counts in the window without them: a
+    window's write calls were one short of its replies in a CI run.  The μserver counts such
+    replies at the reset (replies_begun_before_window).  A client that reads nothing holds a
+    900 KB reply part sent across the reset."""
+    p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", mux, "--writev-max", "0",
+                         "--idle-timeout", "30")
+    snap = Path(str(tmp_path / "s.json") + ".snap")
+
+    def snapshot() -> dict:
+        snap.unlink(missing_ok=True)
+        p.send_signal(signal.SIGUSR2)
+        deadline = time.monotonic() + 5
+        while not snap.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return json.loads(snap.read_text())
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                s = socket.socket()
+                # before connect: a small window, and a small MSS so the server's send buffer
+                # (sized from MSS x initial cwnd; loopback's 64 KB MSS gives >1 MB) cannot take the file
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+                s.connect(("127.0.0.1", port))
+                break
+            except OSError:
+                s.close()
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.05)
+        s.sendall(b"GET /specweb/class3_8 HTTP/1.0\r\n\r\n")
+        deadline = time.monotonic() + 10
+        while (st := snapshot())["syscalls"]["sendfile"]["calls"] < 2:      # blocked mid-body
+            assert time.monotonic() < deadline, ({k: v["calls"] for k, v in st["syscalls"].items()}, st["replies"])
+            time.sleep(0.05)
+        assert st["replies"] == 0 and st["syscalls"]["write"]["calls"] == 1
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)
+        s.settimeout(10)
+        got = b""
+        while chunk := s.recv(1 << 16):
+            got += chunk
+        s.close()
+        time.sleep(0.2)
+        st = snapshot()
+    finally:
+        stop_asan(p, tmp_path)
+    assert status_of(got) == 200 and got.endswith((tmp_path / "r" / "specweb" / "class3_8").read_bytes())
+    sc = st["syscalls"]
+    assert (st["replies"], st["replies_begun_before_window"]) == (1, 1)
+    assert sc["write"]["calls"] == 0 and sc["setsockopt"]["calls"] == 1    # the uncork only
+    assert sc["write"]["calls"] >= st["replies"] - st["replies_begun_before_window"]
+
+
 def test_userver_takes_the_whole_hard_limit_when_it_cannot_raise_it(cbuild, tmp_path):
     # soft 50 under hard 200, 1,080 wanted: the failed raise left the soft limit at 50
     # (maxfds 34); it now takes the hard limit's 200 and keeps 16 for refusals
