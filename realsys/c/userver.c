@@ -314,7 +314,7 @@ int main(int argc, char **argv)
             g_snap = 0;
             char ex[400];
             snprintf(ex, sizeof ex, "%s\"open_conns_now\": %d, \"conn_structs\": %lu, \"conn_struct_bytes\": %zu, "
-                 "\"replies_begun_before_window\": %lu,\n",
+                     "\"replies_begun_before_window\": %lu,\n",
                      extra, nopen, conn_structs, sizeof(struct conn), begun_before_window);
             stats_snapshot(stats_path, ex, &stats_main, (double)(now_ns() - t_start) / 1e9, &sm);
         }
@@ -413,7 +413,7 @@ int main(int argc, char **argv)
     double wall = (double)(now_ns() - t_start) / 1e9;
     char ex[400];
     snprintf(ex, sizeof ex, "%s\"open_conns_now\": %d, \"conn_structs\": %lu, \"conn_struct_bytes\": %zu, "
-                 "\"replies_begun_before_window\": %lu,\n",
+             "\"replies_begun_before_window\": %lu,\n",
              extra, nopen, conn_structs, sizeof(struct conn), begun_before_window);
     int rc = stats_write_json(stats_path, ex, &stats_main, wall, &sm);
     if (rc < 0)

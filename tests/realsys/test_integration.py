@@ -92,7 +92,7 @@ def test_specweb_replies_take_the_simulated_servers_write_path(cbuild, tmp_path,
     # reset; a knot thread is in one reply at a time, so at most `threads` straddle.
     if kind == "userver":
         early = st["replies_begun_before_window"]
-        assert 0 <= early <= 1500 // 10, early
+        assert early < 100, early        # those in progress at one instant, at 1,500 req/s
         assert st["writev_max"] == 0 and sc["writev"]["calls"] == 0
         assert sc["sendfile"]["calls"] >= st["replies"]
         assert sc["write"]["calls"] >= st["replies"] - early
