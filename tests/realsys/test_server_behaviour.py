@@ -315,6 +315,18 @@ def start_asan(cbuild, binary: str, tmp_path, *args: str, preexec_fn=None):
     return p, port
 
 
+def snapshot(p, stats: Path) -> dict:
+    """SIGUSR2 the server and read the ``<stats>.snap`` it writes and goes on (an earlier
+    one is removed first, so it is never read for the new one)."""
+    snap = Path(str(stats) + ".snap")
+    snap.unlink(missing_ok=True)
+    p.send_signal(signal.SIGUSR2)
+    deadline = time.monotonic() + 5
+    while not snap.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return json.loads(snap.read_text())
+
+
 def stop_asan(p, tmp_path) -> dict:
     """SIGTERM the server, check the sanitizers stayed quiet, return its stats JSON."""
     p.send_signal(signal.SIGTERM)
@@ -801,17 +813,8 @@ def test_knot_counts_the_replies_a_busy_thread_made_in_the_window(cbuild, tmp_pa
     try:
         time.sleep(0.5)
         a = socket.create_connection(("127.0.0.1", port), timeout=5)
-        snap = Path(str(tmp_path / "s.json") + ".snap")
-
-        def snapshot() -> dict:
-            snap.unlink(missing_ok=True)
-            p.send_signal(signal.SIGUSR2)
-            deadline = time.monotonic() + 5
-            while not snap.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            return json.loads(snap.read_text())
         deadline = time.monotonic() + 20                  # however slow the machine: A accepted first,
-        while snapshot()["open_conns_now"] != 1:          # its thread then blocks reading A
+        while snapshot(p, tmp_path / "s.json")["open_conns_now"] != 1:    # its thread then blocks reading A
             assert time.monotonic() < deadline, "knot never accepted A"
             time.sleep(0.05)
         p.send_signal(signal.SIGUSR1)
@@ -824,7 +827,7 @@ def test_knot_counts_the_replies_a_busy_thread_made_in_the_window(cbuild, tmp_pa
         a.close()
         b.close()
         time.sleep(0.2)
-        st = snapshot()
+        st = snapshot(p, tmp_path / "s.json")
     finally:
         stop_asan(p, tmp_path)
     # both replies were made in the window; only B was accepted in it (A before SIGUSR1)
@@ -840,15 +843,6 @@ def test_userver_counts_the_replies_begun_before_the_window(cbuild, tmp_path, mu
     900 KB reply part sent across the reset."""
     p, port = start_asan(cbuild, "userver-asan", tmp_path, "--mux", mux, "--writev-max", "0",
                          "--idle-timeout", "30")
-    snap = Path(str(tmp_path / "s.json") + ".snap")
-
-    def snapshot() -> dict:
-        snap.unlink(missing_ok=True)
-        p.send_signal(signal.SIGUSR2)
-        deadline = time.monotonic() + 5
-        while not snap.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return json.loads(snap.read_text())
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -866,7 +860,7 @@ def test_userver_counts_the_replies_begun_before_the_window(cbuild, tmp_path, mu
                 time.sleep(0.05)
         s.sendall(b"GET /specweb/class3_8 HTTP/1.0\r\n\r\n")
         deadline = time.monotonic() + 10
-        while (st := snapshot())["syscalls"]["sendfile"]["calls"] < 2:      # blocked mid-body
+        while (st := snapshot(p, tmp_path / "s.json"))["syscalls"]["sendfile"]["calls"] < 2:  # mid-body
             assert time.monotonic() < deadline, ({k: v["calls"] for k, v in st["syscalls"].items()}, st["replies"])
             time.sleep(0.05)
         assert st["replies"] == 0 and st["syscalls"]["write"]["calls"] == 1
@@ -878,7 +872,7 @@ def test_userver_counts_the_replies_begun_before_the_window(cbuild, tmp_path, mu
             got += chunk
         s.close()
         time.sleep(0.2)
-        st = snapshot()
+        st = snapshot(p, tmp_path / "s.json")
     finally:
         stop_asan(p, tmp_path)
     assert status_of(got) == 200 and got.endswith((tmp_path / "r" / "specweb" / "class3_8").read_bytes())
@@ -934,12 +928,7 @@ def test_knot_counts_the_docroots_descriptors_in_its_limit(cbuild, tmp_path):
             served = read_reply(s)
         except (OSError, AssertionError) as e:      # not accepted: no reply within 5 s
             served = e
-        snap = Path(str(tmp_path / "s.json") + ".snap")
-        p.send_signal(signal.SIGUSR2)
-        deadline = time.monotonic() + 5
-        while not snap.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        st = json.loads(snap.read_text())
+        st = snapshot(p, tmp_path / "s.json")
     finally:
         stop_asan(p, tmp_path)
         for s in held:
