@@ -226,13 +226,17 @@ def test_twelve_busy_polling_httperf_processes_are_measured_in_their_window(cbui
 def test_httperf_runs_specweb_sessions_from_a_session_log(cbuild, tmp_path):
     """realsys.httperf with the SPECweb99-like workload: stock httperf replays sessions from a
     --wsesslog file, one keep-alive connection each; the server sees one accept a session and
-    the session log's requests on it."""
-    over = ["realsys.httperf=true", "workload.kind=specweb99", "workload.rate=2000"]
+    the session log's requests on it.  A 5 s timeout: with smoke's 1 s, one SYN the kernel
+    dropped (retransmitted after 1 s) or a 1 s stall of a shared machine is an httperf error,
+    which is not what this test is about (one CI run failed on an unnamed error so)."""
+    over = ["realsys.httperf=true", "workload.kind=specweb99", "workload.rate=2000", "client.timeout=5"]
     recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
     assert [r.status for r in recs] == ["ok"], recs[0].error
     point = json.loads(next((tmp_path / "points").glob("*.json")).read_text())
     procs = point["generator_procs"]
-    assert all(g["connections"] > 0 and g["errors"] == 0 and g["status_4xx"] == 0 for g in procs)
+    assert all(g["connections"] > 0 and g["errors"] == 0 and g["status_4xx"] == 0 for g in procs), [
+        {k: g[k] for k in ("connections", "errors", "status_4xx", "client_timo", "connreset", "connrefused",
+                           "fd_unavail", "addrunavail", "ftab_full")} for g in procs]
     conns, reqs = sum(g["connections"] for g in procs), sum(g["requests"] for g in procs)
     assert 5.5 < reqs / conns < 9.0                     # sessions of mean 7.3 requests
     st = point["server_stats"]
