@@ -43,7 +43,7 @@ from . import C_DIR, kernel
 from .docroot import HEADER_TEMPLATE, SPECWEB_FILES, make_docroot
 from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
                       write_wsesslog)
-from .servers import PORT, ServerConfigError, nginx_binary, nginx_event_methods, nginx_version, server_argv
+from .servers import PORT, ServerConfigError, death_signal, nginx_binary, nginx_event_methods, nginx_version, server_argv
 from .testbed import (TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record,
                       stop_signals_held)
 
@@ -541,8 +541,8 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     kind = sv["kind"]
     argv = server_argv(kind, v, docroot, stats_path, pdir / "nginx")
     srv_log = open(pdir / "server.log", "w")
-    server = tb.spawn(tb.server_ns, argv, cpu=rs["cpu_server"], nice=NICE, stdout=srv_log,
-                      stderr=subprocess.STDOUT)
+    server = tb.spawn(tb.server_ns, argv, cpu=rs["cpu_server"], nice=NICE, deathsig=death_signal(kind),
+                      stdout=srv_log, stderr=subprocess.STDOUT)
     extra: dict = {"point": pt.point_label(), "hash": h, "config": pt.to_json(), "sysctls": sysctls, "server_argv": argv,
                    "runner_sched": _sched_name()}
     tracer = None

@@ -49,6 +49,16 @@ def nginx_event_methods() -> tuple[str, ...]:
                               and f"--without-{m}_module" not in conf)
 
 
+def death_signal(kind: str) -> str:
+    """The signal a server gets when the run that started it dies (``TestBed.spawn``'s
+    ``deathsig``).  Our servers are one process: SIGKILL.  nginx's worker is forked by its
+    master and the kernel does not pass the death signal on to it, so after a SIGKILLed run
+    the worker went on (until the next test bed or ``realsys clean``); SIGTERM is nginx's
+    fast shutdown, in which the master stops its worker (and SIGKILLs it if it lingers)
+    before it exits."""
+    return "TERM" if kind == "nginx" else "KILL"
+
+
 def nginx_config(workdir: Path, docroot: Path, *, accept_limit, backlog: int, mux: str,
                  max_conns: int) -> Path:
     if accept_limit not in (1, "inf"):

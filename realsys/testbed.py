@@ -478,17 +478,22 @@ class TestBed:
 
     # ------------------------------------------------------------------ processes
     def spawn(self, ns: str, argv: Sequence[str], cpu: int | None, nice: int | None = None,
-              **kw) -> subprocess.Popen:
+              deathsig: str = "KILL", **kw) -> subprocess.Popen:
         """Start argv inside ns (one of ours), pinned to cpu, optionally at a nice level.
         ip-netns-exec, setpriv, chrt, nice and taskset all exec, so the Popen's pid is the
-        program's own.  It is SIGKILLed when the thread that started it ends: a SIGKILLed run
-        had left its servers listening and its anchors sleeping until the next run or
-        ``realsys clean`` (the namespaces still wait for those; so does a program whose exec
-        chain had not reached setpriv, milliseconds after its spawn).  So start programs from
-        a thread that outlives them (the runner's is the main thread)."""
+        program's own.  It gets ``deathsig`` (SIGKILL unless told) when the thread that
+        started it ends: a SIGKILLed run had left its servers listening and its anchors
+        sleeping until the next run or ``realsys clean`` (the namespaces still wait for
+        those; so does a program whose exec chain had not reached setpriv, milliseconds
+        after its spawn).  So start programs from a thread that outlives them (the runner's
+        is the main thread).  The kernel clears the death signal in a forked child, so a
+        program that forks its own workers (nginx's master) must get a signal it handles by
+        stopping them: ``servers.death_signal`` says which."""
         if ns not in self.created:
             raise TestBedError(f"{ns} is not a namespace of this test bed")
-        cmd = ["ip", "netns", "exec", ns, "setpriv", "--pdeathsig", "KILL"]
+        if deathsig not in ("KILL", "TERM", "INT", "QUIT"):
+            raise TestBedError(f"deathsig {deathsig!r}: one of KILL, TERM, INT, QUIT")
+        cmd = ["ip", "netns", "exec", ns, "setpriv", "--pdeathsig", deathsig]
         if nice is not None:
             # forked real-time (_forked_real_time), the program itself is not
             cmd += ["chrt", "--other", "0", "nice", "-n", str(nice)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from realsys import testbed
+from realsys import servers, testbed
 from realsys.testbed import TestBed, list_namespaces
 
 pytestmark = pytest.mark.root
@@ -74,6 +74,51 @@ def test_a_sigkilled_runs_programs_end_with_it(tmp_path):
         # a program whose exec chain has not reached setpriv when the run dies is missed
         # (the parent already gone, no signal comes): a window of milliseconds after spawn
         time.sleep(0.5)
+        p.kill()
+        p.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(x) for x in pids):
+            time.sleep(0.05)
+        assert not [x for x in pids if _alive(x)], [(x, Path(f"/proc/{x}/cmdline").read_bytes()) for x in pids if _alive(x)]
+    finally:
+        if p.poll() is None:
+            p.kill()
+        testbed.clean_stale()
+    assert _ours(p.pid) == []
+
+
+@pytest.mark.skipif(servers.nginx_binary() is None, reason="nginx is not installed (realsys/install-deps.sh)")
+def test_a_sigkilled_runs_nginx_ends_with_it_worker_too(tmp_path):
+    """nginx's worker is forked by its master, and a forked child does not inherit the death
+    signal: with SIGKILL as the master's, the worker of a SIGKILLed run stayed (seen in a
+    review on 2026-12-04).  The master gets ``servers.death_signal("nginx")`` instead and
+    stops its worker itself."""
+    script = tmp_path / "bed.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        sys.path.insert(0, {str(testbed.__file__.rsplit('/realsys/', 1)[0])!r})
+        from realsys import kernel, servers
+        from realsys.docroot import make_docroot
+        from realsys.testbed import TestBed
+        work = Path({str(tmp_path)!r})
+        docroot = make_docroot(work / "docroot", 1024, 4)
+        conf = servers.nginx_config(work / "nginx", docroot, accept_limit="inf", backlog=128, mux="epoll",
+                                    max_conns=1000)
+        tb = TestBed().__enter__()
+        argv = [servers.nginx_binary(), "-c", str(conf), "-p", str(work / "nginx"), "-e", str(work / "nginx/error.log")]
+        p = tb.spawn(tb.server_ns, argv, cpu=0, nice=-20, deathsig=servers.death_signal("nginx"))
+        tb.wait_listening(servers.PORT, p)
+        deadline = time.monotonic() + 5
+        while not kernel.children(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(" ".join(str(x) for x in [p.pid, *kernel.children(p.pid)]), flush=True)
+        time.sleep(60)
+    """))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in p.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(x) for x in pids), pids  # the master and its one worker
         p.kill()
         p.wait(timeout=10)
         deadline = time.monotonic() + 5
@@ -213,7 +258,7 @@ _SLOW_TEARDOWN = """
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    from realsys import testbed
+    from realsys import servers, testbed
     from realsys.testbed import TestBed
     _delete = testbed._delete_ns
     def slow_delete(ns):            # a teardown long enough to be signalled in, deterministically
