@@ -44,7 +44,7 @@ from .docroot import HEADER_TEMPLATE, SPECWEB_FILES, make_docroot
 from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
                       write_wsesslog)
 from .servers import PORT, ServerConfigError, death_signal, nginx_binary, nginx_event_methods, nginx_version, server_argv
-from .testbed import (TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record,
+from .testbed import (CPU_QUOTA_MIN, TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record,
                       stop_signals_held)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -148,6 +148,15 @@ def check_real(sc: Scenario) -> None:
                                 "load generators need a CPU of their own (realsys.cpu_server apart)")
         if v["client"]["hosts"] > 2:
             raise ScenarioError("client.hosts", "the test bed has 2 client hosts")
+        if v["realsys"]["cpu_quota"] < CPU_QUOTA_MIN:
+            # the kernel's CFS bandwidth takes a quota of 1 ms at least in a period of 1 s at most;
+            # past that the cgroup's write failed with EINVAL, the test bed up and the server listening
+            raise ScenarioError("realsys.cpu_quota", f"{v['realsys']['cpu_quota']!r} is below the smallest share "
+                                f"the kernel's CFS bandwidth gives ({CPU_QUOTA_MIN:g}: 1 ms a second)")
+        if v["realsys"]["settle_s"] > SETTLE_MAX_S:
+            # 1e10 made time.sleep overflow after the first point, with a traceback
+            raise ScenarioError("realsys.settle_s", f"{v['realsys']['settle_s']:g} s between points is past "
+                                f"{SETTLE_MAX_S:g} s (an hour); TIME_WAIT lasts 60 s")
         if kind != "nginx" and v["realsys"]["spin_us"] != int(v["realsys"]["spin_us"]):
             # the servers take whole microseconds: 0.4 ran as 0 and 2.5 as 2, recorded as asked
             raise ScenarioError("realsys.spin_us", f"{v['realsys']['spin_us']:g}: the servers spin whole "
@@ -205,6 +214,7 @@ _C_LIMITS = (("client.timeout", 600.0, "loadgen"),          # loadgen.c --timeou
              ("realsys.spin_us", 1e6, "knot"),              # knot.c --spin-us
              ("server.threads", 100000, "knot"))            # knot.c --threads
 LOADGEN_MAX_RATE = 1e6                                       # loadgen.c --rate (connections/s)
+SETTLE_MAX_S = 3600.0                                        # realsys.settle_s: the runner sleeps it between points
 #: The scenario keys loadgen reads as doubles (opt_double, strtod), above their lower bound 0.
 _LOADGEN_DOUBLES = ("scenario.duration", "scenario.warmup", "client.timeout", "client.think_ms",
                     "client.request_delay_ms", "workload.zipf_alpha")

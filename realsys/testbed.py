@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import re
 import shutil
@@ -85,6 +86,22 @@ class _forked_real_time:
 
 class TestBedError(RuntimeError):
     pass
+
+
+#: CFS bandwidth of realsys.cpu_quota's cgroup: a short period, so that the throttling is
+#: fine-grained.  The kernel refuses (EINVAL) a quota under 1 ms or a period over 1 s, so a
+#: 5 ms period took no quota share under 0.2 (the run failed with the test bed up): the
+#: period grows to keep the quota at 1 ms, down to a share of 0.001.
+CFS_PERIOD_US, CFS_MIN_QUOTA_US, CFS_MAX_PERIOD_US = 5000, 1000, 1_000_000
+CPU_QUOTA_MIN = CFS_MIN_QUOTA_US / CFS_MAX_PERIOD_US
+
+
+def cfs_bandwidth(quota: float) -> tuple[int, int]:
+    """(quota, period) in microseconds for a share of one CPU in [CPU_QUOTA_MIN, 1)."""
+    if not CPU_QUOTA_MIN <= quota < 1:
+        raise TestBedError(f"realsys.cpu_quota {quota!r}: a CFS quota takes a share from {CPU_QUOTA_MIN:g} to 1")
+    period = min(CFS_MAX_PERIOD_US, max(CFS_PERIOD_US, math.ceil(CFS_MIN_QUOTA_US / quota)))
+    return max(CFS_MIN_QUOTA_US, int(quota * period)), period
 
 
 class TestBedBusy(TestBedError):
@@ -531,16 +548,17 @@ class TestBed:
         """Put pids in a cpu cgroup of ours limited to `quota` of one CPU (CFS bandwidth).
         Interrupt and softirq work done on that CPU is not limited.  A short period (5 ms)
         makes the throttling fine-grained, closer to a slower CPU than to 100 ms on/off
-        bursts.  Returns the cgroup path."""
-        period = 5000
+        bursts; below a quota of 0.2 the period grows (``cfs_bandwidth``).  Returns the
+        cgroup path."""
+        q_us, period = cfs_bandwidth(quota) if quota < 1 else (None, CFS_PERIOD_US)
         if (CG_V1 / "cpu.cfs_quota_us").exists():
             cg = CG_V1 / f"{self.prefix}-srv"
             files = {"cpu.cfs_period_us": str(period),
-                     "cpu.cfs_quota_us": str(int(quota * period)) if quota < 1 else "-1",
+                     "cpu.cfs_quota_us": str(q_us) if quota < 1 else "-1",
                      "cpu.shares": "262144"}
         elif "cpu" in (CG_V2 / "cgroup.controllers").read_text().split() if (CG_V2 / "cgroup.controllers").exists() else False:
             cg = CG_V2 / f"{self.prefix}-srv"
-            files = {"cpu.max": f"{int(quota * period)} {period}" if quota < 1 else f"max {period}",
+            files = {"cpu.max": f"{q_us} {period}" if quota < 1 else f"max {period}",
                      "cpu.weight": "10000"}
         else:
             raise TestBedError("no cpu cgroup controller: cannot apply realsys.cpu_quota")

@@ -47,6 +47,22 @@ def test_a_value_past_what_the_c_programs_take_is_exit_2_naming_the_key(override
     assert not (tmp_path / "results.csv").exists()
 
 
+@pytest.mark.parametrize("overrides, key", [
+    # the cgroup write failed with EINVAL (exit 1, "[Errno 22] Invalid argument") once the bed was up
+    (["realsys.cpu_quota=0.0009"], "realsys.cpu_quota"),
+    # time.sleep overflowed after the first point: a traceback
+    (["realsys.settle_s=3601"], "realsys.settle_s"),
+])
+def test_a_value_the_kernel_or_the_runner_cannot_take_is_exit_2_naming_the_key(overrides, key, capsys, tmp_path):
+    argv = ["run", SMOKE, "--out", str(tmp_path)]
+    for o in overrides:
+        argv += ["--set", o]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"scenario key '{key}'" in err, err
+    assert not (tmp_path / "results.csv").exists()
+
+
 @pytest.mark.parametrize("key, limit, prog", _C_LIMITS + (("workload.rate", LOADGEN_MAX_RATE, "loadgen"),))
 def test_the_limits_are_the_c_programs_own(cbuild, key, limit, prog):
     """The limit itself passes the program's option check and just past it does not.  A bad
