@@ -516,6 +516,21 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     return records
 
 
+def _outside_policies() -> dict[str, type]:
+    """REGISTRY's policies whose class is defined outside simaccept (registered by the user)."""
+    from .servers.policies import REGISTRY
+    return {n: c for n, c in REGISTRY.items()
+            if not ((c.__module__ or "") == "simaccept" or (c.__module__ or "").startswith("simaccept."))}
+
+
+def _run_point_registering(policies: dict[str, type], *a) -> dict:
+    """:func:`_run_point` in a worker that did not inherit the caller's REGISTRY (a Dask
+    worker is a process of its own, or another machine's): the user's policies come along."""
+    from .servers.policies import REGISTRY
+    REGISTRY.update(policies)
+    return _run_point(*a)
+
+
 def _run_dask(address: str, todo, args, finish, jobs: int = 1) -> None:
     try:
         from dask.distributed import Client, LocalCluster, as_completed as d_as_completed
@@ -530,10 +545,24 @@ def _run_dask(address: str, todo, args, finish, jobs: int = 1) -> None:
             client = Client(address)
         except (OSError, ValueError) as e:     # unreachable, or not an address at all
             raise ScenarioError("--dask", f"cannot connect to the Dask scheduler at {address!r}: {e}") from None
+    # A policy registered in REGISTRY had every point fail on Dask, "unknown policy", its
+    # simulation time spent: the workers never saw the registration.  The classes travel with
+    # the tasks (cloudpickle: by value if defined in __main__, else by reference to a module the
+    # workers must be able to import, as LocalCluster's can: they start with the caller's path).
+    policies = _outside_policies()
     try:
-        futs = {client.submit(_run_point, *a, pure=False): i for i, a in zip(todo, args)}
+        futs = {(client.submit(_run_point_registering, policies, *a, pure=False) if policies else
+                 client.submit(_run_point, *a, pure=False)): i for i, a in zip(todo, args)}
         for f in d_as_completed(list(futs)):
-            finish(futs[f], f.result())
+            try:
+                d = f.result()
+            except (ImportError, AttributeError) as e:
+                if not policies:
+                    raise
+                raise SweepError(f"a Dask worker could not load the registered policies "
+                                 f"({', '.join(sorted(policies))}): {type(e).__name__}: {e}; their module must be "
+                                 f"importable on the workers") from None
+            finish(futs[f], d)
     finally:
         client.close()
         if cluster is not None:

@@ -79,6 +79,7 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable as _Iterable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -87,10 +88,10 @@ import numpy as np
 
 from simaccept.costs import COST_NAMES, load_costs, save_profile
 from simaccept.record import COLUMNS, RunRecord, _TEXT
-from simaccept.scenario import Scenario
+from simaccept.scenario import Scenario, ScenarioError
 from simaccept.sweep import stop_workers, worker_pool
 
-from .records import (PEAK_FACTORS, Measured, _as_measured, check_record, is_peak_row, peak_scenarios, repo_path, scenario_for,
+from .records import (PEAK_FACTORS, Measured, RecordError, _as_measured, check_record, is_peak_row, peak_scenarios, repo_path, scenario_for,
                       simulable)
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
@@ -363,8 +364,9 @@ def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None, what: str = "ove
             x = float(v) if _is_number(v) or isinstance(v, str) else math.nan
         except ValueError:
             x = math.nan
-        if not math.isfinite(x):
-            raise ValueError(f"{what}: {k}: a finite number of µs, got {v!r}")
+        if not (math.isfinite(x) and x >= 0):
+            # a negative one was refused later by load_costs, naming neither this argument nor --set
+            raise ValueError(f"{what}: {k}: a finite number of µs >= 0, got {v!r}")
         out[k] = x
     return out
 
@@ -419,6 +421,9 @@ class CostFitter:
             if isinstance(v, (str, bytes)):
                 # a str was iterated character by character: "user_per_request" was 16 unknown costs
                 raise TypeError(f"{name}: a list of names, got the str {v!r} (put it in a list: [{v!r}])")
+            if not isinstance(v, _Iterable):
+                # None was "'NoneType' object is not iterable", naming no argument
+                raise TypeError(f"{name}: a list of names, got the {type(v).__name__} {v!r}")
         params = list(params)
         if not params:
             raise ValueError("params: give at least one cost name")
@@ -449,7 +454,8 @@ class CostFitter:
         self.weights = dict(weights or {})
         badw = [k for k in self.weights if k not in metrics]
         if badw:
-            raise ValueError(f"weights: for metric(s) not fitted: {', '.join(badw)}")
+            # map(str): a key 1 failed in the join, a TypeError naming nothing
+            raise ValueError(f"weights: for metric(s) not fitted: {', '.join(map(str, badw))}")
         for k, w in self.weights.items():
             # checked here: a NaN or text weight failed only after the first simulations
             # a bool or a str ("2") was taken as a number and printed as given in the header
@@ -569,10 +575,10 @@ class CostFitter:
         def num(v, default):
             if v is None:
                 return default
-            try:
-                x = float(v)
-            except (TypeError, ValueError):
-                raise ValueError(f"{form}; a bound {v!r} is not a number") from None
+            if not _is_number(v):
+                # "1" and True were read as 1.0, where weights refuses them
+                raise ValueError(f"{form}; a bound {v!r} is not a number")
+            x = float(v)
             if math.isnan(x):
                 raise ValueError(f"{form}; a bound is NaN")
             return x
@@ -606,8 +612,9 @@ class CostFitter:
                     raise ValueError(f"{form}; {side} has {len(vals)} values for {n} parameters "
                                      f"({', '.join(self.params)})")
                 arr[:] = [num(v, dflt) for v in vals]
-        if np.any(lo < 0) or np.any(lo >= hi):
-            raise ValueError("bounds: need 0 <= lower < upper for every parameter")
+        bad = [f"{p} ({a:g}, {b:g})" for p, a, b in zip(self.params, lo, hi) if not 0 <= a < b]
+        if bad:
+            raise ValueError(f"bounds: need 0 <= lower < upper for every parameter; not so for {', '.join(bad)}")
         x0 = np.array([self.start_[p] for p in self.params])
         if np.any(x0 < lo) or np.any(x0 > hi):
             outside = [p for p, v, a, b in zip(self.params, x0, lo, hi) if not a <= v <= b]
@@ -803,16 +810,20 @@ class CostFitter:
         """The records that can be simulated and have a target (the rest in ``skipped_``); FitError if none."""
         if isinstance(records, (str, bytes, Path)):
             raise TypeError(f"records: the records themselves (load_records({str(records)!r})), got a path")
+        if not isinstance(records, _Iterable):
+            raise TypeError(f"records: the records (load_records(path)), got the {type(records).__name__} {records!r}")
         recs, skipped = [], []
         seen: dict[tuple, int] = {}
+        same: dict[tuple, int] = {}
         for i, r in enumerate(records):
             if not isinstance(r, (RunRecord, Measured)):
                 # a dict or a CSV row was an AttributeError deep inside
                 raise TypeError(f"records: item {i} is a {type(r).__name__}, not a Measured or RunRecord "
                                 f"(load_records(path) reads a records file)")
             m = _as_measured(r)
-            if not m.path:      # built in memory: load_records has not checked it
-                check_record(m, f"records item {i}")
+            # every one, not only those built in memory: a loaded record edited since (a zero
+            # duration_s) was simulated in the scenario file's window, not refused
+            check_record(m, f"records item {i}" + (f" ({m.path}:{m.line})" if m.path else ""))
             # a file's row by its place (two rows alike in a file are the file's to keep; the
             # file by its real path, or /d/a.csv and a.csv were two files), one built in memory
             # by its content
@@ -823,7 +834,22 @@ class CostFitter:
                 # freedom too (stderr understated), and summary()'s residuals, a dict, kept one
                 raise ValueError(f"records: item {i} ({m.label}) repeats item {seen[key]}: it would count twice")
             seen[key] = i
-            ok, why = simulable(m, self.base_dir, peaks=PEAK in self.metrics)
+            content = (m.record.to_json(), tuple(sorted(m.extras.items())))
+            if m.path and content in same:
+                # replicate runs differ in their seed or their measurements; a row the same in
+                # every column is one run pasted twice, and counted twice
+                j, f, ln = same[content]
+                raise RecordError(f"{m.label} is the same in every column as {f}:{ln} (item {j}): it would "
+                                  f"count twice (replicate runs differ in seed or measurement); remove one",
+                                  path=m.path, line=m.line)
+            same.setdefault(content, (i, m.path, m.line))
+            try:
+                ok, why = simulable(m, self.base_dir, peaks=PEAK in self.metrics)
+            except ScenarioError as e:
+                # a 1,200 s run at 20,000 req/s is past what one simulation may offer: the error
+                # named workload.rate and advised a shorter run, not which record
+                raise RecordError(f"{m.label} cannot be simulated as measured: {e}",
+                                  path=m.path or f"records item {i}", line=m.line if m.path else None) from None
             if not ok:
                 skipped.append((m.label, why))
             elif m.record.status not in ("ok", ""):      # as predict: a failed run measured nothing to fit
@@ -990,8 +1016,12 @@ class CostFitter:
             # with_overrides resolves anew and drops the point's seed key and coordinates
             sc = dataclasses.replace(scenario.with_overrides(over), point_key=scenario.point_key,
                                      coords=scenario.coords)
-        else:
+        elif isinstance(scenario, (RunRecord, Measured)):
+            m = _as_measured(scenario)
+            check_record(m, "predict" + (f" ({m.path}:{m.line})" if m.path else ""))
             sc = scenario_for(scenario, self.base_dir, self.sim_overrides + over)
+        else:
+            raise TypeError(f"predict: a Scenario, RunRecord or Measured, got the {type(scenario).__name__}")
         return simulate(sc)
 
     def header(self) -> str:

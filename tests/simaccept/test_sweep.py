@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from simaccept import load_scenario
+from simaccept.servers.policies import REGISTRY, AcceptPolicy
 from simaccept.sweep import read_csv, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +53,27 @@ def test_results_identical_with_dask_local(tmp_path):
     run_sweep(sc, tmp_path / "j1", jobs=1, plots=False)
     run_sweep(sc, tmp_path / "dk", dask="local", plots=False)
     assert rows(tmp_path / "j1" / "results.csv") == rows(tmp_path / "dk" / "results.csv")
+
+
+class HalfTheQueue(AcceptPolicy):
+    """A user's policy, registered from outside simaccept: half of what is queued, at least one."""
+    name = "half-the-queue"
+
+    def quota(self, view):
+        return max(1, view.acceptq_len // 2)
+
+
+def test_a_registered_policy_runs_on_dask_as_in_one_process(tmp_path, monkeypatch):
+    # every point failed on Dask, "unknown policy 'half-the-queue'", after spending its
+    # simulation time: a Dask worker is a process of its own and never saw the registration
+    pytest.importorskip("dask.distributed")
+    monkeypatch.setitem(REGISTRY, "half-the-queue", HalfTheQueue)
+    sc = load_scenario(text=SMALL.replace('accept_limit = [1, "inf"]', 'policy = "half-the-queue"'))
+    run_sweep(sc, tmp_path / "j1", jobs=1, plots=False)
+    run_sweep(sc, tmp_path / "dk", dask="local", plots=False)
+    a = rows(tmp_path / "j1" / "results.csv")
+    assert len(a) == 3 and all(r["status"] == "ok" and r["policy"] == "half-the-queue" for r in a), a
+    assert a == rows(tmp_path / "dk" / "results.csv")
 
 
 def test_killed_sweep_resumes_and_recomputes_nothing_finished(tmp_path):

@@ -308,9 +308,16 @@ def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(one
 @pytest.mark.parametrize("cmd", ["predict", "fit"])
 def test_a_worker_killed_outright_in_fit_or_predict_is_one_line_exit_1(one_run_csv, tmp_path, cmd):
     # as in a sweep: a BrokenProcessPool traceback, where the sweep said what happened
+    import csv
     import signal
     many = tmp_path / "many.csv"
-    many.write_text(one_run_csv.read_text() + "".join(one_run_csv.read_text().splitlines(True)[1:] * 3))
+    with one_run_csv.open(newline="") as fh:
+        row = next(csv.DictReader(fh))
+    with many.open("w", newline="") as fh:
+        # four runs at four seeds: fit refuses a row the same in every column as another
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        w.writeheader()
+        w.writerows({**row, "seed": str(float(row["seed"]) + k)} for k in range(4))
     extra = (["--profile", "thesis-2004"] if cmd == "predict" else
              ["--params", "select_base", "--out", str(tmp_path / "p.toml")])
     p = subprocess.Popen([sys.executable, "-m", "simaccept", cmd, "--records", str(many), *extra,

@@ -69,17 +69,26 @@ def test_simulation_overrides_that_would_hide_what_was_fitted_are_refused(over, 
     # cache's files into the working directory (Path("") is ".")
     ({"weights": {"replies_per_s": "2"}}, "weights: replies_per_s: a finite number >= 0, got '2'"),
     ({"weights": {"replies_per_s": True}}, "weights: replies_per_s: a finite number >= 0, got True"),
-    ({"overrides": {"k_syn": "abc"}}, "overrides: k_syn: a finite number of µs, got 'abc'"),
-    ({"overrides": {"k_syn": True}}, "overrides: k_syn: a finite number of µs, got True"),
-    ({"overrides": {"k_syn": float("inf")}}, "overrides: k_syn: a finite number of µs, got inf"),
+    ({"overrides": {"k_syn": "abc"}}, "overrides: k_syn: a finite number of µs >= 0, got 'abc'"),
+    ({"overrides": {"k_syn": True}}, "overrides: k_syn: a finite number of µs >= 0, got True"),
+    ({"overrides": {"k_syn": float("inf")}}, "overrides: k_syn: a finite number of µs >= 0, got inf"),
     ({"overrides": ["k_syn=1", "k_syn=2"]}, "overrides: k_syn given more than once"),
     ({"overrides": ["no_such_cost=1"]}, "overrides: unknown cost name(s): no_such_cost"),
-    ({"sim_overrides": ["costs.k_syn=abc"]}, "sim_overrides: k_syn: a finite number of µs, got 'abc'"),
+    ({"sim_overrides": ["costs.k_syn=abc"]}, "sim_overrides: k_syn: a finite number of µs >= 0, got 'abc'"),
     ({"cache": ""}, "cache: a directory name, got ''"),
     ({"loss": "l1"}, "loss: one of linear, soft_l1, huber, cauchy, arctan"),
     ({"f_scale": 0}, "f_scale: a finite number > 0"),
     ({"f_scale": float("nan")}, "f_scale: a finite number > 0"),
     ({"cache": "  "}, "cache: a directory name, got '  '"),
+    # an audit of 2026-12-05: the bound's owner was not named; text and bools were read as
+    # numbers; a non-text weights key raised in the error's own join; a negative override was
+    # refused later by load_costs, naming neither the argument nor --set
+    ({"bounds": {"k_syn_drop": (10, 5)}}, "not so for k_syn_drop (10, 5)"),
+    ({"bounds": {"k_syn_drop": ("1", 100)}}, "a bound '1' is not a number"),
+    ({"bounds": {"k_syn_drop": (True, 100)}}, "a bound True is not a number"),
+    ({"weights": {1: 1.0}}, "weights: for metric(s) not fitted: 1"),
+    ({"overrides": {"k_syn": -5}}, "overrides: k_syn: a finite number of µs >= 0, got -5"),
+    ({"sim_overrides": ["costs.k_syn=-5"]}, "sim_overrides: k_syn: a finite number of µs >= 0, got '-5'"),
 ])
 def test_bad_arguments_are_refused_by_name(kw, msg):
     # they failed after simulating (NaN weight, diff_step 0), in numpy or scipy (bounds), or
@@ -409,3 +418,68 @@ def test_an_underdetermined_fit_is_bad_input_exit_2(capsys, tmp_path):
                "--params", "user_per_request,k_syn_drop", "--metrics", "replies_per_s", "--base-profile",
                "realsys-linux6", "--out", str(tmp_path / "p.toml")])
     assert rc == 2 and "underdetermined" in capsys.readouterr().err and not (tmp_path / "p.toml").exists()
+
+
+@pytest.mark.parametrize("name", ["params", "metrics", "sim_overrides"])
+def test_none_for_a_list_names_the_argument(name):
+    # "'NoneType' object is not iterable", naming no argument
+    kw = {"params": ["user_per_request"], name: None}
+    with pytest.raises(TypeError, match=f"{name}: a list of names, got the NoneType None"):
+        CostFitter(**kw)
+
+
+def test_fit_of_none_names_the_records():
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    with pytest.raises(TypeError, match="records: the records"):
+        f.fit(None)
+
+
+def _one_packet_rows(n):
+    return [m for m in load_records(SELECT) if m.record.accept_limit == "1" and m.record.target_rate >= 5600][:n]
+
+
+@pytest.mark.parametrize("col, value", [("duration_s", 0.0), ("duration_s", -3.0), ("seed", -7.0),
+                                        ("replies_per_s", -5.0)])
+def test_a_loaded_record_edited_since_is_checked_too(col, value):
+    # only records built in memory were checked: a loaded one given a zero duration_s was
+    # simulated in the scenario file's window (10 s), and predict checked none at all
+    import dataclasses
+    m = _one_packet_rows(1)[0]
+    bad = dataclasses.replace(m, record=dataclasses.replace(m.record, **{col: value}))
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    with pytest.raises(ValueError, match=f"{bad.path}:{bad.line}.*column '{col}'"):
+        f._prepare([bad])
+    f.params_, f.stderr_ = {"user_per_request": 1.0}, {"user_per_request": 0.1}
+    if col != "replies_per_s":      # predict simulates the record's scenario; a measurement is not read
+        with pytest.raises(ValueError, match=f"column '{col}'"):
+            f.predict(bad.record)
+
+
+def test_a_row_the_same_in_every_column_as_another_of_its_file_is_refused(tmp_path):
+    # it was fitted twice (a residual and a degree of freedom counted twice); replicates of a
+    # point, which differ in seed or measurement, are kept
+    lines = SELECT.read_text().splitlines(keepends=True)
+    recs = tmp_path / "dup.csv"
+    recs.write_text("".join(lines[:4]) + lines[3])
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"])
+    with pytest.raises(ValueError, match=fr"{recs}:5: .* is the same in every column as {recs}:4 \(item 2\)"):
+        f._prepare(load_records(recs))
+    f._prepare(load_records(SELECT))         # its replicates differ in their seeds
+
+
+@pytest.mark.parametrize("cmd", ["fit", "predict"])
+def test_a_record_too_long_to_simulate_is_refused_naming_its_file_and_line(tmp_path, capsys, cmd):
+    # a paper row is simulated over its own window: the error named workload.rate and said
+    # "shorten the run", not which row of the file
+    recs = tmp_path / "long.csv"
+    recs.write_text("source,scenario,server,mux,accept_limit,workload,target_rate,duration_s,replies_per_s\n"
+                    "paper,thesis/userver-onepacket,userver,select,1,one-packet,20000,120,9000\n"
+                    "paper,thesis/userver-onepacket,userver,select,inf,one-packet,20000,1200,9000\n")
+    if cmd == "fit":
+        argv = ["fit", "--params", "user_per_request", "--out", str(tmp_path / "p.toml")]
+    else:
+        argv = ["predict", "--profile", "thesis-2004"]
+    rc = main(argv + ["--records", str(recs)])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{recs}:3: " in err and "cannot be simulated as measured" in err, err
+    assert not (tmp_path / "p.toml").exists()
