@@ -421,9 +421,12 @@ class CostFitter:
             if isinstance(v, (str, bytes)):
                 # a str was iterated character by character: "user_per_request" was 16 unknown costs
                 raise TypeError(f"{name}: a list of names, got the str {v!r} (put it in a list: [{v!r}])")
+            if v is None and name in ("overrides", "sim_overrides"):
+                continue                # none, as () is
             if not isinstance(v, _Iterable):
                 # None was "'NoneType' object is not iterable", naming no argument
                 raise TypeError(f"{name}: a list of names, got the {type(v).__name__} {v!r}")
+        sim_overrides = () if sim_overrides is None else sim_overrides
         params = list(params)
         if not params:
             raise ValueError("params: give at least one cost name")

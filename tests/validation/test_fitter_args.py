@@ -420,12 +420,17 @@ def test_an_underdetermined_fit_is_bad_input_exit_2(capsys, tmp_path):
     assert rc == 2 and "underdetermined" in capsys.readouterr().err and not (tmp_path / "p.toml").exists()
 
 
-@pytest.mark.parametrize("name", ["params", "metrics", "sim_overrides"])
+@pytest.mark.parametrize("name", ["params", "metrics"])
 def test_none_for_a_list_names_the_argument(name):
     # "'NoneType' object is not iterable", naming no argument
     kw = {"params": ["user_per_request"], name: None}
     with pytest.raises(TypeError, match=f"{name}: a list of names, got the NoneType None"):
         CostFitter(**kw)
+
+
+def test_none_for_the_overrides_is_none():
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", overrides=None, sim_overrides=None)
+    assert f.overrides == {} and f.sim_overrides == []
 
 
 def test_fit_of_none_names_the_records():
