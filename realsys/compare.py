@@ -67,11 +67,12 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
             from_rate: float | None = None) -> dict:
     """Pairs and ratio summaries (see the module docstring).  Raises ResultsFileError for a
     results file that is not one, ValueError when the two sides share no folder."""
-    if from_rate is not None and not math.isfinite(from_rate):
-        raise ValueError(f"--from-rate: must be a finite rate, got {from_rate!r}")
+    if from_rate is not None and not (math.isfinite(from_rate) and from_rate > 0):
+        # -1 gave a column headed "from -1 req/s", the same as every rate
+        raise ValueError(f"--from-rate: must be a finite rate > 0, got {from_rate!r}")
     for side in (before, after):
         if not Path(side).is_dir():
-            raise ValueError(f"{side}: no such folder")
+            raise ValueError(f"{side}: " + ("a file, not a results folder" if Path(side).exists() else "no such folder"))
     bf, af = _folders(Path(before)), _folders(Path(after))
     if (Path(before) / "results.csv").is_file() and (Path(after) / "results.csv").is_file():
         af = {Path(before).name: Path(after)}      # two results folders: each other's, whatever the names
@@ -112,6 +113,10 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
     for p in pairs:
         groups.setdefault((p["folder"], p["series"]), []).append(p)
     past = (lambda p: p["target_rate"] >= from_rate) if from_rate is not None else (lambda p: True)
+    if from_rate is not None and pairs and not any(past(p) for p in pairs):
+        # above every rate: an empty column and exit 0
+        raise ValueError(f"--from-rate: {from_rate:g} req/s is above every paired run's target rate "
+                         f"(the highest: {max(p['target_rate'] for p in pairs):g})")
     rows = [{"folder": f, "series": s, "all": summary(ps), "past": summary([p for p in ps if past(p)])}
             for (f, s), ps in groups.items()]
     return {"before": str(before), "after": str(after), "metric": metric, "from_rate": from_rate,

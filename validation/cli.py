@@ -162,11 +162,23 @@ def _numbers(text: str | None, flag: str, default):
     saying why) when one is not a number."""
     if text is None:
         return default
+    items = [x.strip() for x in text.split(",")]
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        vals = [float(x) for x in items]
     except ValueError:
+        # an empty item was dropped unsaid ("0,,25"), and "" meant the default for one option
+        # and was refused for the other
         _err(f"{flag}: not a comma-separated list of numbers: {text!r}")
         return None
+    bad = [x for x, v in zip(items, vals) if not (math.isfinite(v) and v >= 0)]
+    if bad:
+        _err(f"{flag}: {', '.join(bad)}: each must be a finite number >= 0")
+        return None
+    why = _twice([f"{v:g}" for v in vals])      # by value: 25 and 25.0 are one
+    if why:
+        _err(f"{flag}: {why}")
+        return None
+    return vals
 
 
 def _twice(names) -> str | None:
@@ -204,6 +216,9 @@ def machine_fit_target(args) -> dict:
     import re
 
     from . import machine
+    if args.profile is not None and not args.profile.strip():
+        # "" was taken for no --profile: the shipped realsys-linux6 was refitted
+        raise ValueError("--profile: an empty name (leave --profile out for the default)")
     results = Path(args.results) if args.results else None
     default_results = results is None or results.resolve() == machine.RESULTS.resolve()
     profile = args.profile or (machine.PROFILE if default_results else None)
@@ -912,11 +927,28 @@ def _main(args) -> int:
             if why:
                 _err(f"--metrics: {why}")
                 return 2
-            params = tuple(p.strip() for p in args.params.split(",") if p.strip()) if args.params else FIT_PARAMS
+            if args.check:
+                # check() runs at the shipped values: these were read and then ignored
+                given = [f for f, v in (("--params", args.params), ("--start", args.start),
+                                        ("--max-nfev", args.max_nfev if args.max_nfev != 12 else None)) if v is not None]
+                if given:
+                    _err(f"--check: prints the residuals at the shipped thesis-2004; {', '.join(given)} "
+                         f"belong to a fit")
+                    return 2
+            # "" was taken for no --params: the whole fit, from thesis-2004-hand
+            params = (tuple(p.strip() for p in args.params.split(",") if p.strip()) if args.params is not None
+                      else FIT_PARAMS)
             bad = [p for p in params if p not in FIT_PARAMS]
             if bad or not params:
                 _err(f"--params: {', '.join(bad) or 'none given'}: not among the thesis fit's costs "
                      f"({', '.join(FIT_PARAMS)})")
+                return 2
+            if args.start is not None and not args.start.strip():
+                _err("--start: an empty name (leave --start out for thesis-2004-hand)")
+                return 2
+            why = _twice(params)
+            if why:
+                _err(f"--params: {why}")
                 return 2
             if args.start:
                 from simaccept.costs import load_costs
@@ -940,12 +972,35 @@ def _main(args) -> int:
             _err(f"fit failed: {e}")
             return 1
         except ValueError as e:             # a bad --set (unknown key, wrong type)
-            _err(str(e))
+            msg = str(e)
+            arg, _, reason = msg.partition(": ")
+            # CostFitter names its own argument; thesis-fit's options are --set and --start
+            flag = {"sim_overrides": "--set", "params": "--params", "base_profile": "--start"}.get(arg)
+            _err(f"{flag}: {reason.replace('as base_profile (--base-profile)', 'as --start')}" if flag else msg)
             return 2
         return 0
     if args.jobs < 1:
         _err(f"--jobs: must be >= 1, got {args.jobs}")
         return 2
+    if getattr(args, "rows", None) is not None:
+        # trace --rows A,A traced A twice, its page listing each step twice
+        why = _twice([x.strip() for x in args.rows.split(",") if x.strip()])
+        if why:
+            _err(f"--rows: {why}")
+            return 2
+    if args.cmd == "report":
+        if args.real_profile is not None and not args.real_profile.strip():
+            # "" was taken for no --real-profile: a report with no realsys section
+            _err("--real-profile: an empty name (leave it out for a report without the realsys runs)")
+            return 2
+        import os
+        seen: dict[str, str] = {}
+        for p in args.real:
+            # the same runs given twice were held out twice: the median and its count inflated
+            if os.path.realpath(p) in seen:
+                _err(f"--real: {p!r} is the file given before as {seen[os.path.realpath(p)]!r}")
+                return 2
+            seen[os.path.realpath(p)] = p
     if args.cmd != "report" and args.profile is not None:
         # a malformed profile file (a negative cost, no [costs] table) raised a ValueError traceback
         from simaccept.costs import load_costs

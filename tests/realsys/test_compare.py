@@ -66,7 +66,14 @@ def test_two_results_folders_compare_directly(tmp_path):
     (lambda t: (_folder(t / "a", "x", [_rec("1", 1.0, 1.0)]), _folder(t / "b", "x", [_rec("1", 1.0, 1.0)]),
                 "--metric", "status"), "--metric 'status' is not a numeric column (a row holds 'ok')"),
     (lambda t: (_folder(t / "a", "x", [_rec("1", 1.0, 1.0)]), _folder(t / "b", "x", [_rec("1", 1.0, 1.0)]),
-                "--from-rate", "nan"), "--from-rate: must be a finite rate, got nan"),
+                "--from-rate", "nan"), "--from-rate: must be a finite rate > 0, got nan"),
+    # an audit of 2026-12-05: a column headed "from -1 req/s", an empty one (exit 0), "no such folder"
+    (lambda t: (_folder(t / "a", "x", [_rec("1", 1.0, 1.0)]), _folder(t / "b", "x", [_rec("1", 1.0, 1.0)]),
+                "--from-rate", "-1"), "--from-rate: must be a finite rate > 0, got -1.0"),
+    (lambda t: (_folder(t / "a", "x", [_rec("1", 4000.0, 1.0)]), _folder(t / "b", "x", [_rec("1", 4000.0, 1.0)]),
+                "--from-rate", "1e12"), "--from-rate: 1e+12 req/s is above every paired run's target rate "
+                                        "(the highest: 4000)"),
+    (lambda t: ((t / "f.csv", (t / "f.csv").write_text("x\n"))[0], t), "f.csv: a file, not a results folder"),
 ])
 def test_refusals_name_the_reason(tmp_path, capsys, make, msg):
     a, b, *opts = make(tmp_path)

@@ -95,6 +95,9 @@ def test_records_that_are_a_device_are_exit_2_unread(tmp_path, capsys, no_runs, 
 
 @pytest.mark.parametrize("over, why", [("workload.rate=5", "each record sets it from its own columns"),
                                        ("server.accept_limit=10", "each record sets it from its own columns"),
+                                       # every record ran at seed 5, replicates alike, the output
+                                       # still showing each record's own seed
+                                       ("scenario.seed=5", "each record sets it from its own columns"),
                                        (' costs.profile = "thesis-2004-hand"', "give the profile as --profile")])
 def test_predict_set_of_a_record_key_or_the_profile_is_refused(one_run_csv, capsys, no_runs, over, why):
     # predict --set workload.rate=5 simulated every record at 5 req/s and compared it with the
@@ -123,6 +126,60 @@ def test_thesis_fit_metric_given_twice_is_refused(capsys, monkeypatch):
     monkeypatch.setattr(tf, "fit", lambda *a, **k: pytest.fail("fitted"))
     assert vmain(["thesis-fit", "--metrics", "replies_per_s,replies_per_s"]) == 2
     assert "--metrics: given more than once: replies_per_s" in capsys.readouterr().err
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Every analysis and fit python -m validation can start fails the test if it starts."""
+    import validation.machine as machine
+    import validation.phases as phases
+    import validation.report as report
+    import validation.specweb_idle as specweb_idle
+    import validation.thesis_fit as thesis_fit
+    import validation.trace as trace
+    for mod, name in ((thesis_fit, "fit"), (thesis_fit, "check"), (machine, "fit"), (specweb_idle, "run"),
+                      (trace, "run"), (phases, "run"), (report, "run_report")):
+        monkeypatch.setattr(mod, name, lambda *a, _n=f"{mod.__name__}.{name}", **k: pytest.fail(f"{_n} ran"))
+
+
+SELECT = "realsys/results/onepacket-select/results.csv"
+
+
+@pytest.mark.parametrize("argv, msg", [
+    # found by an audit on 2026-12-05; each ran (or began to) with the input taken for another
+    (["machine-fit", "--profile", ""], "--profile: an empty name"),              # refitted realsys-linux6
+    (["thesis-fit", "--params", ""], "--params: none given"),                    # the whole fit
+    (["thesis-fit", "--start", ""], "--start: an empty name"),                   # from thesis-2004-hand
+    (["thesis-fit", "--params", "select_base,select_base"], "--params: given more than once: select_base"),
+    (["thesis-fit", "--check", "--params", "select_base"], "--check: prints the residuals"),   # ignored
+    (["thesis-fit", "--check", "--start", "thesis-2004-hand"], "--start belong to a fit"),
+    (["specweb-idle", "--per-kb-factors", ""], "--per-kb-factors: not a comma-separated list"),  # "1" only
+    (["specweb-idle", "--think-ms", "0,,25"], "--think-ms: not a comma-separated list"),   # the item dropped
+    (["specweb-idle", "--think-ms", "0,25,25.0"], "--think-ms: given more than once: 25"),
+    (["specweb-idle", "--think-ms", "-5"], "--think-ms: -5: each must be a finite number >= 0"),
+    (["trace", "--rows", "userver/one-packet/select/accept-1@27000,userver/one-packet/select/accept-1@27000"],
+     "--rows: given more than once"),                                            # traced twice
+    (["phases", "--rows", "a,a"], "--rows: given more than once: a"),
+    (["report", "--real-profile", ""], "--real-profile: an empty name"),         # no realsys section
+    (["report", "--real", SELECT, "--real", "./" + SELECT, "--real-profile", "realsys-linux6"],
+     "is the file given before as"),                                             # held out twice
+])
+def test_python_m_validation_refuses_by_option_before_anything_runs(argv, msg, capsys, nothing_runs, monkeypatch):
+    from validation.cli import main as vmain
+    monkeypatch.chdir(ROOT)
+    assert vmain(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err, err
+
+
+def test_thesis_fit_names_its_own_options(capsys, monkeypatch):
+    # "params: duplicate names", "sim_overrides: ..." and "give the profile as base_profile
+    # (--base-profile)", an option thesis-fit does not have
+    from validation.cli import main as vmain
+    monkeypatch.chdir(ROOT)
+    assert vmain(["thesis-fit", "--set", "costs.profile=thesis-2004-hand"]) == 2
+    err = capsys.readouterr().err
+    assert "--set: costs.profile: give the profile as --start" in err, err
 
 
 @pytest.mark.parametrize("out", ["", " "])
