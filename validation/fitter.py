@@ -91,7 +91,7 @@ from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario, ScenarioError
 from simaccept.sweep import stop_workers, worker_pool
 
-from .records import (PEAK_FACTORS, Measured, RecordError, _as_measured, check_record, is_peak_row, peak_scenarios, repo_path, scenario_for,
+from .records import (PEAK_FACTORS, Measured, NotSimulable, RecordError, _as_measured, check_record, is_peak_row, peak_scenarios, repo_path, scenario_for,
                       simulable)
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
@@ -852,10 +852,15 @@ class CostFitter:
             try:
                 ok, why = simulable(m, self.base_dir, peaks=PEAK in self.metrics)
             except ScenarioError as e:
-                # a 1,200 s run at 20,000 req/s is past what one simulation may offer: the error
-                # named workload.rate and advised a shorter run, not which record
-                raise RecordError(f"{m.label} cannot be simulated as measured: {e}",
-                                  path=m.path or f"records item {i}", line=m.line if m.path else None) from None
+                try:
+                    # a sim_overrides may repair it (scenario.duration for a run too long to simulate)
+                    scenario_for(m, self.base_dir, self.sim_overrides)
+                    ok, why = True, ""
+                except (ScenarioError, NotSimulable):
+                    # a 1,200 s run at 20,000 req/s is past what one simulation may offer: the error
+                    # named workload.rate and advised a shorter run, not which record
+                    raise RecordError(f"{m.label} cannot be simulated as measured: {e}",
+                                      path=m.path or f"records item {i}", line=m.line if m.path else None) from None
             if not ok:
                 skipped.append((m.label, why))
             elif m.record.status not in ("ok", ""):      # as predict: a failed run measured nothing to fit

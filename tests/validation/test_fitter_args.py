@@ -488,3 +488,14 @@ def test_a_record_too_long_to_simulate_is_refused_naming_its_file_and_line(tmp_p
     err = capsys.readouterr().err
     assert rc == 2 and f"{recs}:3: " in err and "cannot be simulated as measured" in err, err
     assert not (tmp_path / "p.toml").exists()
+
+
+def test_a_record_too_long_to_simulate_is_simulated_when_a_set_shortens_it(tmp_path, capsys):
+    # the refusal advises a shorter run: --set scenario.duration repairs it, in predict and fit
+    recs = tmp_path / "long.csv"
+    recs.write_text("source,scenario,server,mux,accept_limit,workload,target_rate,duration_s,replies_per_s\n"
+                    "paper,thesis/userver-onepacket,userver,select,inf,one-packet,20000,1200,9000\n")
+    assert main(["predict", "--profile", "thesis-2004", "--records", str(recs),
+                 "--set", "scenario.duration=0.3"]) == 0, capsys.readouterr().err
+    f = CostFitter(params=["user_per_request"], metrics=["replies_per_s"], sim_overrides=["scenario.duration=0.3"])
+    assert len(f._prepare(load_records(recs))) == 1
