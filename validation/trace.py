@@ -182,8 +182,11 @@ def _f(x: float, nd: int = 0) -> str:
 
 def markdown(res: dict) -> str:
     n, step = res["n_seeds"], res["step_s"]
+    rows = list(dict.fromkeys(t["row"] for t in res["traces"]))
     cmd = f"python -m validation trace --seeds {n} --step {step:g}" + (
-        f" --until {res['until_s']:g}" if res.get("until_s") else "")
+        f" --until {res['until_s']:g}" if res.get("until_s") else "") + (
+        # other rows than the default's: the command named did not reproduce the page
+        f" --rows {','.join(rows)}" if rows and rows != list(DEFAULT_ROWS) else "")
     L = ["---\norphan: true\n---\n", "# The server loop within a run\n",
          f"Generated {res['generated_at']} by `{cmd}` (profile `{res['profile']}`, simulator model fingerprint "
          f"`{res['model_fingerprint']}`).  Method in `validation/trace.py`.\n",

@@ -89,6 +89,8 @@ def test_run_writes_steps_that_add_up_to_the_whole_window_and_caches(tmp_path):
     assert saved["traces"][0]["steps"][0]["t1"] == 1 and saved["thesis"][INF27]["select_calls_per_s"] == 262
     md = (tmp_path / "trace.md").read_text()
     assert f"## {INF27} (calibration)" in md and "262 loops/s, 70.43 per loop" in md and "| **0–3** |" in md
+    # the page's command had no --rows, so it named a run of the four default rows
+    assert f"`python -m validation trace --seeds 2 --step 1 --until 3 --rows {INF27}`" in md
     t = res["traces"][0]
     assert sum(s["open_conns_mean"] * s["span_s"] for s in t["steps"]) == pytest.approx(
         sum(s["span_s"] for s in t["steps"]) * t["whole"]["open_conns_mean"])
