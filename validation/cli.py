@@ -381,13 +381,14 @@ def fit_main(args) -> int:
                 "cache": "--cache", "loss": "--loss", "f_scale": "--f-scale"}.get(arg)
         _err(f"{flag}: {reason}" if flag else msg)
         return 2
-    why = _out_problem(out)
+    # the records first: the writability probe creates (and removes) a file in the records' directory
+    why = _records_problem(out, args.records) or _out_problem(out)
     if not why and not str(out).endswith(".toml"):
         # a profile is named by its .toml path (costs.profile, --profile: lower case, as
         # is_profile_path reads it); "out/noext" and "X.TOML" were written and then not found
         # by name, and "results.csv" was replaced by a profile without a word
         why = "a cost profile is a .toml file, in lower case (it is then named by that path)"
-    why = why or _records_problem(out, args.records) or _profile_problem(out, base_profile)
+    why = why or _profile_problem(out, base_profile)
     if why:
         _err(f"--out {str(out)!r}: {why}")
         return 2
@@ -485,7 +486,8 @@ def predict_main(args) -> int:
         _err(f"--out {args.out!r}: give a file name (a CSV of the rows), or leave --out out")
         return 2
     out = Path(args.out) if getattr(args, "out", None) else None
-    why = (_out_problem(out) or _records_problem(out, args.records)) if out is not None else None
+    # the records first: the writability probe creates (and removes) a file in the records' directory
+    why = (_records_problem(out, args.records) or _out_problem(out)) if out is not None else None
     if why:
         _err(f"--out {str(out)!r}: {why}")
         return 2

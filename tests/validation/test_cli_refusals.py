@@ -38,12 +38,15 @@ def test_out_naming_the_records_file_is_refused(one_run_csv, tmp_path, capsys, m
     out = {"same": rec.name, "dot": f"./{rec.name}", "symlink": "link" + rec.suffix}[how]
     if how == "symlink":
         (tmp_path / out).symlink_to(rec)
+    mtime = tmp_path.stat().st_mtime_ns
     argv = ([cmd, "--records", rec.name, "--params", "select_base", "--out", out] if cmd == "fit"
             else [cmd, "--records", rec.name, "--profile", "thesis-2004", "--out", out])
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"--out {str(Path(out))!r}: is the --records file" in err and "Traceback" not in err, err
     assert rec.read_bytes() == before and no_runs == []
+    # nothing created in the records' directory either: the writability probe came first
+    assert tmp_path.stat().st_mtime_ns == mtime
 
 
 @pytest.mark.parametrize("cache", ["pc.toml", "pc.toml/sub"])
