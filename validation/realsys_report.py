@@ -376,7 +376,11 @@ def check(results: str | Path, profile: str, out: str | Path, jobs: int = 2, fit
         + (f" and {' '.join(over)} (the fit's)" if over else ""))
     info = realsys_heldout(paths, profile, jobs, over)
     if info.get("median_abs_throughput_error") is None:
-        raise ValueError(f"{results}: no held-out run past saturation to compare ({info.get('note', '')})")
+        held = [d for d in info.get("rows", []) if d.get("role") == "held-out"]
+        # a folder with a header-only results.csv said "(...)" with nothing in the brackets
+        note = info.get("note") or (f"{len(held)} held-out runs read from {len(paths)} results files, none past "
+                                    "its group's saturation rate")
+        raise ValueError(f"{results}: no held-out run past saturation to compare ({note})")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pngs = plot(out, info)
