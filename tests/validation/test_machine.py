@@ -364,6 +364,15 @@ def test_machine_check_refusals(tmp_path, capsys):
     for argv, msg in cases:
         assert main(["machine-check", *argv]) == 2, argv
         assert msg in capsys.readouterr().err, argv
+    # a held-out folder whose results.csv has a header and no run: the message's brackets were empty
+    empty = tmp_path / "empty"
+    (empty / "onepacket-select").mkdir(parents=True)
+    (empty / "onepacket-select" / "results.csv").write_text(
+        "source,scenario,server,mux,accept_limit,workload,target_rate,duration_s,replies_per_s\n")
+    assert main(["machine-check", "--results", str(empty), "--profile", "realsys-linux6",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert ("no held-out run past saturation to compare (0 held-out runs read from 1 results files"
+            in capsys.readouterr().err)
 
 
 
