@@ -550,6 +550,9 @@ def predict_main(args) -> int:
     sims = simulate_records(todo, args.profile, int(jobs), sim_overrides, source="<predict>", cache=cache)
     labels = _distinct_labels(todo)
     rows, failed = [], []
+    # --set scenario.seed=5 runs every record at seed 5 (a paper row has no seed of its own): the
+    # seed shown was the record's, not the one simulated
+    seed_set = any(str(o).split("=", 1)[0].strip() == "scenario.seed" for o in sim_overrides)
     for m, s, label in zip(todo, sims, labels):
         if s.status != "ok":
             failed.append((label, (s.error or "").splitlines()[0] if s.error else s.status))
@@ -557,7 +560,8 @@ def predict_main(args) -> int:
         for k in metrics:
             meas, pred = float(getattr(m.record, k)), float(getattr(s, k))
             err = (pred - meas) / abs(meas) if math.isfinite(meas) and meas != 0 and math.isfinite(pred) else math.nan
-            rows.append({"row": label, "seed": _seed_text(m.record.seed), "metric": k, "measured": meas,
+            rows.append({"row": label, "seed": _seed_text(float(s.seed) if seed_set else m.record.seed),
+                         "metric": k, "measured": meas,
                          "predicted": pred, "error": err, "difference": pred - meas})
     # replicates (onepacket-select-reps: one label at several seeds) printed as identical rows
     seeds_of: dict[str, set] = {}

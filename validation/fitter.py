@@ -382,10 +382,7 @@ def _is_number(v) -> bool:
 
 
 #: Scenario keys :func:`~validation.records.scenario_for` takes from each record's own columns.
-_RECORD_KEYS = frozenset({"workload.rate", "workload.kind", "server.kind", "server.mux", "server.accept_limit",
-                          # a --set scenario.seed=5 ran every record at seed 5 (replicates alike) while the
-                          # output still showed each record's own seed
-                          "scenario.seed"})
+_RECORD_KEYS = frozenset({"workload.rate", "workload.kind", "server.kind", "server.mux", "server.accept_limit"})
 
 
 #: scipy.optimize.least_squares' losses.  ``linear`` is least squares; the others weigh a

@@ -423,3 +423,15 @@ def test_time_split_on_a_records_file_with_no_cpu_share_column_is_exit_2_before_
                "--metrics", "replies_per_s,time_split"])
     err = capsys.readouterr().err
     assert rc == 2 and "no column cpu_share_<fn>" in err and "time_split needs one" in err, err
+
+
+def test_predict_with_a_seed_set_shows_the_seed_it_simulated(one_run_csv, tmp_path):
+    # --set scenario.seed=5 ran the record at seed 5 while --out showed the record's own seed (3)
+    out = tmp_path / "p.csv"
+    assert main(["predict", "--records", str(one_run_csv), "--profile", "thesis-2004", "--metrics", "replies_per_s",
+                 "--set", "scenario.seed=5", "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [r["seed"] for r in rows] == ["5"], rows
+    assert main(["predict", "--records", str(one_run_csv), "--profile", "thesis-2004", "--metrics", "replies_per_s",
+                 "--out", str(out)]) == 0
+    assert [r["seed"] for r in csv.DictReader(out.open())] == ["3"]

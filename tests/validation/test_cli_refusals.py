@@ -98,9 +98,6 @@ def test_records_that_are_a_device_are_exit_2_unread(tmp_path, capsys, no_runs, 
 
 @pytest.mark.parametrize("over, why", [("workload.rate=5", "each record sets it from its own columns"),
                                        ("server.accept_limit=10", "each record sets it from its own columns"),
-                                       # every record ran at seed 5, replicates alike, the output
-                                       # still showing each record's own seed
-                                       ("scenario.seed=5", "each record sets it from its own columns"),
                                        (' costs.profile = "thesis-2004-hand"', "give the profile as --profile")])
 def test_predict_set_of_a_record_key_or_the_profile_is_refused(one_run_csv, capsys, no_runs, over, why):
     # predict --set workload.rate=5 simulated every record at 5 req/s and compared it with the
