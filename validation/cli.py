@@ -534,6 +534,9 @@ def predict_main(args) -> int:
         except (ScenarioError, RecordError) as e:
             try:
                 scenario_for(m)
+            except RecordError as alone:        # the record's own cell (a bad config): file, line, column
+                _err(str(alone))
+                return 2
             except ScenarioError as alone:
                 # the record's own window (1,200 s at 20,000 req/s offers too many requests): the
                 # error named workload.rate, not which record (a --set scenario.duration repairs it)
