@@ -209,6 +209,12 @@ class SweepError(RuntimeError):
     """A sweep that could not finish for a reason outside its scenario (a worker died)."""
 
 
+def _ours(cls: type) -> bool:
+    """Whether ``cls`` is defined in simaccept (whose code the model fingerprint covers)."""
+    mod = cls.__module__ or ""
+    return mod == "simaccept" or mod.startswith("simaccept.")
+
+
 def policy_key(policy: str) -> str | None:
     """What the cache key needs about ``server.policy`` beyond :func:`model_fingerprint`.
 
@@ -222,7 +228,7 @@ def policy_key(policy: str) -> str | None:
     h, outside = hashlib.sha256(), False
     for c in REGISTRY[policy].__mro__:
         mod = c.__module__ or ""
-        if c is object or mod == "simaccept" or mod.startswith("simaccept."):
+        if c is object or _ours(c):
             continue
         try:
             src = inspect.getsource(c)
@@ -519,8 +525,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
 def _outside_policies() -> dict[str, type]:
     """REGISTRY's policies whose class is defined outside simaccept (registered by the user)."""
     from .servers.policies import REGISTRY
-    return {n: c for n, c in REGISTRY.items()
-            if not ((c.__module__ or "") == "simaccept" or (c.__module__ or "").startswith("simaccept."))}
+    return {n: c for n, c in REGISTRY.items() if not _ours(c)}
 
 
 def _run_point_registering(policies: dict[str, type], *a) -> dict:

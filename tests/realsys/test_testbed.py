@@ -67,24 +67,9 @@ def test_a_sigkilled_runs_programs_end_with_it(tmp_path):
         print(" ".join(str(x) for x in [p.pid, *tb.anchors.values()]), flush=True)
         time.sleep(60)
     """))
-    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        pids = [int(x) for x in p.stdout.readline().split()]
-        assert len(pids) == 4 and all(Path(f"/proc/{x}").exists() for x in pids)
-        # a program whose exec chain has not reached setpriv when the run dies is missed
-        # (the parent already gone, no signal comes): a window of milliseconds after spawn
-        time.sleep(0.5)
-        p.kill()
-        p.wait(timeout=10)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(_alive(x) for x in pids):
-            time.sleep(0.05)
-        assert not [x for x in pids if _alive(x)], [(x, Path(f"/proc/{x}/cmdline").read_bytes()) for x in pids if _alive(x)]
-    finally:
-        if p.poll() is None:
-            p.kill()
-        testbed.clean_stale()
-    assert _ours(p.pid) == []
+    # a program whose exec chain has not reached setpriv when the run dies is missed (the
+    # parent already gone, no signal comes): a window of milliseconds after spawn
+    _sigkill_a_bed_run(script, 4, settle=0.5)
 
 
 @pytest.mark.skipif(servers.nginx_binary() is None, reason="nginx is not installed (realsys/install-deps.sh)")
@@ -115,10 +100,18 @@ def test_a_sigkilled_runs_nginx_ends_with_it_worker_too(tmp_path):
         print(" ".join(str(x) for x in [p.pid, *kernel.children(p.pid)]), flush=True)
         time.sleep(60)
     """))
+    _sigkill_a_bed_run(script, 2)          # the master and its one worker
+
+
+def _sigkill_a_bed_run(script: Path, n: int, settle: float = 0.0) -> None:
+    """Run ``script`` (it builds a bed, prints the pids of the ``n`` programs it started and
+    sleeps), SIGKILL it ``settle`` s after they are up, and assert that none of them outlives
+    it by 5 s and that the next clean-up leaves none of its namespaces."""
     p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         pids = [int(x) for x in p.stdout.readline().split()]
-        assert len(pids) == 2 and all(_alive(x) for x in pids), pids  # the master and its one worker
+        assert len(pids) == n and all(_alive(x) for x in pids), pids
+        time.sleep(settle)
         p.kill()
         p.wait(timeout=10)
         deadline = time.monotonic() + 5
