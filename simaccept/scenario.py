@@ -409,9 +409,25 @@ class Scenario:
                         self.point_key, self.coords)
 
     def with_overrides(self, overrides: Iterable[str]) -> "Scenario":
+        """A copy with ``overrides`` (``section.key=value`` strings) applied and checked as loading
+        does.  A sweep point keeps its seed key and coordinates: the point tweaked by one cost is
+        measured with the stream it had, so the difference is the tweak's and not seed noise.  A
+        coordinate the overrides set to another value takes that value and its stream (as the grid's
+        point at that value has); one they make a list is a sweep axis again, and leaves the point's
+        key and coordinates.  Raises :class:`ScenarioError`."""
         vals = copy.deepcopy(self.values)
         _apply_overrides(vals, overrides)
-        return _resolve(vals, self.source)
+        out = _resolve(vals, self.source)
+        if not self.coords and not self.point_key:
+            return out
+        new = [(n, out.get(n)) for n, _ in self.coords]
+        if any(isinstance(v, list) for _, v in new):
+            return out
+        if len(self.point_key) != len(self.coords):       # built by hand: kept as given
+            return dataclasses.replace(out, point_key=self.point_key, coords=tuple(new))
+        key = tuple(k if v == old else _axis_seed(n, v)
+                    for k, (n, v), (_, old) in zip(self.point_key, new, self.coords))
+        return dataclasses.replace(out, point_key=key, coords=tuple(new))
 
 
 def _toml_value(v: Any) -> str:
@@ -569,11 +585,14 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
             out[key] = _check_maybe_list(dotted, spec, v)
         if section == "costs":
             cost_names = cost_names or _cost_names()
-            for key in list(given):
-                if key in cost_names:
+            # In COST_NAMES' order, not as written: a swept cost is a sweep axis, and the axes'
+            # order builds a point's seed key and label; written the other way round, the same
+            # scenario drew other streams.
+            for key in cost_names:
+                if key in given:
                     out[key] = _check_maybe_list(f"costs.{key}", Key("float", 0.0, "", lo=0.0), given.pop(key))
         if given:
-            bad = sorted(given)[0]
+            bad = sorted(given, key=str)[0]     # a dict from JSON or YAML may have a number for a key
             raise ScenarioError(f"{section}.{bad}", _unknown_key(section, bad, cost_names))
         values[section] = out
     from .servers.policies import REGISTRY, PolicyError, policy_class

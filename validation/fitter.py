@@ -1021,7 +1021,8 @@ class CostFitter:
         if isinstance(scenario, Scenario):
             if scenario.axes:
                 raise ValueError(f"{scenario.axes[0][0]} is a sweep axis; predict one point (Scenario.points())")
-            # with_overrides resolves anew and drops the point's seed key and coordinates
+            # the point's own key and coordinates, even where a fitted cost is one of them
+            # (with_overrides would give that coordinate the fitted value's stream)
             sc = dataclasses.replace(scenario.with_overrides(over), point_key=scenario.point_key,
                                      coords=scenario.coords)
         elif isinstance(scenario, (RunRecord, Measured)):

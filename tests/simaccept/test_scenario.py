@@ -229,6 +229,46 @@ def test_grid_is_product_and_seeds_follow_coordinates():
         assert keys2[p.point_label()] == p.point_key
 
 
+def test_two_swept_costs_written_in_either_order_are_the_same_points():
+    one = load_scenario(text="", overrides=["costs.accept=[4.0, 5.0]", "costs.read=[4.0, 6.0]"]).points()
+    other = load_scenario(text="", overrides=["costs.read=[4.0, 6.0]", "costs.accept=[4.0, 5.0]"]).points()
+    assert [(p.point_label(), p.point_key, p.content_hash()) for p in one] == \
+        [(p.point_label(), p.point_key, p.content_hash()) for p in other]
+    assert one[1].point_label() == "costs.accept=4.0;costs.read=6.0"
+
+
+def test_a_point_with_overrides_keeps_its_stream_and_label():
+    pts = {q.point_label(): q for q in load_scenario(
+        text="[workload]\nrate=[2000.0, 3000.0]\n[server]\naccept_limit=[1, 10]").points()}
+    p = pts["server.accept_limit=10;workload.rate=2000.0"]
+    tweaked = p.with_overrides(["costs.accept=7.0"])
+    assert (tweaked.point_key, tweaked.coords) == (p.point_key, p.coords)
+    assert tweaked.seed_sequence().generate_state(4).tolist() == p.seed_sequence().generate_state(4).tolist()
+    assert tweaked["costs"]["accept"] == 7.0
+    assert p.with_overrides([]).point_key == p.point_key
+    # a coordinate set to another value takes that grid point's stream and label
+    moved = p.with_overrides(["workload.rate=3000"])
+    there = pts["server.accept_limit=10;workload.rate=3000.0"]
+    assert (moved.point_key, moved.point_label()) == (there.point_key, there.point_label())
+    # made a sweep axis again, it is a sweep, not a point
+    again = p.with_overrides(["workload.rate=[2000.0, 3000.0]"])
+    assert (again.point_key, again.coords) == ((), ())
+    assert [q.point_key for q in again.points()] == [q.point_key for q in load_scenario(
+        text="[workload]\nrate=[2000.0, 3000.0]\n[server]\naccept_limit=10").points()]
+
+
+@pytest.mark.parametrize("doc, key", [
+    ({"workload": {1: 2, "x": 3}}, "workload.1"),
+    ({"workload": {"x": 3, 1: 2}}, "workload.1"),
+    ({"costs": {2.5: 1.0, "bogus": 1.0}}, "costs.2.5"),
+])
+def test_a_key_that_is_no_text_is_named_not_a_type_error(doc, key):
+    from simaccept.scenario import scenario_from_dict
+    with pytest.raises(ScenarioError) as e:
+        scenario_from_dict(doc)
+    assert e.value.key == key
+
+
 def test_shipped_thesis_scenarios_load():
     for name in ("userver-onepacket", "userver-specweb"):
         sc = load_scenario(f"scenarios/thesis/{name}.toml")
