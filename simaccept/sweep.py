@@ -141,8 +141,19 @@ def write_parquet(records: Iterable[RunRecord], path) -> None:
 def read_parquet(path) -> list[RunRecord]:
     """Records from a Parquet file written by :func:`write_parquet` (or any file with
     record columns); an unknown column is refused by RunRecord.from_dict."""
-    _, pq = _pyarrow()
-    return [RunRecord.from_dict(row) for row in pq.read_table(path).to_pylist()]
+    pa, pq = _pyarrow()
+    table = pq.read_table(path)
+    # RunRecord.from_dict takes what a CSV cell can be: text, or a number.  A binary column's
+    # b"x" was read as the text "b'x'", a list or struct cell as its repr.
+    from .record import _TEXT
+    for field in table.schema:
+        t = field.type
+        text = pa.types.is_string(t) or pa.types.is_large_string(t)
+        number = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+        if not (pa.types.is_null(t) or (text if field.name in _TEXT else number)):
+            raise ValueError(f"{path}: record column {field.name!r} is of Parquet type {t}, not "
+                             f"{'text' if field.name in _TEXT else 'a number'}")
+    return [RunRecord.from_dict(row) for row in table.to_pylist()]
 
 
 def _run_point(values_json: str, point_key, coords, source: str, expect: str | None = None) -> dict:

@@ -166,6 +166,31 @@ def test_parquet_holds_the_csv_rows_with_typed_columns(tmp_path):
 
 
 
+@pytest.mark.parametrize("column, values, kind", [
+    ("scenario", [b"x"], "text"),                       # was read as the text "b'x'"
+    ("policy", [["a", "b"]], "text"),
+    ("replies_per_s", [b"1"], "a number"),
+    ("replies_per_s", [True], "a number"),              # float(True) is 1.0
+])
+def test_a_parquet_column_of_another_type_is_refused_naming_it(tmp_path, column, values, kind):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from simaccept.sweep import read_parquet
+    pq.write_table(pa.table({column: values}), tmp_path / "r.parquet")
+    with pytest.raises(ValueError, match=f"record column '{column}' is of Parquet type .*, not {kind}"):
+        read_parquet(tmp_path / "r.parquet")
+
+
+def test_a_parquet_of_other_writers_types_is_read_as_its_values(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from simaccept.sweep import read_parquet
+    pq.write_table(pa.table({"scenario": pa.array(["s"], pa.large_string()), "replies_per_s": pa.array([5], pa.int32()),
+                             "error": pa.array([None], pa.null())}), tmp_path / "r.parquet")
+    [r] = read_parquet(tmp_path / "r.parquet")
+    assert (r.scenario, r.replies_per_s, r.error) == ("s", 5.0, "")
+
+
 def test_a_later_sweep_keeps_an_earlier_parquet_in_step_and_the_tutorial_reads_it(tmp_path, monkeypatch, capsys):
     # a stale results.parquet (4 rows of the first grid) was left next to the new CSV
     from simaccept.sweep import read_parquet
