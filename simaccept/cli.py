@@ -92,6 +92,11 @@ def write_problem(d: Path, name: str) -> str | None:
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
+        import errno
+        if e.errno == errno.ENOENT and d.is_dir():
+            # /proc and /sys answer a new file's name with ENOENT: "No such file or directory"
+            # about a directory that is there read as a typo in the path
+            return f"cannot write in {str(d)!r}: it accepts no new files ({e.strerror})"
         return f"cannot write in {str(d)!r}: {e.strerror or e}"
     return None
 

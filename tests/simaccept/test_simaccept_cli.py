@@ -48,6 +48,8 @@ def test_sweep_out_that_cannot_be_a_directory_is_refused_before_running(tmp_path
     err = capsys.readouterr().err
     assert "error: --out: " in err and "scenario key" not in err and "Traceback" not in err
     assert f.read_text() == "not a directory\n"
+    if where == "proc":     # not "No such file or directory" alone, about a directory that is there
+        assert "cannot write in '/proc': it accepts no new files" in err, err
 
 
 def test_sweep_out_with_a_name_too_long_is_refused_before_running(tmp_path, spec, no_simulation, capsys):
