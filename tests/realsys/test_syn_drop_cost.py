@@ -92,7 +92,23 @@ def test_committed_points_are_consistent():
     for p in pts:
         for k, v in derived(p).items():
             assert p[k] == pytest.approx(v)
+        # the formulas written out, not only derived()'s of its own output
+        assert p["us_per_packet"] == pytest.approx(p["netrx_ns"] / 1000 / p["pkts_cpu"])
+        assert p["runs_per_packet"] == pytest.approx(p["netrx_runs"] / p["pkts_cpu"])
         assert p["listen_drops"] >= 0.95 * p["pkts_cpu"]    # the CPU's packets were the dropped SYNs
+    # the README's table, row by row (it was checked by nothing: copied by hand)
+    readme = (ROOT / "realsys" / "results" / "README.md").read_text()
+    head = "| SYNs/s | connects | SYNs dropped | packets on CPU 0 | NET_RX runs per packet | NET_RX µs per packet |"
+    assert readme.count(head) == 1
+    rows = []
+    for line in readme.split(head, 1)[1].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([float(c.replace(",", "")) for c in line.strip("|").split("|")])
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == \
+        [(p["rate"], p["connects"], p["listen_drops"], p["pkts_cpu"]) for p in pts]
+    for r, p in zip(rows, pts):
+        assert (r[4], r[5]) == (round(p["runs_per_packet"], 2), round(p["us_per_packet"], 2))
 
 
 @pytest.mark.parametrize("stop,rc", [(RuntimeError("client failed: x"), 2), (KeyboardInterrupt(), 130)])

@@ -128,12 +128,17 @@ def _one_document(tmp_path_factory, doc):
     assert code in (0, 1) and "Traceback" not in err
 
 
-def test_fuzz_counts_reported(capsys):
+def test_fuzz_counts_reported(capsys, tmp_path_factory):
+    # run alone (-k, another order) the counts were all zero and the test passed on nothing
+    if STATS["tried"] == 0:
+        test_generated_documents(tmp_path_factory)
     # printed so the run's log carries the counts (issue 7 asks for them)
     with capsys.disabled():
         print(f"\nscenario fuzz: tried={STATS['tried']} accepted={STATS['accepted']} "
               f"refused cleanly={STATS['refused']} crashes={STATS['tried'] - STATS['finished']}")
     assert STATS["finished"] == STATS["tried"], STATS
+    # both halves of the fuzz ran: documents refused, and documents accepted and simulated
+    assert STATS["accepted"] > 0 and STATS["refused"] > 0, STATS
 
 
 def test_the_fuzz_counts_fail_on_a_document_that_crashed_after_it_was_accepted(monkeypatch):
@@ -145,7 +150,12 @@ def test_the_fuzz_counts_fail_on_a_document_that_crashed_after_it_was_accepted(m
     class Captured:             # its line stays in the captured output, not the run's log
         disabled = staticmethod(contextlib.nullcontext)
     with pytest.raises(AssertionError):
-        test_fuzz_counts_reported(Captured())
+        test_fuzz_counts_reported(Captured(), None)
+    # and on a fuzz whose documents were all refused: nothing was simulated
+    for k, v in (("tried", 2), ("accepted", 0), ("refused", 2), ("finished", 2)):
+        monkeypatch.setitem(STATS, k, v)
+    with pytest.raises(AssertionError, match="'accepted': 0"):
+        test_fuzz_counts_reported(Captured(), None)
 
 
 def test_subprocess_cli_refuses_non_utf8(tmp_path):

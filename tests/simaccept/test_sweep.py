@@ -115,7 +115,8 @@ def test_cli_sweep_writes_csv_and_plots(tmp_path):
     assert r.returncode == 0, r.stderr
     recs = read_csv(tmp_path / "o" / "results.csv")
     assert len(recs) == 6 and all(x.status == "ok" for x in recs)
-    if __import__("importlib").util.find_spec("matplotlib"):
+    # without matplotlib no figure is drawn; under make test (which installs it) one must be
+    if __import__("importlib").util.find_spec("matplotlib") or os.environ.get("SIMACCEPT_STRICT_SKIPS") == "1":
         assert (tmp_path / "o" / "throughput.png").stat().st_size > 1000
 
 

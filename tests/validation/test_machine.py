@@ -132,8 +132,17 @@ def test_heldout_figures_are_computed_from_rows(monkeypatch):
     assert info["median_abs_throughput_error"] == pytest.approx(0.05)
     assert set(info["groups"]) == {"AL10", "knot"}
     assert info["n"] == sum(d["past_saturation"] for d in info["rows"] if d["role"] == "held-out") > 0
-    # same sign everywhere: no ordered pair can be inverted
-    assert info["policy_order_preserved"] in (True, None)
+    # these two files hold no pair of policies whose measured order is beyond two standard errors
+    assert info["policy_order_preserved"] is None
+    # the replicated runs do: the same sign everywhere keeps their order, and a simulation that
+    # ranks them the other way round (replies/s falling as the measured rise) does not
+    reps = [str(ROOT / "realsys/results/onepacket-select-reps/results.csv")]
+    assert realsys_report.realsys_heldout(reps, "realsys-linux6")["policy_order_preserved"] is True
+
+    def inverted(recs, profile, jobs, sim_overrides=(), cache=None):
+        return [RunRecord(source="sim", status="ok", replies_per_s=1e8 / m.record.replies_per_s) for m in recs]
+    monkeypatch.setattr(realsys_report, "simulate_records", inverted)
+    assert realsys_report.realsys_heldout(reps, "realsys-linux6")["policy_order_preserved"] is False
     # replies/s is every reply received in the window (as the simulator counts), not only
     # those to connections launched in it, which is never more
     new = [d for d in info["rows"] if d["recv_in_window"] == d["recv_in_window"]]
