@@ -22,7 +22,7 @@ def simulate(scenario, *args, **kw):
     ``simulate(scenario, *, raise_errors=False, return_host=False)``.  A run that fails returns
     a record with ``status = "failed"`` and the reason in ``error`` (a sweep keeps going);
     ``raise_errors=True`` raises instead.  A scenario the model refuses raises
-    :class:`ScenarioError` either way.  ``return_host=True`` returns ``(record, host)``:
+    :class:`ScenarioError` either way, and one it cannot run ``NotImplementedError``.  ``return_host=True`` returns ``(record, host)``:
     ``simaccept.metrics.per_connection_rows(host)`` is the run's table of connections, one row
     each (docs/tutorial.md, *One row per connection*)."""
     from .sim import simulate as _simulate

@@ -280,7 +280,7 @@ REALSYS_RESULTS = ROOT / "realsys" / "results"
 
 def records_path(path: str | Path) -> Path:
     """``path``; or, when no file is there, the packaged file it names: ``thesis``
-    (:data:`RECORDS_BY_NAME`), or a committed realsys results file by its path in a checkout
+    (:data:`RECORDS_BY_NAME`), or a committed realsys results file by its path in the repository
     (``realsys/results/onepacket-select/results.csv``: the README's examples, run from anywhere)."""
     p = Path(path)
     if p.exists() and not (str(path) in RECORDS_BY_NAME and p.is_dir()):
