@@ -13,7 +13,9 @@ README.md for the column meanings and for the numbers left out on purpose.
 Run:  python3 validation/data/make_thesis_csv.py   (stdlib only)
 """
 import csv
+import io
 import os
+import tempfile
 
 COLUMNS = [
     "source", "scenario", "server", "mux", "accept_limit", "workload", "target_rate",
@@ -288,24 +290,38 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = os.path.join(here, "thesis.csv")
     seen = set()
-    with open(out, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL,
-                           lineterminator="\n")
-        w.writeheader()
-        for r in ROWS:
-            row = {c: "" for c in COLUMNS}
-            unknown = set(r) - set(COLUMNS)
-            if unknown:
-                raise SystemExit("unknown columns %s in %r" % (unknown, r))
-            row.update({k: ("" if v is None else v) for k, v in r.items()})
-            row["source"] = "paper"
-            row["duration_s"] = DURATION_S
-            key = (row["server"], row["workload"], row["accept_limit"],
-                   row["target_rate"], row["scenario"])
-            if key in seen:
-                raise SystemExit("duplicate configuration %r" % (key,))
-            seen.add(key)
-            w.writerow(row)
+    # Every row is checked before the file is touched, and the file is replaced whole: written in
+    # place, a bad row (or Ctrl-C) left a thesis.csv cut short that still parsed, and every fit and
+    # report then ran on fewer rows without saying so.
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL,
+                       lineterminator="\n")
+    w.writeheader()
+    for r in ROWS:
+        row = {c: "" for c in COLUMNS}
+        unknown = set(r) - set(COLUMNS)
+        if unknown:
+            raise SystemExit("unknown columns %s in %r" % (unknown, r))
+        row.update({k: ("" if v is None else v) for k, v in r.items()})
+        row["source"] = "paper"
+        row["duration_s"] = DURATION_S
+        key = (row["server"], row["workload"], row["accept_limit"],
+               row["target_rate"], row["scenario"])
+        if key in seen:
+            raise SystemExit("duplicate configuration %r" % (key,))
+        seen.add(key)
+        w.writerow(row)
+    fd, tmp = tempfile.mkstemp(dir=here, prefix=".thesis.csv.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+            f.write(buf.getvalue())
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
     print("wrote %d rows to %s" % (len(ROWS), out))
 
 
