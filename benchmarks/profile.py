@@ -36,6 +36,7 @@ import _common  # noqa: E402
 from _common import OUT, Machine, emit_json, quick_flag  # noqa: E402
 
 import simaccept  # noqa: E402
+from simaccept.sweep import atomic_write  # noqa: E402
 
 SCENARIO = _common.ROOT / "scenarios" / "thesis" / "userver-onepacket.toml"
 VOLATILE = ("wall_s", "started_at")
@@ -75,7 +76,7 @@ def main():
     cp_wall = time.perf_counter() - w0
     print(f"cProfile:     {cp_wall:6.2f} s wall ({cp_wall / plain_wall:.2f}x plain); "
           f"same record: {key(rec_c) == key(rec)}")
-    pr.dump_stats(OUT / "profile-cprofile.pstats")
+    atomic_write(OUT / "profile-cprofile.pstats", lambda tmp: pr.dump_stats(tmp))
     buf = io.StringIO()
     st = pstats.Stats(pr, stream=buf)
     st.strip_dirs()
@@ -86,7 +87,7 @@ def main():
     st.sort_stats("cumulative").print_stats(40)
     buf.write("\n## callers of the top 12 by tottime\n")
     st.sort_stats("tottime").print_callers(12)
-    (OUT / "profile-cprofile.txt").write_text(buf.getvalue())
+    atomic_write(OUT / "profile-cprofile.txt", buf.getvalue())
 
     # the top 25 by tottime, printed compactly
     raw = pstats.Stats(pr)
@@ -109,6 +110,8 @@ def main():
         from pyinstrument import Profiler
     except ImportError:
         print("\npyinstrument not installed: skipped (pip install pyinstrument)")
+        for old in OUT.glob("profile-pyinstrument.*"):      # an earlier run's, beside this run's cProfile
+            old.unlink()
     else:
         gc.collect()
         p = Profiler(interval=0.001)
@@ -120,8 +123,8 @@ def main():
         print(f"\npyinstrument: {pi_wall:6.2f} s wall ({pi_wall / plain_wall:.2f}x plain); "
               f"same record: {key(rec_p) == key(rec)}")
         text = p.output_text(unicode=True, color=False, show_all=False)
-        (OUT / "profile-pyinstrument.txt").write_text(text)
-        (OUT / "profile-pyinstrument.html").write_text(p.output_html())
+        atomic_write(OUT / "profile-pyinstrument.txt", text)
+        atomic_write(OUT / "profile-pyinstrument.html", p.output_html())
         lines = text.splitlines()
         print("\n".join(lines[:45]))
         if len(lines) > 45:
