@@ -59,9 +59,25 @@ if [ "$rc" != 0 ]; then
 fi
 # minimal set by edge coverage (-use_counters=0 keeps it well under 200 files): merge
 # the run's corpus into an empty directory
+set +e
 "$BIN" -merge=1 -use_counters=0 -max_len=$MAXLEN -dict="$DICT" "$WORK/merged" "$WORK/run" >"$WORK/merge.log" 2>&1
-rm -f "$CORPUS"/*
-cp "$WORK/merged/"* "$CORPUS/" 2>/dev/null || true
+mrc=$?
+set -e
+# The committed corpus is replaced whole, and only by a merge that worked: emptied first and
+# copied into (errors ignored), a Ctrl-C or a failed copy left it empty or partial.
+if [ "$mrc" != 0 ] || [ -z "$(ls -A "$WORK/merged")" ]; then
+    tail -20 "$WORK/merge.log" >&2
+    echo "fuzz.sh: the corpus merge failed (status $mrc) or kept nothing: $CORPUS left as it was" >&2
+    [ "$crashes" = 0 ] && crashes=1
+else
+    NEW="$CORPUS.new.$$" OLD="$CORPUS.old.$$"
+    trap 'rm -rf "$WORK" "$NEW"; if [ ! -d "$CORPUS" ] && [ -d "$OLD" ]; then mv "$OLD" "$CORPUS"; fi; rm -rf "$OLD"' EXIT
+    mkdir "$NEW"
+    cp -r "$WORK/merged/." "$NEW/"
+    mv "$CORPUS" "$OLD"
+    mv "$NEW" "$CORPUS"
+    rm -rf "$OLD"
+fi
 files=$(find "$CORPUS" -type f | wc -l)
 bytes=$(cat "$CORPUS"/* 2>/dev/null | wc -c)
 echo "fuzz $NAME: seconds=$SECS execs=${execs:-0} crashes=$crashes corpus_files=$files corpus_bytes=$bytes"
