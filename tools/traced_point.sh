@@ -3,7 +3,9 @@
 #
 # traced_point PROGRAM OUT LABEL SCENARIO [realsys run options...]
 #   runs one realsys point (SCENARIO with the options, into OUT/run-LABEL, its log beside it)
-#   with bpftrace PROGRAM attached; bpftrace's maps go to OUT/bt-LABEL.txt.  The load starts
+#   with bpftrace PROGRAM attached; bpftrace's maps go to OUT/bt-LABEL.txt, named so only once
+#   the point has run and bpftrace has ended (until then OUT/.bt-LABEL.part: a point cut short
+#   by Ctrl-C printed its maps into a bt-LABEL.txt that read as whole).  The load starts
 #   only once BEGIN's line (simaccept-bpf-ready) is out, i.e. every probe is attached, and
 #   bpftrace gets its SIGINT only then (bpftrace 0.17 loses one sent while attaching).  Exits 2
 #   if bpftrace does not attach in 30 s or the point fails (its log's last lines on stderr).
@@ -26,10 +28,11 @@ traced_point() {
         exit 2
     fi
     # stdout, not -o: bpftrace flushes stdout per line but buffers an -o file until exit
-    bpftrace "$prog" >"$out/bt-$label.txt" 2>"$out/bt-$label.err" &
+    part="$out/.bt-$label.part"
+    bpftrace "$prog" >"$part" 2>"$out/bt-$label.err" &
     B=$!
     n=0
-    until grep -q simaccept-bpf-ready "$out/bt-$label.txt" 2>/dev/null; do
+    until grep -q simaccept-bpf-ready "$part" 2>/dev/null; do
         n=$((n + 1)); [ $n -le 300 ] || { echo "bpftrace did not attach in 30 s" >&2; exit 2; }
         kill -0 $B 2>/dev/null || { echo "bpftrace exited before attaching" >&2; exit 2; }
         sleep 0.1
@@ -39,4 +42,5 @@ traced_point() {
         exit 2
     fi
     kill -INT $B; wait $B || true; B=
+    mv "$part" "$out/bt-$label.txt"
 }
