@@ -883,15 +883,25 @@ def _cli(argv=None) -> int:
         _err(why)
         return 2
     args = _parser().parse_args(argv)
+    import signal
+    from simaccept.cli import Terminated, _take_termination_signals
+    # SIGTERM and SIGHUP as Ctrl-C, as `simaccept` takes them: their default killed this process
+    # at once (its workers died with it), so a worker's finished points not yet collected were
+    # lost, and nothing said what had been kept
+    old_handlers = _take_termination_signals()
     try:
         return _main(args)
     except SweepError as e:             # a worker died (the OOM killer): one line, as `simaccept`
         _err(str(e))
         return 1
-    except KeyboardInterrupt:           # as `simaccept`: no traceback (report, window, seeds, sensitivity and
+    except KeyboardInterrupt as e:      # as `simaccept`: no traceback (report, window, seeds, sensitivity and
                                         # fit --cache keep their finished simulations)
-        _err("interrupted")
-        return 130
+        _err(f"interrupted by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else "interrupted")
+        return 128 + e.signum if isinstance(e, Terminated) else 130
+    finally:
+        for sig, h in old_handlers.items():
+            if h is not None:           # None: set from C, cannot be put back from Python
+                signal.signal(sig, h)
 
 
 def _main(args) -> int:

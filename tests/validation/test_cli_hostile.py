@@ -265,6 +265,34 @@ def test_out_under_a_file_says_it_is_not_a_directory(one_run_csv, tmp_path, caps
     assert f"{str(f)!r} is not a directory" in err and "does not exist" not in err, err
 
 
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_to_python_m_validation_is_128_plus_it_without_traceback(one_run_csv, tmp_path, signame):
+    # their default action killed the process outright (returncode -15): no word of what was kept,
+    # and a worker's finished points not yet collected were lost
+    import signal
+    sig = getattr(signal, signame)
+    many = tmp_path / "many.csv"
+    many.write_text(one_run_csv.read_text() + "".join(one_run_csv.read_text().splitlines(True)[1:] * 3))
+    p = subprocess.Popen([sys.executable, "-m", "validation", "predict", "--records", str(many),
+                          "--profile", "thesis-2004", "--set", "scenario.duration=20", "--jobs", "2"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        workers = _pool_of(p)
+        time.sleep(1.0)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 128 + sig and f"interrupted by {signame}" in err and "Traceback" not in err, \
+        (p.returncode, err[-2000:])
+    deadline = time.time() + 10
+    while time.time() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{w}").exists() for w in workers)
+
+
 def _pool_of(p: subprocess.Popen) -> set[int]:
     """The two worker pids of ``p``'s pool, once both have started (60 s at most)."""
     workers: set[int] = set()
