@@ -11,12 +11,13 @@
   [--real RESULTS.csv ...] [--real-profile realsys-linux6]`` (``--real-profile`` alone takes the
   held-out realsys results listed in :data:`validation.machine.HELDOUT`; ``--real`` needs it: a
   machine profile belongs to the host that measured the runs, so there is no default);
-* ``python -m validation machine-fit [--jobs N] [--max-nfev N] [--results DIR --profile NAME]``: the
+* ``python -m validation machine-fit [--jobs N] [--max-nfev N] [--results DIR --profile NAME] [--cache DIR]``: the
   cost profile for this machine (:mod:`validation.machine`), from the committed runs or from the
   runs ``RESULTS=DIR validation/measure_realsys.sh`` made on yours;
-* ``python -m validation machine-check --results DIR --profile NAME --out DIR``: those runs'
+* ``python -m validation machine-check --results DIR --profile NAME --out DIR [--cache DIR]``: those runs'
   held-out half predicted with that profile, median error and policy order
-  (:func:`validation.realsys_report.check`);
+  (:func:`validation.realsys_report.check`).  Both keep their simulations (default under
+  ``out/validation-cache/``): stopped and run again, they simulate only what had not finished;
 * ``python -m validation thesis-fit [--jobs N] [--max-nfev N] [--set K=V ...] [--params A,B] [--start PROFILE] [--metrics M,N] [--check]``: thesis-2004, fitted to the
   thesis's μserver one-packet records (:mod:`validation.thesis_fit`);
 * ``python -m validation window [--out DIR] [--jobs N] [--cache DIR]``: every thesis row with a
@@ -289,8 +290,12 @@ def machine_fit_target(args) -> dict:
         raise ValueError(f"--loss: one of {', '.join(LOSSES)}, got {loss!r}")
     if not (math.isfinite(f_scale) and f_scale > 0):
         raise ValueError(f"--f-scale: a finite number > 0, got {f_scale!r}")
+    cache = args.cache if args.cache is not None else machine.FIT_CACHE
+    why = _dir_problem(cache)
+    if why:
+        raise ValueError(f"--cache {str(cache)!r}: {why}")
     return {"results": results, "profile": profile, "fit_json": args.fit_json, "start_from": args.start_from,
-            "loss": loss, "f_scale": f_scale}
+            "loss": loss, "f_scale": f_scale, "cache": cache}
 
 
 def machine_check_main(args) -> int:
@@ -315,7 +320,12 @@ def machine_check_main(args) -> int:
     if why:
         _err(f"--out {str(args.out)!r}: {why}")
         return 2
-    from .machine import default_fit_json, read_fit_record
+    from .machine import CHECK_CACHE, default_fit_json, read_fit_record
+    cache = args.cache if args.cache is not None else CHECK_CACHE
+    why = _dir_problem(cache)
+    if why:
+        _err(f"--cache {str(cache)!r}: {why}")
+        return 2
     fit_json = args.fit_json or default_fit_json(args.results, profile)
     if args.fit_json or Path(fit_json).exists():    # read before the simulations, not after them
         try:
@@ -324,7 +334,7 @@ def machine_check_main(args) -> int:
             _err(f"--fit-json: {e}")
             return 2
     try:
-        check(args.results, profile, args.out, args.jobs, args.fit_json)
+        check(args.results, profile, args.out, args.jobs, args.fit_json, cache=cache)
     except (FileNotFoundError, ValueError) as e:
         _err(str(e))
         return 2
@@ -707,6 +717,8 @@ def _parser() -> argparse.ArgumentParser:
                          "unconverged result (default: with --results, the runs' own per-call timings; else the "
                          "committed fit's history)")
     add_loss_args(mf)
+    mf.add_argument("--cache", default=None, metavar="DIR", help="simulation cache: a stopped fit run again replays "
+                    "its path from there (default out/validation-cache/machine-fit)")
     mf.add_argument("--fit-json", default=None, metavar="PATH",
                     help="the fit's record (default docs/validation/realsys-fit.json for realsys-linux6 fitted to "
                          "the committed runs; else RESULTS/NAME-fit.json, RESULTS being --results or realsys/results)")
@@ -720,6 +732,8 @@ def _parser() -> argparse.ArgumentParser:
     mc.add_argument("--fit-json", default=None, metavar="PATH", help="the fit's record, for the per-syscall table "
                     "(default: machine-fit's default for --results and --profile)")
     mc.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")
+    mc.add_argument("--cache", default=None, metavar="DIR", help="simulation cache: a stopped check run again reuses "
+                    "what finished (default out/validation-cache/machine-check)")
     tf = sub.add_parser("thesis-fit", help="fit simaccept/costs/thesis-2004.toml to the thesis's μserver "
                         "one-packet records")
     tf.add_argument("--jobs", type=int, default=2, help="worker processes (simulations run in parallel; results do not depend on it)")

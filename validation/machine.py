@@ -80,7 +80,7 @@ import numpy as np
 
 from simaccept.costs import load_costs
 
-from .records import ROOT, load_records
+from .records import ROOT, WORK, load_records
 
 PROFILE = "realsys-linux6"
 #: The profile this one is derived from (kernel costs, poll/select ratios, epoll, Knot's and
@@ -91,6 +91,10 @@ REFERENCE = "thesis-2004-hand"
 PROFILE_PATH = ROOT / "simaccept" / "costs" / f"{PROFILE}.toml"
 FIT_JSON = ROOT / "docs" / "validation" / "realsys-fit.json"
 RESULTS = ROOT / "realsys" / "results"
+#: Where machine-fit and machine-check keep their simulations by default: a run stopped (Ctrl-C,
+#: SIGTERM) lost every one, an hour's calibration and fit on two cores; run again, it replays them.
+FIT_CACHE = WORK / "out" / "validation-cache" / "machine-fit"
+CHECK_CACHE = WORK / "out" / "validation-cache" / "machine-check"
 
 #: The fit set: select, accept-limit 1 and inf only (the issue's choice).
 FIT_DIRS = ("onepacket-select", "onepacket-select-reps")
@@ -247,10 +251,12 @@ def kernel_costs(scale: float, run_us: float) -> dict[str, float]:
 
 
 def simulated_kernel_us_per_reply(recs, costs: dict[str, float], jobs: int = 2,
-                                  sim_overrides=()) -> dict[str, float]:
-    """Median simulated kernel time per reply per accept-limit over ``recs`` (profile REFERENCE + costs)."""
+                                  sim_overrides=(), cache: str | Path | None = None) -> dict[str, float]:
+    """Median simulated kernel time per reply per accept-limit over ``recs`` (profile REFERENCE + costs);
+    with ``cache``, simulations are kept there (:func:`validation.fitter.simulate_records`)."""
     from .fitter import simulate_records
-    sims = simulate_records(recs, REFERENCE, jobs, [f"costs.{k}={v!r}" for k, v in costs.items()] + list(sim_overrides))
+    sims = simulate_records(recs, REFERENCE, jobs, [f"costs.{k}={v!r}" for k, v in costs.items()] + list(sim_overrides),
+                            cache=cache)
     by: dict[str, list[float]] = {}
     for m, s in zip(recs, sims):
         if s.status != "ok" or not s.replies_per_s > 0:
@@ -260,7 +266,7 @@ def simulated_kernel_us_per_reply(recs, costs: dict[str, float], jobs: int = 2,
 
 
 def calibrate_kernel(other: dict[str, float], recs=None, jobs: int = 2, max_nfev: int = 12,
-                     verbose: int = 1, sim_overrides=()) -> dict[str, Any]:
+                     verbose: int = 1, sim_overrides=(), cache: str | Path | None = None) -> dict[str, Any]:
     """Solve the kernel scale and ``k_softirq_run`` (step 4) with the other costs at ``other``.
 
     Residuals: (simulated - measured) / measured kernel time per reply, one per accept-limit
@@ -272,17 +278,18 @@ def calibrate_kernel(other: dict[str, float], recs=None, jobs: int = 2, max_nfev
     recs = fit_records() if recs is None else recs
     limits = sorted({m.record.accept_limit for m in recs})
     measured = {al: kernel_us_per_reply([m for m in recs if m.record.accept_limit == al]) for al in limits}
-    cache: dict[tuple[float, float], dict[str, float]] = {}
+    seen: dict[tuple[float, float], dict[str, float]] = {}
 
     def sim(x):
         key = (round(float(x[0]), 6), round(float(x[1]), 6))
-        if key not in cache:
-            cache[key] = simulated_kernel_us_per_reply(recs, {**other, **kernel_costs(*key)}, jobs, sim_overrides)
+        if key not in seen:
+            seen[key] = simulated_kernel_us_per_reply(recs, {**other, **kernel_costs(*key)}, jobs, sim_overrides,
+                                                      cache)
             if verbose:
                 print(f"[kernel] scale={key[0]:.4g} k_softirq_run={key[1]:.4g}: "
-                      + ", ".join(f"accept-{al} {cache[key][al]:.1f} (measured {measured[al]:.1f})" for al in limits)
+                      + ", ".join(f"accept-{al} {seen[key][al]:.1f} (measured {measured[al]:.1f})" for al in limits)
                       + " us per reply", file=sys.stderr, flush=True)
-        return cache[key]
+        return seen[key]
 
     def resid(x):
         s = sim(x)
@@ -610,13 +617,16 @@ def resolve_profile(results: str | Path, profile: str) -> str | None:
 
 def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nfev: int = 12,
         results: str | Path | None = None, profile: str = PROFILE, fit_json: str | Path | None = None,
-        start_from: str | None = None, loss: str = "linear", f_scale: float = 1.0) -> dict[str, Any]:
+        start_from: str | None = None, loss: str = "linear", f_scale: float = 1.0,
+        cache: str | Path | None = None) -> dict[str, Any]:
     """Fit ``simaccept/costs/<profile>.toml`` to the fit set under ``results`` (default the committed
     runs) and write the fit's record to ``fit_json`` (:func:`default_fit_json`).  ``start_from``: a
     profile (name or TOML path) whose :data:`FIT_PARAMS` values start the fit, e.g. the unconverged
     result of an earlier run (its kernel calibration starts from the same values).  ``loss`` and
     ``f_scale``: :class:`~validation.fitter.CostFitter`'s (``cauchy`` and 0.1 when one run sits in
-    the other loop past saturation: realsys/results/README.md, *epyc-2026-12-04*)."""
+    the other loop past saturation: realsys/results/README.md, *epyc-2026-12-04*).  ``cache``: a
+    directory where every simulation of the calibration and the fit is kept, so a stopped fit run
+    again replays its path from there (the CLI's default :data:`FIT_CACHE`); None keeps none."""
     from simaccept.costs import save_profile
 
     from .fitter import CostFitter
@@ -639,19 +649,20 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
     link = None if committed else measured_link_delay(results)
     sim_overrides = [f"network.delay_ms={link['delay_ms']!r}"] if link else []
     # Step 4 first: the kernel's per-packet scale and per-run cost, with the other costs at the start.
-    cal = calibrate_kernel({**measured, **start}, recs, jobs, kernel_max_nfev, verbose, sim_overrides)
+    cal = calibrate_kernel({**measured, **start}, recs, jobs, kernel_max_nfev, verbose, sim_overrides, cache)
     fixed = {**measured, **cal["costs"]}
     f = CostFitter(params=list(FIT_PARAMS), metrics=list(FIT_METRICS), weights=FIT_WEIGHTS,
                    base_profile=REFERENCE, overrides={**fixed, **start}, sim_overrides=sim_overrides,
                    bounds=bounds, n_jobs=jobs,
                    max_nfev=max_nfev, diff_step=0.1, verbose=verbose, accept_max_nfev=True, loss=loss,
-                   f_scale=f_scale)
+                   f_scale=f_scale, cache=cache)
     f.fit(recs)
     costs = f.costs_()
     derived = derived_costs(f.params_, fixed, results)
     costs.update(derived)
     # The calibration held the start values; with the fitted ones the kernel time per reply moves a little.
-    cal["after_fit_us_per_reply"] = simulated_kernel_us_per_reply(recs, {**fixed, **f.params_}, jobs, sim_overrides)
+    cal["after_fit_us_per_reply"] = simulated_kernel_us_per_reply(recs, {**fixed, **f.params_}, jobs, sim_overrides,
+                                                                  cache)
     header = f.header() + "\n" + "\n".join([
         "",
         f"Profile for the machine the runs were measured on ({machine_of(recs)}): see validation/machine.py.",

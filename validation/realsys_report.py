@@ -349,7 +349,7 @@ def with_heldout_syscalls(fit: dict[str, Any], info: dict[str, Any]) -> dict[str
 
 
 def check(results: str | Path, profile: str, out: str | Path, jobs: int = 2, fit_json: str | Path | None = None,
-          log=print) -> dict[str, Any]:
+          log=print, cache: str | Path | None = None) -> dict[str, Any]:
     """``python -m validation machine-check``: the held-out realsys runs under ``results`` (the
     layout ``validation/measure_realsys.sh`` writes) predicted with ``profile``, written to
     ``out``: ``realsys.md``, one PNG per order group, and ``machine-check.json`` (the headline
@@ -374,7 +374,7 @@ def check(results: str | Path, profile: str, out: str | Path, jobs: int = 2, fit
     over = machine.fit_sim_overrides(fit_rec)
     log(f"machine-check: simulating the runs of {len(paths)} results files with {profile}"
         + (f" and {' '.join(over)} (the fit's)" if over else ""))
-    info = realsys_heldout(paths, profile, jobs, over)
+    info = realsys_heldout(paths, profile, jobs, over, cache=cache)
     if info.get("median_abs_throughput_error") is None:
         held = [d for d in info.get("rows", []) if d.get("role") == "held-out"]
         # a folder with a header-only results.csv said "(...)" with nothing in the brackets

@@ -570,3 +570,68 @@ def test_the_profile_fitted_to_the_runs_of_4_dec_is_its_fit_record():
     assert "loss: cauchy (f_scale 0.1)" in head
     check = json.loads((day / "check-refit/machine-check.json").read_text())
     assert check["profile"] == "realsys-linux6-2026-12-04" and check["heldout_median_abs_throughput_error"] < 0.10
+
+
+def test_machine_check_keeps_its_simulations_in_a_cache_and_reuses_them(tmp_path, monkeypatch):
+    # without one, a check stopped by Ctrl-C or SIGTERM had simulated everything for nothing
+    from validation import machine
+    from validation.cli import main
+    runs = tmp_path / "mybox"
+    _copy_runs(runs, keep=lambda r: r["accept_limit"] == "10" and float(r["target_rate"]) >= 4800)
+    argv = ["machine-check", "--results", str(runs), "--profile", "realsys-linux6", "--jobs", "2"]
+    cache = tmp_path / "cache"
+    assert main(argv + ["--out", str(tmp_path / "a"), "--cache", str(cache)]) in (None, 0)
+    first = json.loads((tmp_path / "a" / "machine-check.json").read_text())
+    kept = sorted(p.name for p in cache.rglob("*.json"))
+    assert len(kept) == 3, kept
+    # run again: every simulation is read back, none is run, the figures are the same
+    import validation.fitter as fitter
+
+    def no_simulation(*a, **k):
+        raise AssertionError("a cached simulation was run again")
+    monkeypatch.setattr(fitter, "_simulate_json", no_simulation)
+    main(argv + ["--out", str(tmp_path / "b"), "--cache", str(cache)])
+    again = json.loads((tmp_path / "b" / "machine-check.json").read_text())
+    assert again["heldout_median_abs_throughput_error"] == first["heldout_median_abs_throughput_error"]
+    assert sorted(p.name for p in cache.rglob("*.json")) == kept
+    # and by default they go under out/validation-cache/machine-check
+    seen = {}
+    monkeypatch.setattr(realsys_report, "realsys_heldout",
+                        lambda *a, **k: seen.update(k) or {"median_abs_throughput_error": None, "note": "stop"})
+    main(argv + ["--out", str(tmp_path / "c")])
+    assert seen["cache"] == machine.CHECK_CACHE
+
+
+def test_machine_fit_passes_its_cache_to_every_simulation(tmp_path, monkeypatch):
+    # the kernel calibration and the fit simulated without one: a stopped fit lost all of it
+    import validation.fitter as fitter
+    from validation import machine
+    from validation.cli import main
+    caches = []
+
+    class Stop(Exception):
+        pass
+
+    def fake(recs, profile, jobs, sim_overrides=(), source="<report>", cache=None):
+        caches.append(cache)
+        raise Stop
+    monkeypatch.setattr(fitter, "simulate_records", fake)
+    with pytest.raises(Stop):
+        machine.fit(jobs=1, max_nfev=1, verbose=0, cache=tmp_path / "c")
+    assert caches == [tmp_path / "c"]
+    # the fit's own simulations too
+    monkeypatch.setattr(machine, "calibrate_kernel", lambda *a, **k: {"costs": {}} if a[6] == tmp_path / "c" else None)
+
+    def fitter_of(**kw):
+        caches.append(kw.get("cache"))
+        raise Stop
+    monkeypatch.setattr(fitter, "CostFitter", fitter_of)
+    with pytest.raises(Stop):
+        machine.fit(jobs=1, max_nfev=1, verbose=0, cache=tmp_path / "c")
+    assert caches == [tmp_path / "c"] * 2
+    got = {}
+    monkeypatch.setattr(machine, "fit", lambda *a, **k: got.update(k) or {})
+    main(["machine-fit", "--cache", str(tmp_path / "d")])
+    assert got["cache"] == str(tmp_path / "d")
+    main(["machine-fit"])
+    assert got["cache"] == machine.FIT_CACHE
