@@ -276,7 +276,10 @@ def test_sigterm_or_sighup_to_python_m_validation_is_128_plus_it_without_traceba
     p = subprocess.Popen([sys.executable, "-m", "validation", "predict", "--records", str(many),
                           "--profile", "thesis-2004", "--set", "scenario.duration=20", "--jobs", "2"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True,
+                         # a terminal's dispositions, whatever the test runner was started under
+                         # (nohup ignores SIGHUP, and the CLI rightly keeps that ignore)
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     try:
         workers = _pool_of(p)
         time.sleep(1.0)
