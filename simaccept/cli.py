@@ -8,6 +8,7 @@ SIGHUP (unless started under nohup), each with what was kept.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -184,15 +185,23 @@ def _raise_terminated(signum, frame):
     raise Terminated(signum)
 
 
-def _take_termination_signals() -> dict:
-    """Install the handlers; returns the ones they replace, for :func:`main` to put back (a
-    notebook or test calling main() keeps its own).  Only the main thread can set them."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    old = {signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated)}
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:      # nohup's ignore stands
-        old[signal.SIGHUP] = signal.signal(signal.SIGHUP, _raise_terminated)
-    return old
+@contextlib.contextmanager
+def termination_signals_as_interrupt():
+    """SIGTERM and SIGHUP raise :class:`Terminated` inside the block; the handlers they replace
+    are put back after it (a notebook or test calling main() keeps its own).  Shared by
+    ``simaccept`` and ``python -m validation``.  Only the main thread can set handlers: from
+    another the block runs with none installed."""
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        old[signal.SIGTERM] = signal.signal(signal.SIGTERM, _raise_terminated)
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup's ignore stands
+            old[signal.SIGHUP] = signal.signal(signal.SIGHUP, _raise_terminated)
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            if h is not None:           # None: set from C, cannot be put back from Python
+                signal.signal(sig, h)
 
 
 def _load(path: str, overrides):
@@ -307,13 +316,8 @@ def _cli(argv=None) -> int:
         print(f"error: {why}", file=sys.stderr)
         return 2
     args = _parser().parse_args(argv)
-    old_handlers = _take_termination_signals()
-    try:
+    with termination_signals_as_interrupt():
         return _main(args)
-    finally:
-        for sig, h in old_handlers.items():
-            if h is not None:           # None: set from C, cannot be put back from Python
-                signal.signal(sig, h)
 
 
 #: Longest description `simaccept scenarios` prints (its names take 35 columns more).

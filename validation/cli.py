@@ -320,7 +320,7 @@ def machine_check_main(args) -> int:
     if why:
         _err(f"--out {str(args.out)!r}: {why}")
         return 2
-    from .machine import CHECK_CACHE, default_fit_json, read_fit_record
+    from .machine import CHECK_CACHE, default_fit_json, read_fit_record_of
     cache = args.cache if args.cache is not None else CHECK_CACHE
     why = _dir_problem(cache)
     if why:
@@ -329,7 +329,7 @@ def machine_check_main(args) -> int:
     fit_json = args.fit_json or default_fit_json(args.results, profile)
     if args.fit_json or Path(fit_json).exists():    # read before the simulations, not after them
         try:
-            read_fit_record(fit_json)
+            read_fit_record_of(fit_json, profile)
         except ValueError as e:
             _err(f"--fit-json: {e}")
             return 2
@@ -898,13 +898,13 @@ def _cli(argv=None) -> int:
         return 2
     args = _parser().parse_args(argv)
     import signal
-    from simaccept.cli import Terminated, _take_termination_signals
+    from simaccept.cli import Terminated, termination_signals_as_interrupt
     # SIGTERM and SIGHUP as Ctrl-C, as `simaccept` takes them: their default killed this process
     # at once (its workers died with it), so a worker's finished points not yet collected were
     # lost, and nothing said what had been kept
-    old_handlers = _take_termination_signals()
     try:
-        return _main(args)
+        with termination_signals_as_interrupt():
+            return _main(args)
     except SweepError as e:             # a worker died (the OOM killer): one line, as `simaccept`
         _err(str(e))
         return 1
@@ -912,10 +912,6 @@ def _cli(argv=None) -> int:
                                         # fit --cache keep their finished simulations)
         _err(f"interrupted by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else "interrupted")
         return 128 + e.signum if isinstance(e, Terminated) else 130
-    finally:
-        for sig, h in old_handlers.items():
-            if h is not None:           # None: set from C, cannot be put back from Python
-                signal.signal(sig, h)
 
 
 def _main(args) -> int:

@@ -564,6 +564,40 @@ def read_fit_record(path: str | Path) -> dict[str, Any]:
     return rec
 
 
+def fit_record_disagrees(record: dict[str, Any], profile: str) -> str | None:
+    """Why ``record`` (a fit's JSON record) is not the record of the fit that wrote ``profile``,
+    or None.  machine-fit and thesis-fit write the profile and then its record, each atomically
+    but not the two as one: stopped between them, the new profile stood beside the last fit's
+    record, and machine-check simulated with that record's link delay and printed its per-syscall
+    table as the profile's.  Every cost the record gives (fitted, ``hand_set_after_fit`` over
+    those, ``fixed``, ``derived``) must be the profile's to the bit (the profile is written with
+    ``repr``, so it is when they are one fit's)."""
+    from simaccept.costs import load_costs
+    us = load_costs(profile).us
+    fit = record.get("fit") if isinstance(record.get("fit"), dict) else {}
+    given: dict[str, Any] = dict(fit.get("params") or {})
+    for part in ("hand_set_after_fit", "fixed", "derived"):
+        if isinstance(record.get(part), dict):
+            given.update(record[part])
+    for k, v in given.items():
+        if k not in us or not isinstance(v, (int, float)) or float(v) != us[k]:
+            have = f"{us[k]!r}" if k in us else "no such cost"
+            return (f"the record gives {k} = {v!r}, the profile {profile} {have}: it is the record of "
+                    "another fit (machine-fit or thesis-fit stopped between writing the profile and the "
+                    "record?); fit again, or give the record of this profile's fit")
+    return None
+
+
+def read_fit_record_of(path: str | Path, profile: str) -> dict[str, Any]:
+    """:func:`read_fit_record`, and a ValueError naming the file when it is not the record of
+    ``profile``'s fit (:func:`fit_record_disagrees`)."""
+    rec = read_fit_record(path)
+    why = fit_record_disagrees(rec, profile)
+    if why:
+        raise ValueError(f"{path}: {why}")
+    return rec
+
+
 def fit_sim_overrides(fit_record: dict[str, Any] | None) -> list[str]:
     """The scenario overrides a machine fit simulated with (``sim_overrides`` in its record; none in
     records from before it was kept, and for the committed runs), which its checks must apply too."""

@@ -369,7 +369,7 @@ def check(results: str | Path, profile: str, out: str | Path, jobs: int = 2, fit
                                 + ") has a results.csv (measure them with validation/measure_realsys.sh)")
     fit_json = Path(fit_json) if fit_json else machine.default_fit_json(results, profile)
     # a --fit-json given is read whatever it is (machine_check_main has checked it); the default only if there
-    fit_rec = machine.read_fit_record(fit_json) if fit_json.exists() else None
+    fit_rec = machine.read_fit_record_of(fit_json, profile) if fit_json.exists() else None
     # What the fit simulated with (its measured link delay), the held-out runs are simulated with.
     over = machine.fit_sim_overrides(fit_rec)
     log(f"machine-check: simulating the runs of {len(paths)} results files with {profile}"

@@ -1237,9 +1237,9 @@ def realsys_heldout(paths: Iterable[str], real_profile: str | None, jobs: int, s
         from .machine import heldout_files
         paths = heldout_files()
     # The machine fit's own overrides (another host's measured link delay) first; --set wins.
-    from .machine import fit_sim_overrides
+    from .machine import fit_sim_overrides, read_fit_record_of
     fit_path = _machine_fit_path(real_profile, paths) if real_profile else None
-    fit_over = fit_sim_overrides(json.loads(fit_path.read_text())) if fit_path else []
+    fit_over = fit_sim_overrides(read_fit_record_of(fit_path, real_profile)) if fit_path else []
     return _rh(paths, real_profile, jobs, fit_over + list(sim_overrides or ()), cache=cache)
 
 
@@ -1265,6 +1265,13 @@ def check_real(real: Iterable[str], real_profile: str | None) -> None:
             load_records(path)
         except ValueError as e:             # RecordError: the file, line and column
             raise ReportError(f"--real: {e}") from None
+    from .machine import heldout_files, read_fit_record_of
+    fit_path = _machine_fit_path(real_profile, real or heldout_files())
+    if fit_path is not None:        # its overrides are simulated with, its numbers printed as the profile's
+        try:
+            read_fit_record_of(fit_path, real_profile)
+        except ValueError as e:
+            raise ReportError(f"--real-profile: {e}") from None
 
 
 def check_groups(only: Iterable[str], groups=None) -> None:
@@ -2126,6 +2133,10 @@ def thesis_fit_markdown(profile: str = "thesis-2004") -> list[str]:
     if profile != "thesis-2004":
         L.append(f"**Not this report's costs:** this report simulated `{profile}`; the fit below is thesis-2004's "
                  f"({FIT_JSON.name}), for comparison.\n")
+    from .machine import fit_record_disagrees
+    why = fit_record_disagrees(d, "thesis-2004")
+    if why:
+        L.append(f"**Not thesis-2004's fit:** {FIT_JSON.name}: {why}.\n")
     L += [
          f"`python -m validation thesis-fit` (validation/thesis_fit.py): CostFitter on {len(f['records'])} μserver "
          f"one-packet records ({', '.join(f['records'])}); metrics {', '.join(d['metrics'])}, all weight 1; "

@@ -2,6 +2,7 @@
 exit status 2, naming the option, before any point is simulated."""
 import importlib
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -584,3 +585,54 @@ def test_a_reader_that_goes_away_is_no_traceback(argv, rc):
     p.stdout.close()                    # before anything is written: the first write fails (EPIPE)
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == rc and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def _handlers():
+    import signal
+    return signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)
+
+
+def test_termination_signals_raise_terminated_inside_the_block_and_are_put_back_after():
+    # shared by `simaccept` and `python -m validation`: a SIGTERM or SIGHUP inside is a
+    # Terminated carrying the signal; the caller's handlers are back after, raised or not
+    import os
+    import signal
+    mine = lambda *a: None  # noqa: E731
+    saved = _handlers()
+    try:
+        signal.signal(signal.SIGTERM, mine)
+        signal.signal(signal.SIGHUP, mine)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with pytest.raises(cli.Terminated) as e:
+                with cli.termination_signals_as_interrupt():
+                    assert _handlers() == (cli._raise_terminated, cli._raise_terminated)
+                    os.kill(os.getpid(), sig)
+                    time.sleep(5)           # the handler raises at once; 5 s only if it does not
+            assert e.value.signum == sig and isinstance(e.value, KeyboardInterrupt)
+            assert _handlers() == (mine, mine)
+        with cli.termination_signals_as_interrupt():
+            pass
+        assert _handlers() == (mine, mine)
+        # started under nohup: SIGHUP stays ignored inside, as it was
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with cli.termination_signals_as_interrupt():
+            assert _handlers() == (cli._raise_terminated, signal.SIG_IGN)
+        assert _handlers() == (mine, signal.SIG_IGN)
+    finally:
+        signal.signal(signal.SIGTERM, saved[0])
+        signal.signal(signal.SIGHUP, saved[1])
+
+
+def test_termination_signals_from_another_thread_install_nothing():
+    import threading
+    seen = []
+    before = _handlers()
+
+    def body():
+        with cli.termination_signals_as_interrupt():
+            seen.append(_handlers())
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert seen == [before] and _handlers() == before

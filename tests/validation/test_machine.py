@@ -333,14 +333,14 @@ def test_where_machine_fit_writes_a_profile_and_machine_check_finds_it(tmp_path,
     monkeypatch.setattr(records, "CHECKOUT", False)
     assert machine.profile_file(runs, "mine") == runs / "mine.toml"
     assert machine.resolve_profile(runs, "mine") is None
-    (runs / "mine.toml").write_text((ROOT / "simaccept/costs/realsys-linux6.toml").read_text())
+    (runs / "mine.toml").write_text((ROOT / "simaccept/costs/realsys-linux6-xeon.toml").read_text())
     assert machine.resolve_profile(runs, "mine") == str(runs / "mine.toml")
     assert machine.resolve_profile(tmp_path, "mine") is None              # another folder's runs
     assert machine.resolve_profile(tmp_path, str(runs / "mine.toml")) == str(runs / "mine.toml")
     assert machine.resolve_profile(runs, "realsys-linux6") == "realsys-linux6"       # shipped: by name
     assert machine.default_fit_json(runs, "mine") == machine.default_fit_json(runs, str(runs / "mine.toml")) \
         == runs / "mine-fit.json"
-    # the whole check, by name, with the profile beside the runs and its fit's record (the Xeon's)
+    # the whole check, by name, with the profile beside the runs and its fit's record (the Xeon's pair)
     from validation.cli import main
     _copy_runs(runs, keep=lambda r: r["accept_limit"] == "10" and float(r["target_rate"]) >= 4800)
     fit = json.loads((ROOT / "realsys/results/xeon-2026-11-26/realsys-linux6-xeon-fit.json").read_text())
@@ -435,6 +435,88 @@ def test_machine_check_refuses_a_fit_record_that_is_not_one(tmp_path, capsys, co
     err = capsys.readouterr().err
     assert f"--fit-json: {f}: " in err and why in err, err
     assert not (tmp_path / "o").exists()
+
+# every committed fit record beside the profile its fit wrote
+COMMITTED_FIT_PAIRS = [
+    ("realsys-linux6", "docs/validation/realsys-fit.json"),
+    ("thesis-2004", "docs/validation/thesis-fit.json"),
+    ("realsys-linux6-xeon", "realsys/results/xeon-2026-11-26/realsys-linux6-xeon-fit.json"),
+    ("realsys-linux6-2026-12-04", "realsys/results/epyc-2026-12-04/realsys-linux6-2026-12-04-fit.json"),
+]
+
+
+@pytest.mark.parametrize("profile,record", COMMITTED_FIT_PAIRS)
+def test_each_committed_fit_record_is_of_its_profile(profile, record):
+    rec = json.loads((ROOT / record).read_text())
+    assert machine.fit_record_disagrees(rec, profile) is None
+    assert machine.read_fit_record_of(ROOT / record, profile) == rec
+
+
+def _record_moved(tmp_path, key="user_per_request", by=1.0) -> Path:
+    """realsys-linux6's record with one fitted cost moved: the record of another fit."""
+    rec = json.loads(machine.FIT_JSON.read_text())
+    rec["fit"]["params"][key] += by
+    f = tmp_path / "moved-fit.json"
+    f.write_text(json.dumps(rec))
+    return f
+
+
+@pytest.mark.parametrize("part", ["params", "fixed", "derived", "hand_set_after_fit", "unknown cost"])
+def test_a_fit_record_of_another_fit_is_told_from_its_profile(part):
+    rec = json.loads(machine.FIT_JSON.read_text())
+    if part == "params":
+        rec["fit"]["params"]["close"] = 7.0
+    elif part == "hand_set_after_fit":          # thesis-fit's: set by hand over the fitted value
+        rec["hand_set_after_fit"] = {"close": 7.0}
+    elif part == "unknown cost":
+        rec["derived"]["no_such_cost"] = 1.0
+    else:
+        k = next(iter(rec[part]))
+        rec[part][k] += 0.5
+    why = machine.fit_record_disagrees(rec, "realsys-linux6")
+    assert why and "the record of another fit" in why, why
+    assert ("no such cost" in why) == (part == "unknown cost"), why
+
+
+def test_machine_check_refuses_the_record_of_another_fit(tmp_path, capsys):
+    # machine-fit writes the profile, then the record: stopped between the two, the new profile
+    # stood beside the last fit's record, and machine-check simulated with its link delay and
+    # printed its per-syscall table as the profile's
+    from validation.cli import main
+    runs = tmp_path / "mybox"
+    _copy_runs(runs, keep=lambda r: r["accept_limit"] == "10" and float(r["target_rate"]) >= 4800)
+    moved = _record_moved(tmp_path)
+    argv = ["machine-check", "--results", str(runs), "--profile", "realsys-linux6", "--out", str(tmp_path / "o")]
+    assert main(argv + ["--fit-json", str(moved)]) == 2
+    err = capsys.readouterr().err
+    assert f"--fit-json: {moved}: the record gives user_per_request = " in err and "another fit" in err, err
+    (runs / "realsys-linux6-fit.json").write_bytes(moved.read_bytes())     # the default path too
+    assert main(argv) == 2
+    assert f"{runs / 'realsys-linux6-fit.json'}: the record gives" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ValueError, match="the record gives user_per_request"):     # the library call too
+        realsys_report.check(runs, "realsys-linux6", tmp_path / "o", jobs=1, log=lambda *a: None)
+
+
+def test_the_report_refuses_a_machine_profile_beside_another_fits_record(tmp_path):
+    from validation.report import ReportError, check_real
+    runs = _copy_runs(tmp_path / "mybox", keep=lambda r: r["accept_limit"] == "10")
+    check_real([str(runs / "results.csv")], "realsys-linux6-xeon")      # no record there: nothing to check
+    (tmp_path / "mybox" / "realsys-linux6-xeon-fit.json").write_bytes(machine.FIT_JSON.read_bytes())
+    with pytest.raises(ReportError, match="--real-profile: .*realsys-linux6-xeon-fit.json: the record gives"):
+        check_real([str(runs / "results.csv")], "realsys-linux6-xeon")
+
+
+def test_the_thesis_profile_section_flags_a_record_of_another_fit(tmp_path, monkeypatch):
+    from validation import report, thesis_fit
+    assert not any("Not thesis-2004's fit" in x for x in report.thesis_fit_markdown())
+    rec = json.loads(thesis_fit.FIT_JSON.read_text())
+    rec["fit"]["params"]["select_base"] += 1.0
+    (tmp_path / "thesis-fit.json").write_text(json.dumps(rec))
+    monkeypatch.setattr(thesis_fit, "FIT_JSON", tmp_path / "thesis-fit.json")
+    flagged = [x for x in report.thesis_fit_markdown() if "Not thesis-2004's fit" in x]
+    assert len(flagged) == 1 and "the record gives select_base = " in flagged[0], flagged
+
 
 def test_machine_check_writes_the_heldout_figures(tmp_path):
     """Held-out runs kept in a folder of one's own, predicted with a profile: the page, the plot and
