@@ -36,6 +36,33 @@ def add_loss_args(p) -> None:
                    help="the residual where a robust --loss bends (default 1.0: 100 %%; 0.1: 10 %%)")
 
 
+def add_fit_args(f) -> None:
+    """The options of ``fit`` (here and in ``python -m validation``)."""
+    f.add_argument("--records", required=True, help="RunRecords as CSV (e.g. your results.csv) or Parquet (a sweep's "
+                   "results.parquet), or 'thesis': the thesis's measured numbers that come with the package")
+    f.add_argument("--params", required=True, help="comma-separated cost names to fit")
+    f.add_argument("--out", required=True, help="profile TOML to write")
+    f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
+                   "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories, "
+                   "'time_split' the split of the records' cpu_share_<fn> among the functions listed, "
+                   "'peak_replies_per_s' fits peak rows")
+    f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
+                   help="fit only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
+    add_set_option(f, help="scenario override for every simulated record, e.g. scenario.duration=5")
+    f.add_argument("--base-profile", default="thesis-2004",
+                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path "
+                        "(default thesis-2004, the thesis's costs; docs/guides/fitting.md starts realsys runs "
+                        "from realsys-linux6)")
+    f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
+    f.add_argument("--cache", default=None, metavar="DIR",
+                   help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
+    f.add_argument("--max-nfev", type=int, default=None,
+                   help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
+    add_loss_args(f)
+    f.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2),
+                   help="scipy least_squares' progress: 0 none, 1 a summary, 2 every iteration (default 0)")
+
+
 def add_predict_args(pr) -> None:
     """The options of ``predict`` (here and in ``python -m validation``)."""
     pr.add_argument("--records", required=True, help="RunRecords as CSV or Parquet (measured runs to predict), "
@@ -134,28 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--out", default="out/figures", help="output directory (default out/figures; each sweep's "
                    "points are cached there, so a rerun only redraws)")
     g.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    f = sub.add_parser("fit", help="fit cost parameters to records (validation package)")
-    f.add_argument("--records", required=True, help="RunRecords as CSV (e.g. your results.csv) or Parquet (a sweep's "
-                   "results.parquet), or 'thesis': the thesis's measured numbers that come with the package")
-    f.add_argument("--params", required=True, help="comma-separated cost names to fit")
-    f.add_argument("--out", required=True, help="profile TOML to write")
-    f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
-                   "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories, "
-                   "'time_split' the split of the records' cpu_share_<fn> among the functions listed, "
-                   "'peak_replies_per_s' fits peak rows")
-    add_set_option(f, help="scenario overrides for every simulated record")
-    f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
-    f.add_argument("--cache", default=None, metavar="DIR",
-                   help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
-    f.add_argument("--base-profile", default="thesis-2004",
-                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path "
-                        "(default thesis-2004, the thesis's costs; docs/guides/fitting.md starts realsys runs "
-                        "from realsys-linux6)")
-    f.add_argument("--max-nfev", type=int, default=None,
-                   help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
-    f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
-                   help="only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
-    add_loss_args(f)
+    add_fit_args(sub.add_parser("fit", help="fit cost parameters to records (validation package)"))
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and "
                                     "show the error (validation package)"))
     sc = sub.add_parser("scenarios", help="list the scenarios that come with simaccept (run or sweep them by name)")

@@ -56,7 +56,7 @@ import math
 import sys
 from pathlib import Path
 
-from simaccept.cli import _out_dir, add_loss_args, add_predict_args, add_set_option, split_set, write_problem
+from simaccept.cli import _out_dir, add_fit_args, add_loss_args, add_predict_args, add_set_option, split_set, write_problem
 from simaccept.scenario import ScenarioError
 from simaccept.sweep import SweepError
 
@@ -675,30 +675,7 @@ _PROFILE_HELP = "cost profile: a packaged name or a .toml path (default thesis-2
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    f = sub.add_parser("fit", help="fit cost parameters to records (CSV or Parquet)")
-    f.add_argument("--records", required=True, help="records CSV (thesis.csv or a results.csv), a sweep's results.parquet, "
-                   "or 'thesis' (validation/data/thesis.csv, which comes with the package)")
-    f.add_argument("--params", required=True, help="comma-separated cost names")
-    f.add_argument("--out", required=True, help="profile TOML to write")
-    f.add_argument("--metrics", default=None, help="comma-separated metrics (default: replies_per_s,c_avg,"
-                   "accept_rate,select_calls_per_s,fds_per_select); 'drop_shares' adds the drop categories, "
-                   "'time_split' the split of the records' cpu_share_<fn> among the functions listed, "
-                   "'peak_replies_per_s' fits peak rows")
-    f.add_argument("--select", action="append", default=[], metavar="COLUMN=VALUE",
-                   help="fit only these records: column=value, or column>=value (<=, >, <, !=); repeatable")
-    add_set_option(f, help="scenario override for every simulation, e.g. scenario.duration=5")
-    f.add_argument("--base-profile", default="thesis-2004",
-                   help="profile the fit starts from and keeps for the costs it does not fit: a name or a .toml path "
-                        "(default thesis-2004, the thesis's costs; docs/guides/fitting.md starts realsys runs "
-                        "from realsys-linux6)")
-    f.add_argument("--jobs", type=int, default=1, help="worker processes (simulations run in parallel; results do not depend on it)")
-    f.add_argument("--cache", default=None, metavar="DIR",
-                   help="keep each finished simulation here: the same fit run again (after Ctrl-C) reuses them")
-    f.add_argument("--max-nfev", type=int, default=None,
-                   help="budget of evaluations of the residuals (each simulates every record); a fit that reaches it has not converged: exit 1 and no profile written (default: scipy's, 100 per parameter)")
-    add_loss_args(f)
-    f.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2),
-                   help="scipy least_squares' progress: 0 none, 1 a summary, 2 every iteration (default 0)")
+    add_fit_args(sub.add_parser("fit", help="fit cost parameters to records (CSV or Parquet)"))
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and show "
                                      "the error (the held-out half of a fit)"))
     mf = sub.add_parser("machine-fit", help="fit simaccept/costs/realsys-linux6.toml (or --profile NAME) to "

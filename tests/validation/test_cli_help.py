@@ -37,3 +37,17 @@ def test_fit_help_states_the_base_profile_default_and_every_special_metric():
     metrics = next(a for a in fit._actions if a.dest == "metrics")
     for m in (*GROUPED, PEAK):
         assert m in metrics.help, m
+
+
+def _options(sub):
+    return {(tuple(a.option_strings), a.dest, repr(a.default), a.required, tuple(a.choices or ()), a.help)
+            for a in sub._actions if a.dest != "help"}
+
+
+def test_fit_and_predict_are_the_same_in_both_commands():
+    # `simaccept fit` and `python -m validation fit` run one fit_main: their options were two
+    # copies, and `simaccept fit` lacked --verbose, which fit_main reads
+    from simaccept import cli
+    mine = next(a for a in cli._parser()._actions if a.dest == "cmd").choices
+    for cmd in ("fit", "predict"):
+        assert _options(mine[cmd]) == _options(_subcommands()[cmd]), cmd
