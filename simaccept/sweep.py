@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -217,7 +218,22 @@ SIM_IGNORES = frozenset({*(f"realsys.{k}" for k in SCHEMA["realsys"] if k != "sp
 
 
 class SweepError(RuntimeError):
-    """A sweep that could not finish for a reason outside its scenario (a worker died)."""
+    """A sweep that could not finish for a reason outside its scenario (a worker died), or, with
+    ``run_sweep(..., raise_errors=True)``, one whose points failed."""
+
+
+class FailedPointsWarning(UserWarning):
+    """:func:`run_sweep` returned records of points that failed (``status`` "failed", the reason
+    in ``error``): their rates are NaN.  ``simaccept sweep`` says so itself and exits 1."""
+
+
+def failed_points_message(records) -> str | None:
+    """"N of M points failed ...; first: LABEL: ERROR", or None when none did."""
+    failed = [r for r in records if r.status != "ok"]
+    if not failed:
+        return None
+    return (f"{len(failed)} of {len(records)} point{'' if len(records) == 1 else 's'} failed (status 'failed', "
+            f"rates NaN, the reason in 'error'); first: {failed[0].point or failed[0].scenario}: {failed[0].error}")
 
 
 def _ours(cls: type) -> bool:
@@ -359,9 +375,14 @@ def _load_cached(path: Path) -> RunRecord | None:
 
 def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: str | None = None,
               progress: bool = False, plots: bool = True,
-              on_point: Callable[[RunRecord], None] | None = None, parquet: bool = False) -> list[RunRecord]:
+              on_point: Callable[[RunRecord], None] | None = None, parquet: bool = False,
+              raise_errors: bool = False) -> list[RunRecord]:
     """Run every point; return records in grid order.  ``parquet`` (needs ``out``) also
-    writes ``OUT/results.parquet``; pyarrow is checked before any point runs."""
+    writes ``OUT/results.parquet``; pyarrow is checked before any point runs.  A point that
+    fails is a record of ``status`` "failed" (the sweep goes on): when any did, the sweep warns
+    (:class:`FailedPointsWarning`, naming the first and its error) after writing its files, or
+    with ``raise_errors`` raises :class:`SweepError` instead (every file written, the finished
+    points kept).  Until 2026-12-06 it returned them without a word."""
     if not isinstance(sc, Scenario):    # a path was an AttributeError on its first use
         raise TypeError(f"sc: a Scenario (simaccept.load_scenario(path) reads one), got a {type(sc).__name__}"
                         + (f" {sc!r}" if isinstance(sc, (str, Path)) else ""))
@@ -530,6 +551,12 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
                 raise SweepError(f"{out / 'results.csv'} is written, but the figures could not be: "
                                  f"{e.strerror or e}{f' ({e.filename})' if e.filename else ''}; rerun to draw "
                                  f"them (the points are cached)") from None
+    why = failed_points_message(records)
+    if why and raise_errors:
+        raise SweepError(why + (f"; results.csv is written and the finished points kept under {cache_dir}"
+                                if cache_dir is not None else ""))
+    if why:
+        warnings.warn(why, FailedPointsWarning, stacklevel=2)
     return records
 
 

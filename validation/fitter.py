@@ -8,7 +8,7 @@ The scikit-learn / SciPy shape::
     f = CostFitter(params=["select_base", "k_syn_drop"], n_jobs=2).fit(recs)
     f.params_, f.stderr_, f.result_          # values, 1-sigma errors, the OptimizeResult
     f.predict(scenario)                      # -> RunRecord with the fitted costs
-    f.save("simaccept/costs/my-profile.toml")
+    f.save("my-profile.toml")                # [costs] profile = "my-profile.toml" selects it
 
 How the objective is built
 --------------------------
@@ -1095,6 +1095,11 @@ class CostFitter:
         # profile's path with an ESC in it made a profile nothing could read back)
         header = "".join(c if c in "\t\n" or (ord(c) >= 0x20 and c != "\x7f") else f"\\x{ord(c):02x}"
                          for c in self.header())
+        if not Path(path).parent.is_dir():
+            # as `simaccept fit --out`: it made the folders, and a ./simaccept/costs/ it made hid the
+            # package from every import run in that directory afterwards
+            raise ValueError(f"path: {str(Path(path).parent)!r} is not a directory (save() makes none; create "
+                             f"it first); got {str(path)!r}")
         return save_profile(path, self.costs_(), header=header)
 
     def summary(self) -> dict[str, Any]:

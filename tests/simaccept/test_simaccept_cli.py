@@ -636,3 +636,26 @@ def test_termination_signals_from_another_thread_install_nothing():
     t.start()
     t.join()
     assert seen == [before] and _handlers() == before
+
+
+def test_sweep_names_the_first_failed_point_and_its_error(spec, tmp_path, capsys):
+    # it said only "(1 failed)", sending the user to results.csv's error column; run_sweep's own
+    # FailedPointsWarning is not printed a second time
+    from simaccept.servers.policies import REGISTRY, AcceptLimit
+
+    class Broken(AcceptLimit):
+        name = "broken-cli"
+
+        def quota(self, v):
+            return 0
+    REGISTRY["broken-cli"] = Broken
+    try:
+        rc = cli.main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--no-progress", "--no-table",
+                       "--set", "server.policy=broken-cli", "--set", "workload.rate=2000"])
+    finally:
+        del REGISTRY["broken-cli"]
+    out, err = capsys.readouterr()
+    assert rc == 1
+    assert out.splitlines()[-1] == f"1 point -> {tmp_path / 'o'}/results.csv (1 failed)"
+    assert "warning: 1 of 1 point failed (status 'failed', rates NaN, the reason in 'error'); first: " in err, err
+    assert "quota() returned 0" in err and "FailedPointsWarning" not in err, err

@@ -12,7 +12,7 @@ import pytest
 
 from simaccept import load_scenario
 from simaccept.servers.policies import REGISTRY, AcceptPolicy
-from simaccept.sweep import read_csv, run_sweep
+from simaccept.sweep import FailedPointsWarning, SweepError, read_csv, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = """
@@ -714,7 +714,8 @@ def test_a_profile_deleted_while_the_sweep_runs_fails_the_points_left_and_keeps_
     prof = tmp_path / "p.toml"
     shutil.copy(ROOT / "simaccept/costs/thesis-2004.toml", prof)
     sc = load_scenario(text=TWO_POINTS, overrides=[f"costs.profile={json.dumps(str(prof))}"])
-    recs = run_sweep(sc, tmp_path / "out", jobs=1, plots=False, on_point=lambda rec: prof.unlink(missing_ok=True))
+    with pytest.warns(FailedPointsWarning, match=r"^1 of 2 points failed .*; first: .*costs\.profile"):
+        recs = run_sweep(sc, tmp_path / "out", jobs=1, plots=False, on_point=lambda rec: prof.unlink(missing_ok=True))
     assert [r.status for r in recs] == ["ok", "failed"]
     assert "costs.profile" in recs[1].error and "could be read when the sweep started" in recs[1].error
     assert json.loads(recs[1].config)["workload"]["rate"] == 3000.0
@@ -736,3 +737,27 @@ def test_an_out_whose_points_folder_cannot_be_written_is_refused_before_any_poin
     with pytest.raises(ScenarioError, match="cannot write in .*points") as e:
         run_sweep(load_scenario(text=TWO_POINTS), tmp_path / "out", jobs=1, plots=False)
     assert e.value.key == "--out"
+
+
+def test_failed_points_are_said_or_raised_never_returned_silently(tmp_path):
+    # run_sweep returned failed records (rates NaN) without a word, where `simaccept sweep`
+    # says "(N failed)": a notebook plotted the NaNs as gaps
+    import shutil
+    import warnings
+    prof = tmp_path / "p.toml"
+    shutil.copy(ROOT / "simaccept/costs/thesis-2004.toml", prof)
+    over = [f"costs.profile={json.dumps(str(prof))}"]
+
+    def gone(rec):
+        prof.unlink(missing_ok=True)
+
+    with pytest.raises(SweepError, match=r"^1 of 2 points failed .*results\.csv is written and the finished "
+                                         r"points kept under"):
+        run_sweep(load_scenario(text=TWO_POINTS, overrides=over), tmp_path / "a", plots=False, on_point=gone,
+                  raise_errors=True)
+    assert len((tmp_path / "a" / "results.csv").read_text().splitlines()) == 3
+    assert len(list((tmp_path / "a" / "points").glob("*.json"))) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # none when every point ran
+        recs = run_sweep(load_scenario(text=TWO_POINTS), None, plots=False, raise_errors=True)
+    assert [r.status for r in recs] == ["ok", "ok"]

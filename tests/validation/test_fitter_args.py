@@ -499,3 +499,15 @@ def test_a_record_too_long_to_simulate_is_simulated_when_a_set_shortens_it(tmp_p
                  "--set", "scenario.duration=0.3"]) == 0, capsys.readouterr().err
     f = CostFitter(params=["user_per_request"], metrics=["replies_per_s"], sim_overrides=["scenario.duration=0.3"])
     assert len(f._prepare(load_records(recs))) == 1
+
+
+def test_save_makes_no_directory(tmp_path, monkeypatch):
+    # save("simaccept/costs/x.toml") run elsewhere made ./simaccept/costs/, and that empty folder
+    # then hid the package from every `import simaccept` run there
+    f = CostFitter(params=["user_per_request"], base_profile="realsys-linux6", metrics=["replies_per_s"],
+                   sim_overrides=SHORT, max_nfev=1, accept_max_nfev=True).fit(_onepacket(2))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^path: 'simaccept/costs' is not a directory \(save\(\) makes none"):
+        f.save("simaccept/costs/my-profile.toml")
+    assert list(tmp_path.iterdir()) == []
+    assert f.save("my-profile.toml") == Path("my-profile.toml") and (tmp_path / "my-profile.toml").is_file()
