@@ -88,7 +88,7 @@ import numpy as np
 
 from simaccept.costs import COST_NAMES, load_costs, save_profile
 from simaccept.record import COLUMNS, RunRecord, _TEXT
-from simaccept.scenario import Scenario, ScenarioError
+from simaccept.scenario import Scenario, ScenarioError, load_scenario
 from simaccept.sweep import stop_workers, worker_pool
 
 from .records import (PEAK_FACTORS, Measured, NotSimulable, RecordError, _as_measured, check_record, is_peak_row, peak_scenarios, repo_path, scenario_for,
@@ -405,7 +405,44 @@ def _seed_tag(m) -> str:
 
 
 class CostFitter:
-    """Least-squares fit of named costs (see the module docstring)."""
+    """Least-squares fit of named costs (how the objective is built: the module docstring).
+
+    Every argument is checked here, a bad one refused with a ValueError (a scenario override's
+    key with a :class:`~simaccept.scenario.ScenarioError`) that names it; :meth:`fit` refuses to
+    run after an attribute was changed by hand (use :meth:`set_params`).
+
+    :param params: the costs to fit, names of :data:`simaccept.costs.COST_NAMES` (µs).
+    :param bounds: ``None`` (each cost in [0, inf)); ``{cost: (lower, upper)}``; or
+        ``(lowers, uppers)`` as scipy takes them, a number for all or one per cost; ``None`` for
+        a bound is none.
+    :param weights: ``{metric: weight}``, each finite and >= 0; a metric not named weighs 1.
+    :param metrics: what the residuals compare: numeric record columns (default
+        :data:`DEFAULT_METRICS`), ``"drop_shares"``, ``"time_split"``, ``"peak_replies_per_s"``.
+    :param base_profile: the profile the fit starts from and keeps for every cost it does not
+        fit: a packaged name or a ``.toml`` path.
+    :param overrides: fixed costs, ``{cost: µs}`` or ``["cost=µs", ...]``: applied in every
+        simulation and written into the saved profile.
+    :param sim_overrides: scenario overrides for every simulation, ``["section.key=value", ...]``
+        (``scenario.duration=5`` for shorter runs); a ``costs.`` one is a fixed override, and a
+        key the records set themselves (rate, server, policy, ...) is refused.
+    :param n_jobs: worker processes; the result does not depend on it.
+    :param diff_step: the relative step of the finite-difference Jacobian (scipy's ``diff_step``;
+        0.05: a simulation's noise would swamp a smaller one).
+    :param max_nfev: the budget of evaluations (each simulates every record); ``None``: scipy's.
+        Reaching it raises :class:`FitError`, unless ``accept_max_nfev``.
+    :param ftol, xtol, gtol: scipy's tolerances (``None`` turns one off; at least one > 0).
+    :param base_dir: the directory of the scenario files the records name (default
+        ``scenarios/thesis``; :func:`validation.records.scenario_for`).
+    :param verbose: scipy's progress output, 0, 1 or 2.
+    :param accept_max_nfev: keep the last iterate at ``max_nfev`` instead of raising; the header
+        and :meth:`summary` say it did not converge (``stopped_at_max_nfev_``).
+    :param cache: a directory of finished simulations: a stopped fit run again replays from it.
+    :param loss, f_scale: scipy's loss (``"linear"`` or a robust one of :data:`LOSSES`) and the
+        residual where a robust one bends.
+
+    After :meth:`fit`: ``params_`` and ``stderr_`` ({cost: µs}), ``cov_``, ``result_`` (scipy's
+    ``OptimizeResult``), ``records_`` (those fitted), ``residual_names_``, ``residual_norm_`` and
+    ``start_residual_norm_``, ``stopped_at_max_nfev_``."""
 
     def __init__(self, params: Sequence[str], bounds=None, weights: Mapping[str, float] | None = None,
                  metrics: Sequence[str] = DEFAULT_METRICS, base_profile: str = "thesis-2004",
@@ -489,6 +526,10 @@ class CostFitter:
                                  f"profile's (or a fixed override's, for another start)")
             else:
                 self.overrides.update(_cost_items([o], "sim_overrides"))
+        # each key's name, type and range, as any scenario takes it: a misspelt key ("scenario.durat")
+        # was found only at fit(), with the record's simulation (what a record's server does not
+        # read is still refused there, per record)
+        load_scenario(text="", overrides=self.sim_overrides)
         # checked here, as run_sweep checks its jobs: 2.7 was truncated to 2, and a bad max_nfev,
         # tolerance or verbose failed inside scipy once the fit started (--verbose 5: a traceback)
         if not _is_int(n_jobs) or n_jobs < 1:
@@ -928,6 +969,14 @@ class CostFitter:
                "residual_norm_", "start_residual_norm_", "unmeasured_metrics_", "n_residuals_")
 
     def fit(self, records: Iterable[RunRecord | Measured]) -> "CostFitter":
+        """Fit the costs to ``records`` (measured :class:`RunRecord` rows, e.g. from
+        :func:`validation.records.load_records`) by simulating each one's scenario; returns ``self``.
+
+        Raises :class:`NoRecordsError` when no record can be fitted (before any simulation),
+        :class:`FitError` when the fit fails (no convergence, a singular Jacobian, a simulation
+        that failed, the budget spent without ``accept_max_nfev``), ValueError for a record that
+        is not one (a zero ``duration_s``, a row given twice).  Nothing is swallowed: a fit that
+        raised leaves no ``params_``."""
         from scipy.optimize import least_squares
         for a in self._FITTED:
             self.__dict__.pop(a, None)
@@ -1034,6 +1083,8 @@ class CostFitter:
         return simulate(sc)
 
     def header(self) -> str:
+        """The fit in words, as the saved profile's comment: when and on what it ran, the fitted
+        values with their errors, residual norms, what was skipped."""
         self._check_fitted()
         from simaccept.sim import git_rev
         lines = [
@@ -1103,6 +1154,7 @@ class CostFitter:
         return save_profile(path, self.costs_(), header=header)
 
     def summary(self) -> dict[str, Any]:
+        """The fit as JSON-ready values (what ``thesis-fit`` and ``machine-fit`` keep)."""
         self._check_fitted()
         return {"params": self.params_, "stderr": self.stderr_, "start": self.start_,
                 "residual_norm": self.residual_norm_, "start_residual_norm": self.start_residual_norm_,

@@ -28,6 +28,10 @@ INF = math.inf
 
 @dataclasses.dataclass
 class PhaseView:
+    """What :meth:`AcceptPolicy.quota` sees at the start of an accept-phase; each field's
+    meaning on the μserver, TUX and Knot-C models: docs/guides/policies.md, *What a policy
+    sees, model by model*."""
+
     acceptq_len: int          # connections waiting in the accept queue
     ready: int                # descriptors the last getevents returned (excluding the listener)
     open_conns: int
@@ -47,7 +51,8 @@ class AcceptPolicy:
         return self.accept_limit
 
     def work_phase_done(self, closed: int, items: int) -> None:
-        """Feedback after each work-phase."""
+        """Feedback after each work-phase: the connections it closed and the items it served
+        (per model: docs/guides/policies.md; Knot-C passes 0 items)."""
 
 
 class AcceptLimit(AcceptPolicy):

@@ -87,3 +87,23 @@ def test_an_attribute_comment_is_rendered_as_written():
             if not cls and any(":type:" in ln for ln in _as_built(lines, f"{mod}.{name}")):
                 garbled.append(f"{mod}.{name}: {lines[0][:60]!r}")
     assert not garbled, "\n".join(garbled)
+
+
+def test_every_record_column_has_a_row_with_its_unit():
+    # the units were in source comments only: drops_* are counts over the window, beside rates
+    import re
+
+    from simaccept.record import COLUMNS, CPU_CATEGORIES
+    text = (ROOT / "docs" / "reference.md").read_text()
+    table = text[text.index("### The record's columns"):]
+    rows = {}
+    for line in table.splitlines():
+        m = re.match(r"\| (`[^|]+`) \| ([^|]+) \| [^|]+ \|$", line)
+        if m:
+            for name in re.findall(r"`([a-z0-9_<>]+)`", m.group(1)):
+                rows[name] = m.group(2).strip()
+    named = {c for c in COLUMNS if not c.startswith("cpu_share_")} | {"cpu_share_<fn>"}
+    assert named == set(rows), (sorted(named - set(rows)), sorted(set(rows) - named))
+    for c in CPU_CATEGORIES:
+        assert f"`{c}`" in table.split("cpu_share_<fn>")[1].splitlines()[0], c
+    assert {c for c in COLUMNS if c.startswith("drops_")} <= {c for c, u in rows.items() if u == "count"}

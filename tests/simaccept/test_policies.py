@@ -168,3 +168,36 @@ def test_a_policy_that_overrides_only_work_phase_done_is_called_back_on_every_se
                             '[scenario]\nduration = 0.5\nwarmup = 0.0\n[workload]\nrate = 2000')
     simulate(sc, raise_errors=True)
     assert len(calls) > 500, len(calls)
+
+
+@pytest.mark.parametrize("kind", ["userver", "tux", "knot"])
+def test_what_a_policy_sees_is_what_the_policies_guide_says(kind):
+    # docs/guides/policies.md, "What a policy sees, model by model": quota only with a connection
+    # queued (on Knot-C at every thread's accept, queued or not); work_phase_done with the
+    # connections closed, and items (0 on Knot-C)
+    views, feedback = [], []
+
+    class Recording(AcceptLimit):
+        name = "recording"
+
+        def quota(self, v):
+            views.append(v)
+            return self.accept_limit
+
+        def work_phase_done(self, closed, items):
+            feedback.append((closed, items))
+    REGISTRY["recording"] = Recording
+    try:
+        sc = load_scenario(f"scenarios/thesis/{kind}-onepacket.toml",
+                           ["scenario.warmup=0.1", "scenario.duration=0.3", "workload.rate=20000",
+                            "server.accept_limit=10", "server.policy=recording"])
+        rec = simulate(sc, raise_errors=True)
+    finally:
+        del REGISTRY["recording"]
+    assert rec.replies_per_s > 0 and views and feedback
+    assert all(v.accept_limit == 10 and v.open_conns >= 0 and v.ready >= 0 for v in views)
+    empty = sum(v.acceptq_len == 0 for v in views)
+    assert (empty > 0) == (kind == "knot"), empty
+    assert sum(c for c, _ in feedback) > 0
+    items = [i for _, i in feedback]
+    assert (sum(items) == 0) == (kind == "knot"), sum(items)

@@ -511,3 +511,16 @@ def test_save_makes_no_directory(tmp_path, monkeypatch):
         f.save("simaccept/costs/my-profile.toml")
     assert list(tmp_path.iterdir()) == []
     assert f.save("my-profile.toml") == Path("my-profile.toml") and (tmp_path / "my-profile.toml").is_file()
+
+
+@pytest.mark.parametrize("over,why", [
+    ("scenario.durat=1", "scenario key 'scenario.durat': unknown key; did you mean 'scenario.duration'?"),
+    ("scenario.duration=-1", "scenario key 'scenario.duration': must be > 0"),
+    ("client.think_ms=x", "scenario key 'client.think_ms'"),
+])
+def test_a_bad_simulation_override_is_refused_at_construction(over, why):
+    # found only at fit(), with the first record's simulation
+    from simaccept.scenario import ScenarioError
+    with pytest.raises(ScenarioError) as e:
+        CostFitter(params=["user_per_request"], sim_overrides=[over])
+    assert str(e.value).startswith(why), str(e.value)
