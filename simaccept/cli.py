@@ -164,6 +164,10 @@ def _parser() -> argparse.ArgumentParser:
     add_fit_args(sub.add_parser("fit", help="fit cost parameters to records (validation package)"))
     add_predict_args(sub.add_parser("predict", help="simulate measured records with a cost profile and "
                                     "show the error (validation package)"))
+    k = sub.add_parser("keys", help="list every scenario key: its type, default, range and meaning")
+    k.add_argument("filter", nargs="?", default=None, metavar="TEXT",
+                   help="only the keys whose name or meaning contains TEXT (e.g. workload., timeout); any case")
+    k.add_argument("--markdown", action="store_true", help="as a Markdown table (docs/scenario-keys.md is this)")
     sc = sub.add_parser("scenarios", help="list the scenarios that come with simaccept (run or sweep them by name)")
     sc.add_argument("filter", nargs="?", default=None, metavar="TEXT",
                     help="only the names containing TEXT (e.g. thesis, onepacket); any case")
@@ -326,6 +330,70 @@ def _cli(argv=None) -> int:
         return _main(args)
 
 
+def _key_range(spec) -> str:
+    """A key's values in words, as its refusals state them."""
+    from .scenario import MAX_ACCEPT_LIMIT, _bound
+    if spec.kind == "choice":
+        return " | ".join(spec.choices)
+    if spec.kind == "limit":
+        return f'1-{MAX_ACCEPT_LIMIT:,} or "inf"'
+    if spec.kind == "bool":
+        return "true | false"
+    if spec.kind == "str":
+        return "text"
+    lo = "" if spec.lo is None else (f"> {_bound(spec.lo)}" if spec.lo_open else f">= {_bound(spec.lo)}")
+    hi = "" if spec.hi is None else f"<= {_bound(spec.hi)}"
+    text = ", ".join(x for x in (lo, hi) if x) or "any"
+    if spec.kind == "float_or_none":
+        text += ', or "none"'
+    if spec.sentinel is not None:
+        text += f" (or {_bound(spec.sentinel)}: the profile's default)"
+    return text
+
+
+def key_rows(text: str | None = None) -> list[tuple[str, str, str, str, bool, str]]:
+    """(section.key, type, default, values, sweepable, meaning) for every key of
+    :data:`simaccept.scenario.SCHEMA` in schema order; ``text``: only those whose name or meaning
+    contains it, any case."""
+    from .scenario import _fmt
+    kinds = {"float": "number", "int": "integer", "limit": "accept-limit", "float_or_none": "number"}
+    rows = []
+    for section, keys in SCHEMA.items():
+        for name, spec in keys.items():
+            full = f"{section}.{name}"
+            if text and text.lower() not in f"{full} {spec.doc}".lower():
+                continue
+            default = "none" if spec.default is None else _fmt(spec.default)
+            rows.append((full, kinds.get(spec.kind, spec.kind), default, _key_range(spec), spec.sweepable,
+                         " ".join(spec.doc.split())))
+        if section == "costs":
+            # the per-cost keys are not in SCHEMA (too many to list there): one row for them all
+            from .costs import COST_NAMES
+            doc = ("One per-operation cost in µs, in place of the profile's value: "
+                   + ", ".join(COST_NAMES) + ".")
+            if not text or text.lower() in f"costs.<cost> {doc}".lower():
+                rows.append(("costs.<cost>", "number", "the profile's", ">= 0", True, doc))
+    return rows
+
+
+def keys_text(rows) -> str:
+    """The rows for a terminal: one key a paragraph."""
+    out = []
+    for full, kind, default, values, sweep, doc in rows:
+        out.append(f"{full}  ({kind}, default {default}; {values}{'' if sweep else '; not a sweep axis'})\n"
+                   f"    {doc}")
+    return "\n".join(out)
+
+
+def keys_markdown(rows) -> str:
+    """The rows as the Markdown table of docs/scenario-keys.md."""
+    esc = lambda x: str(x).replace("|", "\\|")  # noqa: E731
+    lines = ["| key | type | default | values | sweep | meaning |", "|---|---|---|---|---|---|"]
+    lines += [f"| `{full}` | {kind} | `{esc(default)}` | {esc(values)} | {'yes' if sweep else 'no'} | {esc(doc)} |"
+              for full, kind, default, values, sweep, doc in rows]
+    return "\n".join(lines)
+
+
 #: Longest description `simaccept scenarios` prints (its names take 35 columns more).
 DESCRIBE_MAX = 100
 
@@ -480,6 +548,14 @@ def _main(args) -> int:
     try:
         if args.cmd == "scenarios":
             return _list_scenarios(args.filter)
+        if args.cmd == "keys":
+            rows = key_rows(args.filter)
+            if not rows:
+                print(f"error: no scenario key contains {args.filter!r} (simaccept keys lists them all)",
+                      file=sys.stderr)
+                return 2
+            print(keys_markdown(rows) if args.markdown else keys_text(rows))
+            return 0
         if args.cmd == "run":
             sc = _load(args.scenario, args.set)
             if sc.axes:

@@ -425,6 +425,12 @@ def fit_main(args) -> int:
         _err(f"{args.records}: no records" + (f": {why_none_selected(loaded, args.select)}" if loaded and args.select
                                              else ""))
         return 2
+    # a fit of the thesis's rows simulates each over its own 120 s window, len(params) + 1 times a
+    # step: it printed nothing for ten minutes and more
+    print(f"fit: {len(records)} record{'' if len(records) == 1 else 's'}, {len(params)} cost"
+          f"{'' if len(params) == 1 else 's'}: every evaluation simulates each record (a paper row over its "
+          f"own window), {len(params) + 1} evaluations a step"
+          + ("; --verbose 1 prints each" if not fitter.verbose else ""), file=sys.stderr, flush=True)
     try:
         fitter.fit(records)
     except NoRecordsError as e:         # bad input: nothing in the file can be fitted

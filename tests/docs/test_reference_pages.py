@@ -107,3 +107,15 @@ def test_every_record_column_has_a_row_with_its_unit():
     for c in CPU_CATEGORIES:
         assert f"`{c}`" in table.split("cpu_share_<fn>")[1].splitlines()[0], c
     assert {c for c in COLUMNS if c.startswith("drops_")} <= {c for c, u in rows.items() if u == "count"}
+
+
+def test_the_scenario_keys_page_is_simaccept_keys_markdown():
+    # the keys were a dict's repr on the reference page; the page is generated, and must follow SCHEMA
+    from simaccept.cli import key_rows, keys_markdown
+    from simaccept.scenario import SCHEMA
+    page = (ROOT / "docs" / "scenario-keys.md").read_text()
+    table = page[page.index("| key |"):].strip()
+    assert table == keys_markdown(key_rows()), "docs/scenario-keys.md: regenerate with `simaccept keys --markdown`"
+    for section, keys in SCHEMA.items():
+        for name in keys:
+            assert f"| `{section}.{name}` |" in table

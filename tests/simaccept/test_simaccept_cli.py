@@ -659,3 +659,18 @@ def test_sweep_names_the_first_failed_point_and_its_error(spec, tmp_path, capsys
     assert out.splitlines()[-1] == f"1 point -> {tmp_path / 'o'}/results.csv (1 failed)"
     assert "warning: 1 of 1 point failed (status 'failed', rates NaN, the reason in 'error'); first: " in err, err
     assert "quota() returned 0" in err and "FailedPointsWarning" not in err, err
+
+
+def test_keys_lists_every_key_and_filters(capsys):
+    from simaccept.scenario import SCHEMA
+    assert cli.main(["keys"]) == 0
+    out = capsys.readouterr().out
+    for section, keys in SCHEMA.items():
+        for name in keys:
+            assert f"\n{section}.{name}  (" in "\n" + out, f"{section}.{name}"
+    assert "costs.<cost>  (number, default the profile's; >= 0)" in out
+    assert cli.main(["keys", "TIMEOUT"]) == 0          # any case, name or meaning
+    some = capsys.readouterr().out
+    assert "client.timeout  (number" in some and "workload.rate  (" not in some
+    assert cli.main(["keys", "nosuch"]) == 2
+    assert "error: no scenario key contains 'nosuch'" in capsys.readouterr().err

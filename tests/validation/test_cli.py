@@ -41,7 +41,11 @@ def no_simulation(monkeypatch):
 def test_fit_ok_writes_profile(sim_csv, tmp_path, capsys):
     out = tmp_path / "fitted.toml"
     rc = main(["fit", "--records", str(sim_csv), "--params", "select_base", "--out", str(out)])
-    assert rc == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    # said before the first simulation: a fit of the thesis's rows printed nothing for minutes
+    assert err.startswith("fit: 2 records, 1 cost: every evaluation simulates each record (a paper row over its "
+                          "own window), 2 evaluations a step; --verbose 1 prints each\n"), err
     doc = tomllib.loads(out.read_text())
     # The records came from thesis-2004 itself: the fit stays at its value.
     assert doc["costs"]["select_base"] == pytest.approx(load_costs("thesis-2004").us["select_base"], rel=0.02)
