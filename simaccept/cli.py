@@ -175,10 +175,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def shown(e: ScenarioError) -> str:
-    """The message for the terminal (``str(e)``: a flag or the file is not named as a scenario key).
+    """The message for the terminal (``str(e)``: a flag or the file is not named as a scenario key;
+    a bad run_sweep argument by the flag it stands for, ``--jobs`` where Python says ``jobs``).
 
     Shared with ``python -m realsys``, which loads scenarios the same way."""
-    return str(e)
+    from .sweep import ArgumentError
+    return f"{e.key}: {e.reason}" if isinstance(e, ArgumentError) else str(e)
 
 
 class Terminated(KeyboardInterrupt):

@@ -222,6 +222,21 @@ class SweepError(RuntimeError):
     ``run_sweep(..., raise_errors=True)``, one whose points failed."""
 
 
+class ArgumentError(ScenarioError):
+    """A bad argument of :func:`run_sweep` (``jobs``, ``out``, ``dask``): the message names the
+    Python argument (``jobs: must be ...``); ``key`` is the command-line flag it stands for
+    (``--jobs``), which the CLIs print instead (:func:`simaccept.cli.shown`).  A ScenarioError,
+    as before 2026-12-06, when its message named the flag from Python too."""
+
+    def __init__(self, arg: str, reason: str):
+        super().__init__(f"--{arg}", reason)
+        self.arg = arg
+        self.args = (f"{arg}: {reason}",)
+
+    def __reduce__(self):
+        return (type(self), (self.arg, self.reason))
+
+
 class FailedPointsWarning(UserWarning):
     """:func:`run_sweep` returned records of points that failed (``status`` "failed", the reason
     in ``error``): their rates are NaN.  ``simaccept sweep`` says so itself and exits 1."""
@@ -388,16 +403,16 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
                         + (f" {sc!r}" if isinstance(sc, (str, Path)) else ""))
     if dask is not None and not str(dask).strip():
         # "" was taken for no --dask: the points ran locally without a word
-        raise ScenarioError("--dask", "must be a scheduler address or 'local', got an empty string")
+        raise ArgumentError("dask", "must be a scheduler address or 'local', got an empty string")
     # as the CLI's --jobs: 0 or -5 ran serially and 2.5 or "2" failed later as a bare TypeError
     if not isinstance(jobs, numbers.Integral) or isinstance(jobs, bool) or jobs < 1:
-        raise ScenarioError("--jobs", f"must be an integer >= 1, got {jobs!r}")
+        raise ArgumentError("jobs", f"must be an integer >= 1, got {jobs!r}")
     if out is not None and not isinstance(out, (str, os.PathLike)):
         # out=5 failed as Path()'s bare TypeError, naming no argument
         raise TypeError(f"out: a directory path (str or os.PathLike), got a {type(out).__name__}")
     if out is not None and not str(out).strip():
         # Path("") is "." and the results went into the working directory
-        raise ScenarioError("--out", "must name a directory, got an empty string")
+        raise ArgumentError("out", "must name a directory, got an empty string")
     if parquet:
         if out is None:
             raise ValueError("parquet=True needs an out directory")
@@ -422,13 +437,13 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         try:
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise ScenarioError("--out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
+            raise ArgumentError("out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
         try:        # an OUT/points made by another user, or immutable: found after a point had run
             fd, probe = tempfile.mkstemp(dir=cache_dir, prefix=".simaccept.", suffix=".probe")
             os.close(fd)
             os.unlink(probe)
         except OSError as e:
-            raise ScenarioError("--out", f"cannot write in {str(cache_dir)!r}: {e.strerror or e}") from None
+            raise ArgumentError("out", f"cannot write in {str(cache_dir)!r}: {e.strerror or e}") from None
         from .plots import FIGURES
         results_files = ["results.csv", "results.parquet"]
         figure_files = [f"{stem}.{fmt}" for _, _, stem in FIGURES for fmt in ("png", "svg")]
@@ -439,7 +454,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         # then, as an IsADirectoryError traceback once every point had run
         for name in results_files + (figure_files if plots else []):
             if (out / name).is_dir():
-                raise ScenarioError("--out", f"{str(out / name)!r} is a directory; a sweep writes its "
+                raise ArgumentError("out", f"{str(out / name)!r} is a directory; a sweep writes its "
                                              f"{'results' if name.startswith('results.') else 'figure'} "
                                              f"to that file: move it away")
     results: dict[int, RunRecord] = {}
@@ -454,7 +469,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     for i, p in enumerate(points):
         if names[i] is not None:
             if (cache_dir / names[i]).is_dir():     # else an IsADirectoryError after simulating it
-                raise ScenarioError("--out", f"{str(cache_dir / names[i])!r} is a directory; a sweep "
+                raise ArgumentError("out", f"{str(cache_dir / names[i])!r} is a directory; a sweep "
                                              f"keeps that point's record in that file: move it away")
             cached = _load_cached(cache_dir / names[i])
             if cached is not None and cached.status == "ok":
@@ -578,7 +593,7 @@ def _run_dask(address: str, todo, args, finish, jobs: int = 1) -> None:
     try:
         from dask.distributed import Client, LocalCluster, as_completed as d_as_completed
     except ImportError:  # pragma: no cover - depends on the extra
-        raise ScenarioError("--dask", "needs dask.distributed (pip install 'simaccept[dask]')") from None
+        raise ArgumentError("dask", "needs dask.distributed (pip install 'simaccept[dask]')") from None
     cluster = None
     if address == "local":
         cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True)
@@ -587,7 +602,7 @@ def _run_dask(address: str, todo, args, finish, jobs: int = 1) -> None:
         try:
             client = Client(address)
         except (OSError, ValueError) as e:     # unreachable, or not an address at all
-            raise ScenarioError("--dask", f"cannot connect to the Dask scheduler at {address!r}: {e}") from None
+            raise ArgumentError("dask", f"cannot connect to the Dask scheduler at {address!r}: {e}") from None
     # A policy registered in REGISTRY had every point fail on Dask, "unknown policy", its
     # simulation time spent: the workers never saw the registration.  The classes travel with
     # the tasks (cloudpickle: by value if defined in __main__, else by reference to a module the

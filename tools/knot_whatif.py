@@ -111,10 +111,10 @@ def main(argv=None) -> int:
                     "--accept50" if e.key == "workload.rate" and j["peak"] and j["limit"] == "50" else
                     "--accept1" if e.key == "workload.rate" and j["peak"] else "--set")
             ap.error(f"{flag}: {shown(e)} (accept-{j['limit']} at {j['rate']:g} req/s, {a.cost}={j['value']:g})")
-    from simaccept.cli import Terminated, _take_termination_signals
-    _take_termination_signals()     # SIGTERM/SIGHUP killed this process alone; its workers ran on
+    from simaccept.cli import Terminated, termination_signals_as_interrupt
     try:
-        return _run(a, jobs)
+        with termination_signals_as_interrupt():    # SIGTERM/SIGHUP killed this process alone; its workers ran on
+            return _run(a, jobs)
     except KeyboardInterrupt as e:
         print("knot_whatif: interrupted (finished points are kept in --cache: run again to resume)", file=sys.stderr)
         return 128 + e.signum if isinstance(e, Terminated) else 130

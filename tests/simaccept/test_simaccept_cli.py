@@ -98,8 +98,9 @@ def test_run_sweep_fails_on_a_bad_out_before_simulating(tmp_path, no_simulation)
     from simaccept import load_scenario
     f = tmp_path / "afile"
     f.write_text("x")
-    with pytest.raises(ScenarioError, match="--out"):
+    with pytest.raises(ScenarioError, match="^out: ") as e:
         sweep.run_sweep(load_scenario(text=SMALL), f, plots=False)
+    assert e.value.key == "--out"
 
 
 def test_figures_out_that_is_a_file_is_refused_before_running(tmp_path, monkeypatch, capsys):

@@ -478,9 +478,15 @@ TINY = SMALL.replace("duration = 1.0", "duration = 0.1").replace("warmup = 0.5",
 def test_jobs_that_is_no_worker_count_is_refused_naming_jobs(jobs):
     # 0, -5 and 2.5 ran (serially), "2" and None failed as a bare TypeError
     from simaccept import ScenarioError
-    with pytest.raises(ScenarioError, match=r"^--jobs: must be an integer >= 1, got ") as e:
+    # named as the Python argument (it said "--jobs" from Python too); key: the flag the CLI prints
+    with pytest.raises(ScenarioError, match=r"^jobs: must be an integer >= 1, got ") as e:
         run_sweep(load_scenario(text=TINY), jobs=jobs, plots=False)
     assert e.value.key == "--jobs"
+    from simaccept.cli import shown
+    assert shown(e.value).startswith("--jobs: must be an integer >= 1, got ")
+    import pickle
+    again = pickle.loads(pickle.dumps(e.value))
+    assert str(again) == str(e.value) and again.key == "--jobs"
 
 
 @pytest.mark.parametrize("out", [5, b"dir", ["a"]])
@@ -494,7 +500,7 @@ def test_an_empty_out_is_refused_and_writes_nothing(tmp_path, monkeypatch):
     # Path("") is ".": results.csv and points/ went into the working directory
     from simaccept import ScenarioError
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ScenarioError, match="--out: must name a directory, got an empty string"):
+    with pytest.raises(ScenarioError, match="^out: must name a directory, got an empty string"):
         run_sweep(load_scenario(text=TINY), out="", plots=False)
     assert list(tmp_path.iterdir()) == []
 
@@ -650,7 +656,8 @@ def test_a_profile_edited_while_the_sweep_runs_is_not_cached_under_its_earlier_c
         import re
         if prof.read_text() == original:
             prof.write_text(re.sub(r"(?m)^user_per_request = .*$", "user_per_request = 60.0", original))
-    recs = run_sweep(sc, tmp_path / "out", jobs=1, plots=False, on_point=edit)
+    with pytest.warns(FailedPointsWarning, match="changed on disk while this point ran"):
+        recs = run_sweep(sc, tmp_path / "out", jobs=1, plots=False, on_point=edit)
     assert [r.status for r in recs] == ["ok", "failed"]
     assert "changed on disk while this point ran" in recs[1].error
     assert len(list((tmp_path / "out" / "points").glob("*.json"))) == 1
