@@ -225,7 +225,7 @@ class SweepError(RuntimeError):
 class ArgumentError(ScenarioError):
     """A bad argument of :func:`run_sweep` (``jobs``, ``out``, ``dask``): the message names the
     Python argument (``jobs: must be ...``); ``key`` is the command-line flag it stands for
-    (``--jobs``), which the CLIs print instead (:func:`simaccept.cli.shown`).  A ScenarioError,
+    (``--jobs``), which the CLIs print instead (``simaccept.cli.shown``).  A ScenarioError,
     as before 2026-12-06, when its message named the flag from Python too."""
 
     def __init__(self, arg: str, reason: str):
