@@ -620,16 +620,13 @@ def _main(args) -> int:
             cached = points.is_dir() and any(points.glob("*.json"))
             simulated = []          # run_sweep calls on_point for the points it simulates, not those it reuses
             args.started = time.time()
-            import warnings
-
-            from .sweep import FailedPointsWarning, failed_points_message
-            with warnings.catch_warnings():     # said below, in the sweep's own words
-                warnings.simplefilter("ignore", FailedPointsWarning)
-                recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
-                                 parquet=args.parquet, on_point=simulated.append)
+            from .sweep import failed_points_message
+            recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
+                             parquet=args.parquet, on_point=simulated.append, warn=False)
             failed = [r for r in recs if r.status != "ok"]
-            if failed:              # the count alone sent the user to results.csv's error column
-                print(f"warning: {failed_points_message(recs)}", file=sys.stderr)
+            why = failed_points_message(recs)
+            if why:                 # the count alone sent the user to results.csv's error column
+                print(f"warning: {why}", file=sys.stderr)
             idle = [r for r in recs if r.status == "ok" and not r.conn_attempts_per_s > 0]
             if idle:                # as run warns: rates of no load, cached as finished points
                 print(f"warning: {len(idle)} of {len(recs)} point{'' if len(recs) == 1 else 's'} offered no "

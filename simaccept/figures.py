@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from pathlib import Path
 
 from . import bundled
 from .plots import policy_label, save_figure
-from .sweep import FailedPointsWarning, atomic_write, failed_points_message, run_sweep
+from .sweep import atomic_write, failed_points_message, run_sweep
 
 SCENARIO_DIR = bundled.scenario_dir() / "thesis"     # the checkout's, or the installed package's
 SWEEPS = ("userver-onepacket", "userver-specweb", "tux-onepacket", "tux-specweb",
@@ -86,9 +85,7 @@ def run_sweeps(out: Path, jobs: int = 1, names=SWEEPS, log=_log) -> tuple[dict, 
         sc = load_scenario(SCENARIO_DIR / f"{name}.toml")
         log(f"figures: {name} ({i}/{len(names)}): {check_grid_size(sc)} points, those in {out / name} already are kept")
         w0 = time.perf_counter()
-        with warnings.catch_warnings():     # said here, with the sweep's name
-            warnings.simplefilter("ignore", FailedPointsWarning)
-            recs[name] = run_sweep(sc, out / name, jobs=jobs)
+        recs[name] = run_sweep(sc, out / name, jobs=jobs, warn=False)     # said here, with the sweep's name
         walls[name] = time.perf_counter() - w0
         why = failed_points_message(recs[name])
         log(f"figures: {name}: {len(recs[name])} points in {walls[name]:.1f} s" + (f"; FAILED: {why}" if why else ""))

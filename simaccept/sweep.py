@@ -391,13 +391,15 @@ def _load_cached(path: Path) -> RunRecord | None:
 def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: str | None = None,
               progress: bool = False, plots: bool = True,
               on_point: Callable[[RunRecord], None] | None = None, parquet: bool = False,
-              raise_errors: bool = False) -> list[RunRecord]:
+              raise_errors: bool = False, warn: bool = True) -> list[RunRecord]:
     """Run every point; return records in grid order.  ``parquet`` (needs ``out``) also
     writes ``OUT/results.parquet``; pyarrow is checked before any point runs.  A point that
     fails is a record of ``status`` "failed" (the sweep goes on): when any did, the sweep warns
     (:class:`FailedPointsWarning`, naming the first and its error) after writing its files, or
     with ``raise_errors`` raises :class:`SweepError` instead (every file written, the finished
-    points kept).  Until 2026-12-06 it returned them without a word."""
+    points kept).  With ``warn`` false it does not warn: the caller says it in its own words
+    (:func:`failed_points_message` gives the line), as the CLI, figures and the validation report
+    do.  Until 2026-12-06 it returned them without a word."""
     if not isinstance(sc, Scenario):    # a path was an AttributeError on its first use
         raise TypeError(f"sc: a Scenario (simaccept.load_scenario(path) reads one), got a {type(sc).__name__}"
                         + (f" {sc!r}" if isinstance(sc, (str, Path)) else ""))
@@ -570,7 +572,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     if why and raise_errors:
         raise SweepError(why + (f"; results.csv is written and the finished points kept under {cache_dir}"
                                 if cache_dir is not None else ""))
-    if why:
+    if why and warn:
         warnings.warn(why, FailedPointsWarning, stacklevel=2)
     return records
 

@@ -58,7 +58,6 @@ import math
 import shlex
 import statistics
 import sys
-import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable
@@ -66,7 +65,7 @@ from typing import Any, Callable, Collection, Iterable
 from simaccept.costs import available_profiles, load_costs, read_profile
 from simaccept.record import RunRecord
 from simaccept.scenario import load_scenario, model_fingerprint as _model_fingerprint
-from simaccept.sweep import FailedPointsWarning, atomic_write, failed_points_message, run_sweep
+from simaccept.sweep import atomic_write, failed_points_message, run_sweep
 
 from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, time_split
 from .sensitivity import format_factor, moved_cells, one_way_costs, one_way_sentence
@@ -1324,11 +1323,11 @@ def build(out: Path, profile: str = "thesis-2004", quick: bool = False, jobs: in
         sc = group_sweep(g, rows, base, cost_over, quick, sim_overrides)
         npts = len(sc.points())
         log(f"{name}: sweeping {npts} points (cache {cache / tag / name})")
-        with warnings.catch_warnings():     # said here, with the group's name, and kept in the summary
-            warnings.simplefilter("ignore", FailedPointsWarning)
-            recs = run_sweep(sc, out=cache / tag / name, jobs=jobs, progress=sys.stderr.isatty(), plots=False)
-        if failed_points_message(recs):
-            log(f"{name}: {failed_points_message(recs)}")
+        # said here, with the group's name, and kept in the summary
+        recs = run_sweep(sc, out=cache / tag / name, jobs=jobs, progress=sys.stderr.isatty(), plots=False, warn=False)
+        why = failed_points_message(recs)
+        if why:
+            log(f"{name}: {why}")
         lines: dict[str, list[RunRecord]] = defaultdict(list)
         for x in recs:
             lines[_norm_limit(x.accept_limit)].append(x)

@@ -768,3 +768,29 @@ def test_failed_points_are_said_or_raised_never_returned_silently(tmp_path):
         warnings.simplefilter("error")          # none when every point ran
         recs = run_sweep(load_scenario(text=TWO_POINTS), None, plots=False, raise_errors=True)
     assert [r.status for r in recs] == ["ok", "ok"]
+
+
+def test_warn_false_leaves_saying_it_to_the_caller_and_raise_errors_still_raises(tmp_path):
+    # the CLI, figures and the report each silenced FailedPointsWarning with catch_warnings to
+    # print the line in their own words; warn=False says that, and raise_errors is not weakened by it
+    import shutil
+    import warnings
+
+    from simaccept.sweep import failed_points_message
+    prof = tmp_path / "p.toml"
+    over = [f"costs.profile={json.dumps(str(prof))}"]
+
+    def gone(rec):
+        prof.unlink(missing_ok=True)
+
+    shutil.copy(ROOT / "simaccept/costs/thesis-2004.toml", prof)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        recs = run_sweep(load_scenario(text=TWO_POINTS, overrides=over), tmp_path / "a", plots=False,
+                         on_point=gone, warn=False)
+    assert [r.status for r in recs] == ["ok", "failed"]
+    assert failed_points_message(recs).startswith("1 of 2 points failed")
+    shutil.copy(ROOT / "simaccept/costs/thesis-2004.toml", prof)
+    with pytest.raises(SweepError, match=r"^1 of 2 points failed"):
+        run_sweep(load_scenario(text=TWO_POINTS, overrides=over), tmp_path / "b", plots=False, on_point=gone,
+                  warn=False, raise_errors=True)
