@@ -412,7 +412,7 @@ def fit_main(args) -> int:
         return 2
     try:
         loaded = load_records(args.records)
-        records = select_records(loaded, getattr(args, "select", None))
+        records = select_records(loaded, getattr(args, "select", None), "--select")
     except ValueError as e:             # RecordError too: a bad records file or --select
         _err(str(e))
         return 2
@@ -422,7 +422,7 @@ def fit_main(args) -> int:
             _err(f"--metrics: {why}")
             return 2
     if not records:
-        _err(f"{args.records}: no records" + (f": {why_none_selected(loaded, args.select)}" if loaded and args.select
+        _err(f"{args.records}: no records" + (f": {why_none_selected(loaded, args.select, '--select')}" if loaded and args.select
                                              else ""))
         return 2
     # a fit of the thesis's rows simulates each over its own 120 s window, len(params) + 1 times a
@@ -518,7 +518,7 @@ def predict_main(args) -> int:
         args.select = [args.select]
     try:
         loaded = load_records(args.records)
-        records = select_records(loaded, getattr(args, "select", None))
+        records = select_records(loaded, getattr(args, "select", None), "--select")
     except ValueError as e:             # RecordError too
         _err(str(e))
         return 2
@@ -528,7 +528,7 @@ def predict_main(args) -> int:
         _err(f"--metrics: {why}")
         return 2
     if not records:
-        _err(f"{args.records}: no record to predict" + (f": {why_none_selected(loaded, args.select)}"
+        _err(f"{args.records}: no record to predict" + (f": {why_none_selected(loaded, args.select, '--select')}"
                                                         if loaded and args.select else " (no records)"))
         return 2
     sim_overrides = list(getattr(args, "set", None) or ())

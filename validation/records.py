@@ -686,14 +686,16 @@ def close_text(name: str, among, n: int = 3) -> str:
     return f" (close: {', '.join(close)})" if close else ""
 
 
-def select_records(records: Iterable[Measured], selectors: Iterable[str] | None) -> list[Measured]:
+def select_records(records: Iterable[Measured], selectors: Iterable[str] | None,
+                   name: str = "selector") -> list[Measured]:
     """Keep records that satisfy every selector: ``column=value``, or for a numeric column
     ``column>=value`` (also ``<=``, ``>``, ``<``, ``!=``), e.g. ``target_rate>=4000`` for
     the runs past saturation.  A NaN (not measured) satisfies none but ``!=``; ``column=nan``
     keeps the rows where the column was not measured and ``column!=nan`` the others.
     ``accept_limit`` compares as a limit (``01`` is 1, ``Inf`` is inf).  A value that cannot be
     one of its column's (``target_rate==1600``, ``target_rate=1600=2``) is a ValueError: it
-    used to match nothing, and the error said only that no record was left."""
+    used to match nothing, and the error said only that no record was left.  Its messages call
+    each selector ``name`` ("selector"; the CLI passes "--select", the flag that gave it)."""
     if isinstance(selectors, (str, bytes)):
         # one string was iterated character by character ("t" has no operator)
         raise TypeError(f"selectors: a list of 'column=value' strings, got the str {selectors!r} "
@@ -702,27 +704,27 @@ def select_records(records: Iterable[Measured], selectors: Iterable[str] | None)
     for s in selectors or ():
         op = next((o for o in _SELECT_OPS if o in s), None)
         if op is None:
-            raise ValueError(f"--select {s!r}: must look like column=value (or >=, <=, >, <, !=)")
+            raise ValueError(f"{name} {s!r}: must look like column=value (or >=, <=, >, <, !=)")
         col, val = s.split(op, 1)
         bad_op = (col[-1] + op if col[-1:] in ("=", "<", ">", "!") else
                   op + val[0] if val[:1] in ("=", "<", ">") else None)
         if bad_op:
-            raise ValueError(f"--select {s!r}: {bad_op!r} is not an operator (=, !=, >=, <=, >, <)")
+            raise ValueError(f"{name} {s!r}: {bad_op!r} is not an operator (=, !=, >=, <=, >, <)")
         if col not in COLUMNS:
-            raise ValueError(f"--select: unknown record column {col!r}{close_text(col, COLUMNS)}")
+            raise ValueError(f"{name}: unknown record column {col!r}{close_text(col, COLUMNS)}")
         if op not in ("=", "!=") and col in _TEXT:
-            raise ValueError(f"--select {s!r}: {col} is text; only = and != compare it")
+            raise ValueError(f"{name} {s!r}: {col} is text; only = and != compare it")
         if col not in _TEXT:
             try:
                 x = float(val)
             except ValueError:
-                raise ValueError(f"--select {s!r}: {val!r} is not a number") from None
+                raise ValueError(f"{name} {s!r}: {val!r} is not a number") from None
             if math.isnan(x) and op not in ("=", "!="):   # every comparison with NaN is false: it would keep nothing
-                raise ValueError(f"--select {s!r}: nan is not an order; {col}!=nan keeps the rows that "
+                raise ValueError(f"{name} {s!r}: nan is not an order; {col}!=nan keeps the rows that "
                                  f"measured it, {col}=nan the others")
         if col == "accept_limit" and val.strip():
             if _limit_key(val) is None:
-                raise ValueError(f"--select {s!r}: {val!r} is not an accept limit (an integer >= 1, or inf)")
+                raise ValueError(f"{name} {s!r}: {val!r} is not an accept limit (an integer >= 1, or inf)")
             val = _limit_key(val)
 
         def match(m, col=col, val=val, f=_SELECT_OPS[op], op=op):
@@ -752,18 +754,20 @@ def _limit_key(text: str) -> str | None:
     return str(int(x)) if x.is_integer() and x >= 1 else None
 
 
-def why_none_selected(records: Sequence[Measured], selectors: Iterable[str] | None) -> str:
+def why_none_selected(records: Sequence[Measured], selectors: Iterable[str] | None,
+                      name: str = "selector") -> str:
     """Which of ``selectors`` left :func:`select_records` nothing of ``records``: the ones that
-    alone match no record, else the first of them after which none was left, with those before it."""
+    alone match no record, else the first of them after which none was left, with those before it.
+    Each selector is called ``name``, as in :func:`select_records`."""
     sels = list(selectors or ())
     n = f"{len(records)} record{'' if len(records) == 1 else 's'}"
-    alone = [s for s in sels if not select_records(records, [s])]
+    alone = [s for s in sels if not select_records(records, [s], name)]
     if alone:
-        return (" and ".join(f"--select {s!r}" for s in alone)
+        return (" and ".join(f"{name} {s!r}" for s in alone)
                 + f" {'matches' if len(alone) == 1 else 'each match'} none of its {n}")
     kept = list(records)
     for i, s in enumerate(sels):
-        kept = select_records(kept, [s])
+        kept = select_records(kept, [s], name)
         if not kept:
-            return " with ".join(f"--select {x!r}" for x in sels[:i + 1]) + f" together match none of its {n}"
+            return " with ".join(f"{name} {x!r}" for x in sels[:i + 1]) + f" together match none of its {n}"
     return ""

@@ -225,7 +225,7 @@ def test_a_select_that_cannot_be_read_is_refused_naming_it(tmp_path, sel, why):
     recs = load_records(_write(tmp_path, [GOOD]))
     with pytest.raises(ValueError, match=why) as e:
         select_records(recs, [sel])
-    assert f"--select {sel!r}" in str(e.value)
+    assert f"selector {sel!r}" in str(e.value)
 
 
 @pytest.mark.parametrize("sel,kept", [("accept_limit=01", ["1"]), ("accept_limit=1.0", ["1"]),
@@ -241,9 +241,12 @@ def test_why_none_selected_names_the_selectors_that_emptied_it(tmp_path):
     from validation.records import why_none_selected
     recs = load_records(_write(tmp_path, [GOOD, {**GOOD, "accept_limit": "10", "target_rate": "20000"}]))
     assert why_none_selected(recs, ["accept_limit=1", "target_rate>=99999"]) == (
-        "--select 'target_rate>=99999' matches none of its 2 records")
+        "selector 'target_rate>=99999' matches none of its 2 records")
     assert why_none_selected(recs, ["accept_limit=10", "target_rate>20000", "server=userver"]) == (
-        "--select 'accept_limit=10' with --select 'target_rate>20000' together match none of its 2 records")
+        "selector 'accept_limit=10' with selector 'target_rate>20000' together match none of its 2 records")
+    # the CLI names the flag that gave them
+    assert why_none_selected(recs, ["accept_limit=1", "target_rate>=99999"], "--select") == (
+        "--select 'target_rate>=99999' matches none of its 2 records")
 
 
 def test_thesis_names_the_packaged_records_where_no_file_is_there(tmp_path, monkeypatch):
