@@ -424,6 +424,13 @@ def run(out: str | Path = "docs/validation", jobs: int = 1, think_ms: Sequence[f
     rows = throughput_rows(thesis)
     if len(gp_spec) < 2:
         raise IdleError("thesis.csv has fewer than two SPECweb99-like gprof rows")
+    # a delay as long as the run (1e300 was taken) leaves each connection one request in it:
+    # every point would simulate and read as the same degenerate workload
+    run_s = min(float(scenario_for(m)["scenario"]["duration"]) for m in [*rows, *gp_spec, *gp_one])
+    long = [t for t in think_ms if t >= run_s * 1000]
+    if long:
+        raise IdleError(f"--think-ms: {', '.join(f'{t:g}' for t in long)}: a delay must be shorter than the "
+                        f"rows' run ({run_s:g} s = {run_s * 1000:g} ms)")
     sims = _simulate_all(rows, gp_spec, gp_one, think_ms, jobs, profile, cache=cache)
     rd = read_delays(gp_spec, gp_one, sims, think_ms, costs)
     th_best, th_ratio = rd["best_think_ms"], rd["ratio_think_ms"]

@@ -94,6 +94,9 @@ def test_control_agrees_within_50_conns_or_half():
     (["--think-ms", "0,-5"], "--think-ms"),
     (["--think-ms", "0,inf"], "--think-ms"),       # a client that never answers: refused, not a traceback
     (["--think-ms", "nan"], "--think-ms"),
+    # as long as the run: each connection one request in it (1e300 simulated every row)
+    (["--think-ms", "0,1e300"], "--think-ms: 1e+300: a delay must be shorter than the rows' run (120 s"),
+    (["--think-ms", "50,120000"], "--think-ms: 120000: a delay must be shorter"),
     (["--per-kb-factors", "1,x"], "--per-kb-factors"),
     (["--per-kb-factors", "1,0"], "--per-kb-factors"),
     (["--per-kb-factors", "-0.5"], "--per-kb-factors"),
