@@ -119,3 +119,13 @@ def test_the_scenario_keys_page_is_simaccept_keys_markdown():
     for section, keys in SCHEMA.items():
         for name in keys:
             assert f"| `{section}.{name}` |" in table
+
+
+def test_the_tutorial_names_every_file_the_cache_key_leaves_out():
+    # it said "the CLI, the sweep driver and plotting": an edit to bundled.py or fingerprint.py
+    # reuses cached points too
+    from simaccept.fingerprint import NOT_MODEL
+    text = " ".join((ROOT / "docs/tutorial.md").read_text().split())
+    m = re.search(r"but that of `simaccept\.fingerprint\.NOT_MODEL`: (.*?); comments", text)
+    assert m, "the tutorial's sentence on what the cache key covers is gone"
+    assert set(re.findall(r"`([\w.]+\.py)`", m.group(1))) == set(NOT_MODEL)
