@@ -139,7 +139,7 @@ def server_argv(kind: str, values: dict, docroot: Path, stats: Path, workdir: Pa
         return [str(C_DIR / "knot"), "--addr", "0.0.0.0", "--port", str(PORT), "--backlog", str(k["backlog"]),
                 "--threads", str(srv["threads"]), "--accept-limit", lim,
                 "--spin-us", str(int(round(rs["spin_us"]))), "--docroot", str(docroot), "--stats", str(stats),
-                "--writev-max", wmax]
+                "--max-conns", str(srv["max_conns"]), "--writev-max", wmax]
     if kind == "nginx":
         b = nginx_binary()
         if not b:

@@ -26,6 +26,7 @@
 
 static int lfd, nthreads = 64, idle_timeout_s = 10;
 static long accept_limit = 1;
+static int max_conns = INT_MAX; /* --max-conns: open connections, all threads together */
 static unsigned spin_us;
 /* Each thread counts into its own tstats[i], never reset.  The measured window's counts are
  * tstats minus tbase, the copy taken at SIGUSR1: threads used to zero their own counts when
@@ -160,6 +161,7 @@ static void *worker(void *arg)
         return NULL;
     while (!g_stop) {
         size_t n = 0;
+        int capped = 0;
         while (accept_limit < 0 || n < (size_t)accept_limit) {
             if (n == cap) {
                 size_t want = accept_limit > 0 && (size_t)accept_limit < 2 * cap ? (size_t)accept_limit : 2 * cap;
@@ -169,8 +171,17 @@ static void *worker(void *arg)
                 acc = more;
                 cap = want;
             }
+            /* --max-conns, as server.max_conns bounds the simulated Knot-C's accepts: a slot is
+             * taken before the accept, so threads racing for the last one cannot pass the cap;
+             * the connections past it wait in the accept queue. */
+            if (atomic_fetch_add(&nopen, 1) >= max_conns) {
+                atomic_fetch_sub(&nopen, 1);
+                capped = 1;
+                break;
+            }
             int fd = TIMED(SC_ACCEPT, accept4(lfd, NULL, NULL, SOCK_CLOEXEC));
             if (fd < 0) {
+                atomic_fetch_sub(&nopen, 1);
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
                     ST->accepts_eagain++;
                 } else {
@@ -184,9 +195,12 @@ static void *worker(void *arg)
                 break;
             }
             ST->accepts++;
-            atomic_fetch_add(&nopen, 1);
             acc[n].fd = fd;
             acc[n++].t_accept = now_ns();
+        }
+        if (n == 0 && capped) { /* the listener stays readable: polling it would spin */
+            TIMED(SC_POLL, poll(NULL, 0, 10));
+            continue;
         }
         if (n == 0) { /* lost the race for a woken listener, or none queued: not a phase (common.h) */
             struct pollfd p = { lfd, POLLIN, 0 };
@@ -210,7 +224,9 @@ static void usage(int status)
     fprintf(status ? stderr : stdout,
             "usage: knot [--addr A] [--port P] [--backlog N] [--threads T] [--accept-limit N|inf]\n"
             "            [--spin-us U] [--docroot DIR] [--stats FILE] [--sample-ms MS] [--idle-timeout S]\n"
-            "            [--writev-max B] [--mux select|poll|epoll] [--help]\n"
+            "            [--writev-max B] [--mux select|poll|epoll] [--max-conns N] [--help]\n"
+            "  --max-conns N     at most N connections open, all threads together; the rest wait in\n"
+            "                    the accept queue (default: no cap but the open-files limit)\n"
             "  --idle-timeout S  close a connection whose request is not whole S seconds after its\n"
             "                    accept or the previous reply, or whose reply is not sent S seconds\n"
             "                    after its request, however slowly it trickles (default 10)\n"
@@ -229,7 +245,7 @@ int main(int argc, char **argv)
         {"addr", 1, 0, 'a'}, {"port", 1, 0, 'p'}, {"backlog", 1, 0, 'b'}, {"threads", 1, 0, 't'},
         {"accept-limit", 1, 0, 'l'}, {"spin-us", 1, 0, 's'}, {"docroot", 1, 0, 'd'},
         {"stats", 1, 0, 'o'}, {"sample-ms", 1, 0, 'S'}, {"idle-timeout", 1, 0, 'i'}, {"writev-max", 1, 0, 'W'},
-        {"mux", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"mux", 1, 0, 'm'}, {"max-conns", 1, 0, 'c'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (o) {
@@ -249,6 +265,7 @@ int main(int argc, char **argv)
             opt_choice("knot", "mux", optarg, (const char *const[]){"select", "poll", "epoll", NULL});
             break;
         case 'W': writev_max = (size_t)opt_long("knot", "writev-max", optarg, 0, 1L << 26); break;
+        case 'c': max_conns = (int)opt_long("knot", "max-conns", optarg, 1, 1L << 22); break;
         case 'h': usage(0); break;
         default: usage(2);
         }
@@ -266,6 +283,8 @@ int main(int argc, char **argv)
      * soft limit of 256, 2 threads of accept-limit 1, "docroot: Too many open files"); asked
      * again below with what the process then holds counted. */
     long long conns = accept_limit < 0 ? INT_MAX : (long long)nthreads * accept_limit;
+    if (conns > max_conns)
+        conns = max_conns;
     long long want = conns + 256 + DOCROOT_MAX_FDS;
     raise_nofile(want > INT_MAX ? INT_MAX : (int)want);
     if (spin_us)

@@ -286,8 +286,20 @@ int main(int argc, char **argv)
     int held = fds_open();
     int maxfds = (held < 0 ? 64 : held + 8) + max_conns;
     int lim = raise_nofile(maxfds + 16);
-    if (lim < maxfds + 16)
+    if (lim < maxfds + 16) {
         maxfds = lim > 64 ? lim - 16 : lim;
+        /* The cap is then what the table leaves: connections past it wait in the accept
+         * queue, as at --max-conns, instead of being accepted on a descriptor >= maxfds and
+         * closed.  Said, since the run's cap is not the one asked for. */
+        int room = maxfds - (held < 0 ? 64 : held + 8);
+        if (room < 1)
+            room = 1;
+        if (room < max_conns) {
+            fprintf(stderr, "userver: --max-conns %d lowered to %d: the open-files limit is %d\n", max_conns,
+                    room, lim);
+            max_conns = room;
+        }
+    }
     conns = calloc((size_t)maxfds, sizeof *conns);
     evs = ev->create(maxfds);
     struct ev_fired *fired = malloc((size_t)maxfds * sizeof *fired);
@@ -302,13 +314,14 @@ int main(int argc, char **argv)
     struct samples sm = {0};
     uint64_t t_start = now_ns(), next_sample = t_start;
     uint64_t listen_resume = 0; /* != 0: the listener is out of the set until then (ns) */
+    int listening = 1;          /* the listener is in the interest set */
     char extra[256];
     if (accept_limit < 0)
         snprintf(extra, sizeof extra, "\"server\": \"userver\", \"mux\": \"%s\", \"accept_limit\": \"inf\", "
-                 "\"spin_us\": %u, ", ev->name, spin_us);
+                 "\"spin_us\": %u, \"max_conns\": %d, ", ev->name, spin_us, max_conns);
     else
         snprintf(extra, sizeof extra, "\"server\": \"userver\", \"mux\": \"%s\", \"accept_limit\": \"%ld\", "
-                 "\"spin_us\": %u, ", ev->name, accept_limit, spin_us);
+                 "\"spin_us\": %u, \"max_conns\": %d, ", ev->name, accept_limit, spin_us, max_conns);
     while (!g_stop) {
         if (g_snap) {
             g_snap = 0;
@@ -331,10 +344,18 @@ int main(int argc, char **argv)
             t_start = now_ns();
             next_sample = t_start;
         }
-        /* getevents-phase */
-        if (listen_resume && now_ns() >= listen_resume) {
-            ev->set(evs, lfd, 0, EV_READ);
+        /* getevents-phase.  At --max-conns the listener leaves the interest set, as it leaves
+         * the simulated μserver's at server.max_conns: the connections past the cap wait in
+         * the accept queue (and the kernel's drop rules apply to the rest) until one closes.
+         * It had accepted them and closed each at once, a reset the model has no counterpart
+         * of, for an accept and a close a connection; a level-triggered listener left in the
+         * set would have the loop spin instead. */
+        if (listen_resume && now_ns() >= listen_resume)
             listen_resume = 0;
+        int want_listen = nopen < max_conns && !listen_resume;
+        if (want_listen != listening) {
+            ev->set(evs, lfd, listening ? EV_READ : 0, want_listen ? EV_READ : 0);
+            listening = want_listen;
         }
         int n = ev->wait(evs, fired, maxfds, listen_resume ? 10 : 100);
         ST->getevents_calls++;
@@ -356,7 +377,7 @@ int main(int argc, char **argv)
             }
         if (listen_ready) {
             ST->accept_phases++;
-            for (long k = 0; accept_limit < 0 || k < accept_limit; k++) {
+            for (long k = 0; (accept_limit < 0 || k < accept_limit) && nopen < max_conns; k++) {
                 int fd = TIMED(SC_ACCEPT, accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC));
                 if (fd < 0) {
                     if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -367,18 +388,18 @@ int main(int argc, char **argv)
                          * maxfds; the docroot's open files eat the rest): the level-triggered
                          * listener stays readable and the loop spun at full CPU, millions of
                          * failed accepts a second.  Leave it out of the set for 10 ms. */
-                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                            ev->set(evs, lfd, EV_READ, 0);
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
                             listen_resume = now + 10000000ull;
-                        }
                     }
                     break;
                 }
                 ST->accepts++;
                 /* --max-conns is the number of connections open, as server.max_conns is in
-                 * the simulator; maxfds only sizes the arrays (it had been the cap, off from
-                 * the flag by the descriptors the server holds itself). */
-                struct conn *c = fd < maxfds && nopen < max_conns ? conn_new() : NULL;
+                 * the simulator (the loop stops there); maxfds only sizes the arrays (it had
+                 * been the cap, off from the flag by the descriptors the server holds itself).
+                 * A descriptor >= maxfds (one the server opened meanwhile took a lower one)
+                 * is still refused: the table has no slot for it. */
+                struct conn *c = fd < maxfds ? conn_new() : NULL;
                 if (!c || ev->set(evs, fd, 0, EV_READ) < 0) {
                     ST->conns_refused_fd++;
                     TIMED(SC_CLOSE, close(fd));

@@ -46,6 +46,8 @@ ROWS = [
     ("userver", ["--writev-max", "67108865"], "--writev-max", "67108865"),
     ("userver", ["select"], "unexpected argument", "select"),
     ("knot", ["--threads", "0"], "--threads", "0"),
+    ("knot", ["--max-conns", "0"], "--max-conns", "0"),
+    ("knot", ["--max-conns", "1e3"], "--max-conns", "1e3"),
     ("knot", ["--threads", "ten"], "--threads", "ten"),
     ("knot", ["--idle-timeout", "2s"], "--idle-timeout", "2s"),
     ("knot", ["--accept-limit", "-1"], "--accept-limit", "-1"),

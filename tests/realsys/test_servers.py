@@ -34,3 +34,10 @@ rate = 100.0
 def test_the_c_servers_take_the_simulated_servers_write_path(kind, workload, want):
     argv = _argv(kind, workload)
     assert argv[argv.index("--writev-max") + 1] == str(want)
+
+
+@pytest.mark.parametrize("kind", ["userver", "knot"])
+def test_the_c_servers_get_the_scenarios_open_connection_cap(kind):
+    # knot had no --max-conns: server.max_conns bounded the simulated Knot-C and not the real one
+    argv = _argv(kind, "one-packet")
+    assert argv[argv.index("--max-conns") + 1] == "15000"
