@@ -25,7 +25,11 @@ static void *ep_create(int maxfds)
         return NULL;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->maxfds = maxfds;
-    e->maxev = maxfds < 4096 ? maxfds : 4096;
+    /* Room for every fd: a getevents-phase returns all that are ready, as select's and poll's
+     * do and as the model's does.  It was 4,096, and level-triggered epoll queues the fds it
+     * returned behind the rest, so past 4,096 ready a phase could miss the listener (no
+     * accept-phase that loop) and a work-phase served part of what select would have. */
+    e->maxev = maxfds;
     e->evs = calloc((size_t)e->maxev, sizeof *e->evs);
     if (e->epfd < 0 || !e->evs) {
         if (e->epfd >= 0)
