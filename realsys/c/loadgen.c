@@ -408,9 +408,16 @@ static void send_request(struct lconn *c)
 {
     ssize_t w = write(c->fd, c->req + c->req_off, c->req_len - c->req_off);
     if (w < 0) {
-        if (errno == EAGAIN) return;
-        fail(c, errno);
-        return;
+        if (errno != EAGAIN) {
+            fail(c, errno);
+            return;
+        }
+        /* No room: as a partial write of nothing, wait for EPOLLOUT.  It returned leaving the
+         * state as it was: a connection already READING (a request after a delay) waited for a
+         * reply to a request never sent (a timeout of the server's), and one CONNECTING was
+         * counted established again at its next EPOLLOUT.  A request of a few hundred bytes on
+         * an idle socket hardly meets it. */
+        w = 0;
     }
     c->req_off += (size_t)w;
     if (c->req_off < c->req_len) {
