@@ -143,6 +143,50 @@ def _sd(rows, key):
     return math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
 
 
+def _point_file_of(row: dict, point_files: list[dict]) -> dict | None:
+    """The point file of a results.csv row: by its label and by config too (two series of one
+    point label, another --set realsys.spin_us, were both shown the first one's).  Point files
+    before 2026-12-04 lack the config, and the seeds of one label share it: among several, the
+    one whose generators' launch rate is the row's ``conn_attempts_per_s`` (the runner copies
+    it), else the first (every seed's row was shown the first seed's file)."""
+    same = [x for x in point_files if x.get("point") == row["point"] and x.get("sysctls") is not None
+            and x.get("config", row.get("config")) == row.get("config")]
+    if len(same) > 1:
+        try:
+            want = float(row.get("conn_attempts_per_s") or "nan")
+        except ValueError:
+            want = math.nan
+        for x in same:
+            g = x.get("generator") or {}
+            got = g.get("achieved_rate_mid") or g.get("achieved_rate_window") or g.get("achieved_rate")
+            if isinstance(got, (int, float)) and math.isclose(got, want, rel_tol=1e-9):
+                return x
+    return same[0] if same else None
+
+
+def launch_lag_summary(rows: list[dict], point_files: list[dict]) -> dict:
+    """How late our generators launched against their schedule: over the point files of the
+    labels of the finished rows, those with the histogram (httperf's have none), the points,
+    the median and the largest 99th percentile (ms), and how many points' passed the runner's
+    :data:`~realsys.runner.LAUNCH_LAG_NOTE_MS` (the worst named).  By file, not by row: the
+    seeds of one label share it, and point files before 2026-12-04 give no way to tell which
+    seed's row a file is (deterministic arrivals launch at the same rate at every seed)."""
+    from .runner import LAUNCH_LAG_NOTE_MS
+    labels = {row["point"] for row in rows if row.get("status") == "ok"}
+    lags = []
+    for x in point_files:
+        lag = (x.get("generator") or {}).get("launch_lag_us")
+        p99 = lag.get("p99") if isinstance(lag, dict) else None
+        if x.get("point") in labels and isinstance(p99, (int, float)) and math.isfinite(p99):
+            lags.append((p99 / 1e3, x.get("point")))
+    if not lags:
+        return {"points": 0}
+    ms = sorted(x for x, _ in lags)
+    worst = max(lags)
+    return {"points": len(ms), "p99_ms_median": ms[len(ms) // 2], "p99_ms_max": worst[0], "worst_point": worst[1],
+            "note_ms": LAUNCH_LAG_NOTE_MS, "points_over_note": sum(x > LAUNCH_LAG_NOTE_MS for x in ms)}
+
+
 def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
     d = Path(results_dir)
     rows = read_rows(d / "results.csv")
@@ -182,21 +226,21 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
             if rr:
                 ratios[f"{a} / {b}"] = rr
     summary["ratios_past_saturation"] = ratios
+    point_files = None
+    if (d / "points").is_dir():     # each read once, in the directory's order (the first match is shown)
+        point_files = [read_point_file(f) for f in (d / "points").glob("*.json")]
+    summary["generator_launch_lag"] = launch_lag_summary(rows, point_files or [])
     # drop breakdown at one overloaded rate
     if past:
         dr = drops_rate if drops_rate is not None else past[min(len(past) - 1, 2)]
         table = {}
-        point_files = None
         for lab, pts in ser.items():
             if dr not in pts:
                 continue
-            if point_files is None:     # each read once, in the directory's order (the first match is shown)
-                point_files = [read_point_file(f) for f in (d / "points").glob("*.json")]
             # by config too: two series of one point label (another --set realsys.spin_us) were
             # both shown the first one's drops; point files before 2026-12-04 lack it (label alone)
             row = pts[dr][0]
-            h = next((x for x in point_files if x.get("point") == row["point"] and x.get("sysctls") is not None
-                      and x.get("config", row.get("config")) == row.get("config")), None)
+            h = _point_file_of(row, point_files or [])
             if h:
                 dd = h.get("drops") or {}
                 table[lab] = {k: dd.get(k) for k in ("AcceptQFull", "DropRequest", "ListenOverflow", "SynQFull",
@@ -274,6 +318,11 @@ def _main(argv=None, prog: str = "python -m realsys.report") -> int:
             print("      " + ", ".join(f"{r:g}: {v:.0f}" + (f"±{p['replies_per_s_sd'][r]:.0f}"
                                                               if not math.isnan(p['replies_per_s_sd'][r]) else "")
                                        for r, v in p["replies_per_s"].items()))
+        lag = s["generator_launch_lag"]
+        if lag["points"]:
+            print(f"  generator launch lag p99: median {lag['p99_ms_median']:.1f} ms, max {lag['p99_ms_max']:.1f} ms "
+                  f"({lag['worst_point']}); {lag['points_over_note']} of {lag['points']} points over "
+                  f"{lag['note_ms']:g} ms")
         print(f"  saturation at {s['saturation_rate']}; past it: {s['rates_past_saturation']}")
         for k, rr in s["ratios_past_saturation"].items():
             print(f"  {k}: " + ", ".join(f"{r:g}: {v:.3f}" for r, v in rr.items()))

@@ -269,3 +269,55 @@ def test_an_empty_duration_the_check_lets_through_is_no_traceback(tmp_path, caps
         w.writeheader()
         w.writerows(rows)
     assert main([str(tmp_path / "r")]) == 0
+
+
+def _lag_folder(tmp_path, lags_ms, rates=None):
+    """A results folder of one label at len(lags_ms) seeds, each point file with its launch lag p99."""
+    d = tmp_path / "lag"
+    (d / "points").mkdir(parents=True)
+    lab = "server.accept_limit=1;workload.rate=4800.0"
+    for i, ms in enumerate(lags_ms):
+        rate = rates[i] if rates else 4800.0
+        r = _rec(lab, "1", 4800.0, 3000.0 + i, seed=float(i))
+        r.conn_attempts_per_s = rate
+        append_record(d / "results.csv", r)
+        (d / "points" / f"p{i}.json").write_text(json.dumps({
+            "point": lab, "sysctls": {}, "drops": {"total": i},
+            "generator": {"achieved_rate_mid": rate, "launch_lag_us": {"p99": ms * 1e3, "max": ms * 2e3}}}))
+    return d
+
+
+def test_the_generators_launch_lag_is_summarised_over_every_point_file(tmp_path, capsys):
+    # a generator that fell behind its schedule sent what was due in one burst, and nothing said
+    # so: the report names the worst point and counts those past the runner's note
+    from realsys.report import main
+    from realsys.runner import LAUNCH_LAG_NOTE_MS
+    d = _lag_folder(tmp_path, [1.0, 85.0, 3.0])
+    lag = summarize(d)["generator_launch_lag"]
+    assert lag == {"points": 3, "p99_ms_median": 3.0, "p99_ms_max": 85.0,
+                   "worst_point": "server.accept_limit=1;workload.rate=4800.0", "note_ms": LAUNCH_LAG_NOTE_MS,
+                   "points_over_note": 1}
+    assert main([str(d)]) == 0
+    assert "generator launch lag p99: median 3.0 ms, max 85.0 ms" in capsys.readouterr().out
+
+
+def test_a_row_is_matched_to_its_own_seeds_point_file_by_its_launch_rate(tmp_path):
+    # point files before 2026-12-04 carry no config: every seed's row was shown the first
+    # seed's file; the launch rate the runner copies into the row tells them apart
+    from realsys.report import _point_file_of, read_point_file, read_rows
+    d = _lag_folder(tmp_path, [1.0, 2.0, 3.0], rates=[4790.5, 4801.25, 4799.0])
+    files = [read_point_file(f) for f in sorted((d / "points").glob("*.json"))]
+    got = [_point_file_of(r, files)["drops"]["total"] for r in read_rows(d / "results.csv")]
+    assert got == [0, 1, 2]
+
+
+@pytest.mark.parametrize("lag,said", [
+    ({"p99": 85000.0, "max": 97000.0}, "launch lag p99 85.0 ms, max 97.0 ms"),
+    ({"p99": 9000.0, "max": 50000.0}, None),
+    ({}, None),                             # httperf's points have no histogram
+    ({"p99": float("nan")}, None),
+])
+def test_the_runner_notes_a_generator_that_fell_behind(lag, said):
+    from realsys.runner import launch_lag_note
+    note = launch_lag_note({"launch_lag_us": lag})
+    assert (note is None) if said is None else (said in note), note

@@ -37,3 +37,20 @@ def test_packets_on_the_server_cpu_match_its_namespaces_receives_as_quoted():
             gaps.append(abs(a - b) / b)
     assert len(gaps) == n
     assert sum(g > bound for g in gaps) == 1, sorted(gaps)[-3:]
+
+
+def test_the_launch_lag_table_is_the_reports():
+    # every folder's row as python -m realsys.report computes it from the committed point files
+    from realsys.report import summarize
+    m = re.search(r"\| folder \| points \| p99 lag, median \(ms\) \| largest \(ms\) \| points over 10 ms \| "
+                  r"\|---\|---\|---\|---\|---\| (.*?) The one folder", README)
+    assert m, "the table is gone"
+    quoted = {c[0]: c[1:] for c in (r.strip(" |").split(" | ") for r in m.group(1).split(" | | "))}
+    want = {}
+    for d in sorted(RES.iterdir()):
+        if (d / "results.csv").is_file():
+            lag = summarize(d)["generator_launch_lag"]
+            if lag["points"]:
+                want[d.name] = [str(lag["points"]), f"{lag['p99_ms_median']:.1f}", f"{lag['p99_ms_max']:.1f}",
+                                str(lag["points_over_note"])]
+    assert quoted == want
