@@ -43,6 +43,25 @@ int main(int argc, char **argv)
         printf("}\n");
         return 0;
     }
+    if (strcmp(argv[1], "trickle") == 0) {
+        /* The input arriving a byte per read, parsed when http_worth_parsing says, as the
+         * servers do: how many parses, and at what length the first answer came. */
+        size_t parsed = 0;
+        long parses = 0, at = -1;
+        int r = HTTP_PARTIAL;
+        for (size_t k = 1; k <= len && r == HTTP_PARTIAL; k++) {
+            if (!http_worth_parsing(buf, parsed, k))
+                continue;
+            struct http_req q;
+            parsed = k;
+            parses++;
+            r = http_parse_request(buf, k, &q);
+            if (r != HTTP_PARTIAL)
+                at = (long)k;
+        }
+        printf("{\"result\": \"%s\", \"at\": %ld, \"parses\": %ld}\n", name(r), at, parses);
+        return 0;
+    }
     struct http_req req;
     int r = http_parse_request(buf, len, &req);
     /* prefixes: a complete request must be PARTIAL at every shorter length;

@@ -77,8 +77,13 @@ static void serve(int fd, uint64_t t_accept)
      * its whole S again once its turn came. */
     uint64_t deadline = t_accept + limit;
     int reset = 0, idle = 0, late = 0; /* late: the one look past the deadline is taken */
+    size_t len_parsed = 0;             /* len when last parsed (0: not since it emptied) */
     for (;;) {
-        int r = reply_prepare(&rp, buf, len, spin_us);
+        int r = HTTP_PARTIAL;
+        if (http_worth_parsing(buf, len_parsed, len)) {
+            len_parsed = len;
+            r = reply_prepare(&rp, buf, len, spin_us);
+        }
         if (r == HTTP_PARTIAL) {
             if (bound_by(fd, SO_RCVTIMEO, &rcv, deadline) < 0) {
                 /* Past the deadline, what arrived in time still counts: the request of a
@@ -106,6 +111,7 @@ static void serve(int fd, uint64_t t_accept)
         size_t used = r > 0 ? (size_t)r : rp.consumed;
         memmove(buf, buf + used, len - used);
         len -= used;
+        len_parsed = 0;
         deadline = now_ns() + limit;
         late = 0;
         int s;

@@ -29,6 +29,7 @@ struct conn {
     uint64_t since;             /* start of the current step: see idle_touch */
     struct conn *older, *newer; /* the idle list, oldest step first */
     size_t rlen;
+    size_t rlen_parsed;         /* rlen when last parsed (0: not since it emptied): http_worth_parsing */
     struct reply rp;
     char rbuf[HTTP_MAX_HEAD + 1];
 };
@@ -132,6 +133,7 @@ static void conn_close(struct conn *c, int reset)
  * write interest.  Returns 0 if the connection is still open. */
 static int conn_request(struct conn *c)
 {
+    c->rlen_parsed = c->rlen;
     int r = reply_prepare(&c->rp, c->rbuf, c->rlen, spin_us);
     if (r == HTTP_PARTIAL) {
         c->state = S_READING;
@@ -145,6 +147,7 @@ static int conn_request(struct conn *c)
     } else {
         c->rlen = 0; /* 400/501: closes after the reply */
     }
+    c->rlen_parsed = 0; /* a pipelined rest is parsed whole when the reply is out */
     idle_touch(c);
     c->state = S_WRITING;
     set_mask(c, EV_WRITE);
@@ -164,7 +167,8 @@ static void do_read(struct conn *c)
         return;
     }
     c->rlen += (size_t)n;
-    conn_request(c);
+    if (http_worth_parsing(c->rbuf, c->rlen_parsed, c->rlen))
+        conn_request(c);
 }
 
 static void do_write(struct conn *c)
@@ -411,6 +415,7 @@ int main(int argc, char **argv)
                 c->state = S_READING;
                 c->mask = EV_READ;
                 c->rlen = 0;
+                c->rlen_parsed = 0;
                 idle_append(c);
                 conns[fd] = c;
                 nopen++;
