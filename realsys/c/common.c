@@ -621,8 +621,9 @@ void close_drain(int fd)
      * and sent more (a review measured a 16 MB reply cut at 12-13 MB, counted as sent whole).  Send FIN first,
      * then discard what is already queued (bounded), like nginx's lingering close without
      * the wait: input that arrives after this still resets the connection.  Costs a
-     * shutdown and a recv per server-side close; in the measured runs the clients (HTTP/1.1,
-     * no "Connection: close") close first, so only error replies come here. */
+     * shutdown (not timed) and one recv per server-side close, up to 8 while input keeps
+     * coming (each counted as a read); in the measured runs the clients (HTTP/1.1, no
+     * "Connection: close") close first, so only error replies come here. */
     char junk[16384];
     shutdown(fd, SHUT_WR);
     for (int i = 0; i < 8; i++) {
