@@ -28,7 +28,10 @@ goes to ``out/validation-partial/`` unless ``--out`` says otherwise): ``index.md
 measured points over the simulated lines (one colour per policy), ``cells.csv`` and
 ``summary.json`` with the headline figures:
 
-* ``thesis_throughput_within_10pct``: fraction of simulated thesis throughput cells within ±10 %;
+* ``thesis_throughput_within_10pct``: fraction of simulated thesis throughput cells within ±10 %,
+  every role counted: the calibration rows the profile was fitted on and the hand-set rows too.
+  The issue's bar is of the held-out cells alone: ``thesis_heldout_throughput_within_10pct``
+  (the page's headline gives both);
 * ``heldout_median_abs_throughput_error``: median absolute relative error of throughput on held-out
   realsys runs past saturation (``heldout_by_group``: AL10, poll, epoll, knot); ``null`` until
   realsys runs and a profile fitted to this machine are given (``--real``, ``--real-profile``;
@@ -2312,10 +2315,12 @@ def markdown(summary: dict[str, Any], cells: list[dict[str, Any]], real_info: di
     L.append("## Headline\n")
     tw = summary["thesis_throughput_within_10pct"]
     L.append("| figure | value |\n|---|---|")
-    L.append(f"| thesis throughput cells within ±10 % | "
+    # both: the first counts the rows the profile was fitted on (and set by hand on), which a
+    # refit alone can move; the bar is the second's
+    L.append(f"| thesis throughput cells within ±10 %, every role (calibration and hand-set rows included) | "
              f"{'–' if tw is None else f'{tw:.2f}'} ({summary['thesis_throughput_cells']} cells) |")
     hw = summary["thesis_heldout_throughput_within_10pct"]
-    L.append(f"| … of them held-out | {'–' if hw is None else f'{hw:.2f}'} "
+    L.append(f"| … of them held-out (predicted, not fitted or set on) | {'–' if hw is None else f'{hw:.2f}'} "
              f"({summary['thesis_heldout_throughput_cells']} cells) |")
     for k, v in summary["thesis_other_within_tolerance"].items():
         if v["cells"]:
@@ -2545,8 +2550,10 @@ def run_report(out=None, profile: str = "thesis-2004", quick: bool = False, jobs
     out = Path(out)
     summary = build(out, profile, quick, jobs, Path(cache) if cache else None, sim_overrides, real, real_profile, log,
                     only)
-    tw = summary["thesis_throughput_within_10pct"]
+    tw, hw = summary["thesis_throughput_within_10pct"], summary["thesis_heldout_throughput_within_10pct"]
     print(f"wrote {out}/index.md, summary.json, cells.csv and {len(summary['groups'])} plots")
     print(f"thesis_throughput_within_10pct = {tw if tw is None else round(tw, 3)} "
-          f"({summary['thesis_throughput_cells']} cells); policy_order_preserved = {summary['policy_order_preserved']}")
+          f"({summary['thesis_throughput_cells']} cells, every role); held-out alone "
+          f"{hw if hw is None else round(hw, 3)} ({summary['thesis_heldout_throughput_cells']} cells); "
+          f"policy_order_preserved = {summary['policy_order_preserved']}")
     return 0

@@ -386,10 +386,13 @@ def test_a_partial_report_does_not_replace_the_committed_one(monkeypatch, capsys
     def build(out, *a, **k):
         seen["out"] = out
         return {"thesis_throughput_within_10pct": None, "thesis_throughput_cells": 0,
+                "thesis_heldout_throughput_within_10pct": None, "thesis_heldout_throughput_cells": 0,
                 "policy_order_preserved": None, "groups": []}
     monkeypatch.setattr(report, "build", build)
     assert vmain(argv) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    # the every-role fraction counts the rows the profile was fitted on: the held-out one beside it
+    assert "(0 cells, every role); held-out alone None (0 cells)" in out, out
     if partial:
         assert seen["out"] == report.PARTIAL_OUT and "partial report" in err and str(report.DEFAULT_OUT) in err, err
     else:
