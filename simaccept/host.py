@@ -54,6 +54,9 @@ OUTCOME_NAMES = ("in_flight", "completed", "timed_out", "abandoned")
 # heap event kinds
 E_SYN, E_ACK_DUP, E_DATA_RETX, E_SYNACK_TIMER, E_FIN, E_REQ, E_WRITABLE, E_DEADLINE = range(8)
 
+# net.ipv4.tcp_retries2: an open socket's retransmissions of unacknowledged data
+_RETRIES2 = 15
+
 
 class Host:
     """Kernel + network + clients of one run.  See the module docstring."""
@@ -71,6 +74,12 @@ class Host:
         self.syn_retries = prof.syn_retries
         self._syn_off = [0.0] + [prof.syn_send_offset(k, self.syn_rto) for k in range(1, prof.syn_retries + 1)]
         self.data_rto = cl["data_rto"]
+        # A client that closes with its request unanswered leaves an orphan in FIN_WAIT_1 that
+        # goes on sending the request (the FIN merged in) until this many retransmissions in
+        # all: tcp_orphan_retries, whose 0 both kernels read as 8 (tcp_orphan_retries(), 2.4
+        # and 6.x).  A packet trace of a 2.4.25 client (linux-kernel, 29 Apr 2004) shows the
+        # request at +0.21, 0.63, 1.47, 3.15, 6.5, 13.2 and 26.7 s.
+        self.orphan_retries = 8 if cl["orphan_retries"] < 0 else cl["orphan_retries"]
         self.timeout = cl["timeout"]
         # The client acts on a connect deadline timer_lag late: the kernel goes on
         # retransmitting its SYN until then, and closes the socket only then.
@@ -128,6 +137,8 @@ class Host:
         self.t_est = [-1.0] * n          # client established (SYN-ACK received)
         self.data_k = [0] * n
         self.retx_pending = [False] * n
+        self.retx_due = [-1.0] * n      # when the armed retransmission arrives (others are stale)
+        self.got_req = [False] * n      # the first request reached the server's socket
         self.data_in = [False] * n       # current request is in the server socket
         self.eof = [False] * n
         self.outcome = [O_INFLIGHT] * n
@@ -269,6 +280,8 @@ class Host:
         if kind == E_ACK_DUP:
             return self._ack(t, c, False, False)
         if kind == E_DATA_RETX:
+            if t != self.retx_due[c]:
+                return 0.0          # superseded: a delayed request the client closed before sending
             self.retx_pending[c] = False
             return self._data_retx(t, c)
         if kind == E_SYNACK_TIMER:
@@ -320,6 +333,7 @@ class Host:
                 # arrives as a segment of its own, like a retransmission would)
                 self.t_req[c] = t + d + self.req_delay
                 self.retx_pending[c] = True
+                self.retx_due[c] = t + 2 * d + self.req_delay
                 self._push(t + 2 * d + self.req_delay, E_DATA_RETX, c)
             if self.restart_at_connect:
                 # httperf: the connect timer is cancelled at establishment and a new one
@@ -359,11 +373,16 @@ class Host:
                 if data:
                     self.data_in[c] = True
                     cost += cs.k_data_rx
-                if fin:
+                    self.got_req[c] = True
+                if fin and (data or not self._request_owed(c)):
                     self.eof[c] = True
                     cost += cs.k_fin_rx
                 elif not data:
-                    self._sched_data_retx(c)   # the request comes with the next retransmission
+                    # The request comes with the next retransmission; a FIN beyond it is held
+                    # out of order by the receiver until it does (tcp_data_queue's ofo queue).
+                    self._sched_data_retx(c)
+                    if fin:
+                        cost += cs.k_fin_rx
                 return cost
             # ListenOverflow: the request stays; the SYN-ACK timer will resend.
             # A first attempt that carries the request is two segments (the ACK, then
@@ -377,11 +396,11 @@ class Host:
             if s == K_SYNQ and not self.acked[c]:
                 self.acked[c] = True
                 self._push(self.t_est[c] - self.delay + self.synack_rto, E_SYNACK_TIMER, c)
-            if data:
+            if data or fin:
                 self._sched_data_retx(c)
             return cs.k_ack_overflow
         if s == K_ACCEPTQ or s == K_OPEN:
-            if data and not self.data_in[c] and self.rq[c] == 0:
+            if data and self._request_owed(c):
                 return self._deliver(c)
             return cs.k_data_rx
         return 0.0
@@ -399,32 +418,59 @@ class Host:
         self.kst[c] = K_DEAD
         return self.costs.k_rst_rx
 
+    def _request_owed(self, c) -> bool:
+        """Has the client sent a first request the server's socket has not received?"""
+        return not self.got_req[c] and not self.no_req[c]
+
+    def _orphan_gone(self, c) -> float:
+        """When a timed-out client's orphan gives up: one backed-off RTO after its last
+        retransmission (tcp_write_timeout), without a reset; after that a resent SYN-ACK
+        finds no socket and is answered with one."""
+        return self.t_req[c] + self.data_rto * ((1 << (self.orphan_retries + 1)) - 1)
+
     def _sched_data_retx(self, c):
-        if self.retx_pending[c] or self.outcome[c] != O_INFLIGHT or self.no_req[c]:
+        """Arm the retransmission of what the client sent and the server has not acknowledged:
+        its first request, and once it has closed (an orphan) its FIN."""
+        out = self.outcome[c]
+        if self.retx_pending[c] or out == O_COMPLETED or out == O_ABANDONED:
             return
+        if out == O_INFLIGHT and self.no_req[c]:
+            return                  # established past its deadline: the client sends nothing until it acts
         k = self.data_k[c] + 1
+        if k > (self.orphan_retries if out != O_INFLIGHT else _RETRIES2):
+            return
         # No Karn penalty: Linux seeds a new connection's RTT from the route's
         # cached metric (tcp_init_metrics), and every client talks to one server.
         rto = self.data_rto
-        # counted from the request's first send: later than the handshake by the
-        # client's request delay, if any (t_req is set whenever a request is sent)
+        # counted from the first send (the request's: later than the handshake by the
+        # client's request delay, if any; a FIN sent alone, from the close)
         t_send = self.t_req[c] + rto * ((1 << k) - 1)
-        if t_send < self.dl[c] or (self.dl[c] == 0.0 and t_send < self.t0[c] + self.close_after):
-            self.data_k[c] = k
-            self.retx_pending[c] = True
-            self._push(t_send + self.delay, E_DATA_RETX, c)
+        self.data_k[c] = k
+        self.retx_pending[c] = True
+        self.retx_due[c] = t_send + self.delay
+        self._push(t_send + self.delay, E_DATA_RETX, c)
 
     def _data_retx(self, t, c):
-        if self.outcome[c] != O_INFLIGHT:
+        out = self.outcome[c]
+        if out == O_COMPLETED or out == O_ABANDONED:
             return 0.0
+        orphan = out != O_INFLIGHT
+        if orphan and self.data_k[c] > self.orphan_retries:
+            return 0.0              # armed before the close, due after the orphan's last
         s = self.kst[c]
         if s == K_SYNQ or s == K_COOKIE:
-            return self._ack(t, c, True, False)
-        if (s == K_ACCEPTQ or s == K_OPEN) and not self.data_in[c] and self.rq[c] == 0:
-            return self._deliver(c)
+            return self._ack(t, c, not self.no_req[c], orphan)
+        if s == K_ACCEPTQ or s == K_OPEN:
+            cost = 0.0
+            if self._request_owed(c):
+                cost = self._deliver(c)
+            if orphan and not self.eof[c]:
+                cost += self._fin(t, c)
+            return cost
         return 0.0
 
     def _deliver(self, c):
+        self.got_req[c] = True
         self.data_in[c] = True
         if self.kst[c] == K_OPEN and self.sst[c] == S_READ:
             self.ready[c] = None
@@ -442,7 +488,7 @@ class Host:
             cost = self.costs.k_synack_retx
             if self.outcome[c] == O_INFLIGHT:
                 self._push(t + 2 * self.delay, E_ACK_DUP, c)     # the client re-ACKs
-            elif self.outcome[c] == O_TIMEDOUT:
+            elif self.outcome[c] == O_TIMEDOUT and t + self.delay < self._orphan_gone(c):
                 # Established, then timed out: the client's socket is in FIN_WAIT_1, not
                 # gone.  The resent SYN-ACK is an old duplicate to it, answered with an
                 # ACK (Linux 6: a challenge ACK) that tcp_check_req tries against the
@@ -483,23 +529,34 @@ class Host:
         self.outcome[c] = O_TIMEDOUT if 0.0 <= est <= t else O_ABANDONED
         self.t_done[c] = t
         s = self.kst[c]
+        if 0.0 <= est <= t and self.rq[c] == 0 and (self.no_req[c] or self.t_req[c] > t):
+            # Closed before its request left (established past the deadline, or a delayed
+            # request not yet due): the FIN goes alone, and the orphan resends it from now.
+            self.no_req[c] = True
+            self.t_req[c] = t
+            self.data_k[c] = 0
+            self.retx_pending[c] = False        # a delayed request's send, now never made
+            self.retx_due[c] = -1.0
         if (s == K_SYNQ or s == K_COOKIE) and 0.0 <= est <= t:
             self._push(t + self.delay, E_FIN, c)
+            self._sched_data_retx(c)
         elif s == K_ACCEPTQ or s == K_OPEN:
             self._push(t + self.delay, E_FIN, c)
+            if self._request_owed(c):
+                self._sched_data_retx(c)
         return 0.0
 
     def _fin(self, t, c):
         s = self.kst[c]
         if s == K_SYNQ or s == K_COOKIE:
             return self._ack(t, c, False, True)
-        if s == K_ACCEPTQ:
-            self.eof[c] = True
-            return self.costs.k_fin_rx
-        if s == K_OPEN:
-            self.eof[c] = True
-            if self.sst[c] == S_READ:
-                self.ready[c] = None
+        if s == K_ACCEPTQ or s == K_OPEN:
+            if not self._request_owed(c):
+                # else the FIN lies beyond the missing request: held out of order until
+                # the orphan sends the request again
+                self.eof[c] = True
+                if s == K_OPEN and self.sst[c] == S_READ:
+                    self.ready[c] = None
             return self.costs.k_fin_rx
         return self.costs.k_rst_rx
 

@@ -250,6 +250,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "syn_rto": Key("float", -1.0, "Initial SYN RTO seconds; -1 = kernel profile's default.", lo=0.0,
                        lo_open=True, sentinel=-1.0),
         "data_rto": _pos(0.2, "Client RTO for the request after the handshake (RTO_min)."),
+        "orphan_retries": Key("int", -1, "Retransmissions in all of a request (and FIN) that a client closed "
+                              "unanswered: its socket lives on as an orphan and resends them, with backoff, "
+                              "until this many (net.ipv4.tcp_orphan_retries, whose default 0 both kernels "
+                              "read as 8); -1 = 8.", lo=-1, hi=64),
         "hosts": Key("int", 2, "Client hosts (realsys) / arrival streams (sim).", lo=1, hi=1024),
         "think_ms": _nonneg(0.0, "Client delay after a reply before its next request or its close "
                             "(slow or loaded clients; thesis cluster 2 had 550 MHz clients)."),

@@ -562,3 +562,98 @@ def test_host_events_are_processed_in_time_order(monkeypatch):
     t = np.asarray(times)
     assert len(t) > 100_000
     assert np.all(np.diff(t) >= 0), int((np.diff(t) < 0).sum())
+
+
+# ------------------------------------------- defects of docs/known-defects.md (6 Dec 2026), fixed
+def _orphan_run(monkeypatch, **over):
+    """Accept-Inf overloaded on Linux 2.4 with 1 s clients, 8 s: every data retransmission that
+    reaches the host, as (connection, time, its number, orphan?, did it do anything?)."""
+    sent = []
+    orig = Host._data_retx
+
+    def record(self, t, c):
+        k, orphan = self.data_k[c], self.outcome[c] != O_INFLIGHT
+        cost = orig(self, t, c)
+        sent.append((c, t, k, orphan, cost > 0.0))
+        return cost
+
+    monkeypatch.setattr(Host, "_data_retx", record)
+    sc = scen(kernel__profile="linux-2.4", workload__rate=27000.0, server__accept_limit="inf",
+              scenario__duration=8.0, scenario__warmup=0.0, client__timeout=1.0, **over)
+    rec, host = simulate(sc, raise_errors=True, return_host=True)
+    return sent, host
+
+
+def test_a_client_that_closes_unanswered_leaves_an_orphan_that_resends_its_request(monkeypatch):
+    """A client that times out with its request unacknowledged closes its socket, which lives on
+    as an orphan in FIN_WAIT_1 and sends the request again, FIN merged in, data_rto x (2^k - 1)
+    after its first send, up to tcp_orphan_retries times in all (0, the default, read as 8; a
+    2.4.25 trace shows it).  Each meets the listener: a ListenOverflow more at a full accept
+    queue, or the connection's completion, with the request.  Before the fix retransmissions
+    stopped at the deadline (Accept-Inf at 27,000 for 8 s: ListenOverflow 5,071 -> 6,133)."""
+    from simaccept.kernel import Drop
+    sent, host = _orphan_run(monkeypatch)
+    acted = [(c, t, k) for c, t, k, orphan, did in sent if orphan and did]
+    assert len(acted) > 300 and max(k for *_, k in acted) == 5      # the 5th leaves at 6.2 s
+    for c, t, k in acted:
+        assert t == pytest.approx(host.t_req[c] + host.data_rto * ((1 << k) - 1) + host.delay, abs=1e-9)
+    late = {c for c, t, k in acted if host.t_acc[c] >= t}           # got in on an orphan's resend
+    assert len(late) > 100 and all(host.got_req[c] for c in late)
+    capped, host4 = _orphan_run(monkeypatch, client__orphan_retries=4)
+    assert max(k for c, t, k, orphan, did in capped if orphan and did) == 4
+    none, host0 = _orphan_run(monkeypatch, client__orphan_retries=0)
+    assert not [1 for c, t, k, orphan, did in none if orphan and did]
+    lo, lo0 = host.lsock.drops[Drop.LISTEN_OVERFLOW], host0.lsock.drops[Drop.LISTEN_OVERFLOW]
+    assert lo > 1.1 * lo0, (lo, lo0)
+
+
+def test_a_fin_beyond_a_missing_request_is_not_read_as_the_end(monkeypatch):
+    """A connection completed by its client's FIN while the request is still owed (it met a
+    full accept queue and the client closed) holds the FIN out of order: the server reads
+    nothing until the orphan's next retransmission brings the request, then the request, then
+    EOF.  Before the fix the server read EOF at once and never saw the request."""
+    reads: dict[int, list[int]] = {}
+    orig = Host.read
+
+    def record(self, c):
+        r = orig(self, c)
+        reads.setdefault(c, []).append(r)
+        return r
+
+    monkeypatch.setattr(Host, "read", record)
+    sent, host = _orphan_run(monkeypatch)
+    dead = [c for c in reads if host.outcome[c] == O_TIMEDOUT and not host.no_req[c]]
+    assert len(dead) > 100
+    for c in dead:
+        got = [r for r in reads[c] if r != -1]
+        assert got[:1] != [0], (c, reads[c])            # never EOF before the request
+    assert sum(1 for c in dead if 1 in reads[c]) > 100
+
+
+def test_a_resent_syn_ack_after_the_orphan_gave_up_is_reset(monkeypatch):
+    """The orphan gives up one backed-off RTO after its last retransmission, without a reset;
+    a SYN-ACK resent after that finds no socket, and the client's kernel answers it with a
+    reset: the request leaves the SYN queue.  Before, the orphan never died: its FIN answered
+    every resent SYN-ACK.  With no orphan retransmissions (gone 0.2 s after the request) every
+    resent SYN-ACK (3 s on) is reset; with the default 8 (gone after 102 s) none is."""
+    from simaccept.host import E_FIN, K_DEAD, K_SYNQ
+    for retries, want_reset in ((0, True), (-1, False)):
+        seen = []
+        orig = Host._synack_timer
+
+        def check(self, t, c):
+            before = (self.outcome[c], self.kst[c], self.synack_k[c] < self.synack_retries)
+            cost = orig(self, t, c)
+            if before == (O_TIMEDOUT, K_SYNQ, True):
+                fin = [e for e in self.heap if e[2] == E_FIN and e[3] == c and e[0] > t]
+                seen.append((self.kst[c] == K_DEAD, bool(fin)))
+            return cost
+
+        monkeypatch.setattr(Host, "_synack_timer", check)
+        sc = scen(kernel__profile="linux-2.4", workload__rate=27000.0, server__accept_limit="inf",
+                  scenario__duration=8.0, scenario__warmup=0.0, client__timeout=1.0,
+                  client__orphan_retries=retries)
+        simulate(sc, raise_errors=True)
+        monkeypatch.setattr(Host, "_synack_timer", orig)
+        assert len(seen) > 50, (retries, len(seen))
+        assert all(s == (want_reset, not want_reset) for s in seen), (retries, seen[:5])
