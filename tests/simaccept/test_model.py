@@ -579,18 +579,18 @@ def _orphan_run(monkeypatch, **over):
 
     monkeypatch.setattr(Host, "_data_retx", record)
     sc = scen(kernel__profile="linux-2.4", workload__rate=27000.0, server__accept_limit="inf",
-              scenario__duration=8.0, scenario__warmup=0.0, client__timeout=1.0, **over)
+              scenario__duration=8.0, scenario__warmup=0.0, client__timeout=1.0, **{"client__orphans": True, **over})
     rec, host = simulate(sc, raise_errors=True, return_host=True)
     return sent, host
 
 
 def test_a_client_that_closes_unanswered_leaves_an_orphan_that_resends_its_request(monkeypatch):
-    """A client that times out with its request unacknowledged closes its socket, which lives on
-    as an orphan in FIN_WAIT_1 and sends the request again, FIN merged in, data_rto x (2^k - 1)
+    """With client.orphans: a client that times out with its request unacknowledged closes its
+    socket, which lives on as an orphan in FIN_WAIT_1 and sends the request again, FIN merged in, data_rto x (2^k - 1)
     after its first send, up to tcp_orphan_retries times in all (0, the default, read as 8; a
     2.4.25 trace shows it).  Each meets the listener: a ListenOverflow more at a full accept
-    queue, or the connection's completion, with the request.  Before the fix retransmissions
-    stopped at the deadline (Accept-Inf at 27,000 for 8 s: ListenOverflow 5,071 -> 6,133)."""
+    queue, or the connection's completion, with the request (Accept-Inf at 27,000 for 8 s:
+    ListenOverflow 5,071 with no orphan retransmission, 6,133 with 8)."""
     from simaccept.kernel import Drop
     sent, host = _orphan_run(monkeypatch)
     acted = [(c, t, k) for c, t, k, orphan, did in sent if orphan and did]
@@ -605,10 +605,14 @@ def test_a_client_that_closes_unanswered_leaves_an_orphan_that_resends_its_reque
     assert not [1 for c, t, k, orphan, did in none if orphan and did]
     lo, lo0 = host.lsock.drops[Drop.LISTEN_OVERFLOW], host0.lsock.drops[Drop.LISTEN_OVERFLOW]
     assert lo > 1.1 * lo0, (lo, lo0)
+    # client.orphans off (the default, what the shipped profiles were fitted with): nothing
+    # is sent again after the deadline
+    off, _ = _orphan_run(monkeypatch, client__orphans=False)
+    assert not [1 for c, t, k, orphan, did in off if orphan and did]
 
 
 def test_a_fin_beyond_a_missing_request_is_not_read_as_the_end(monkeypatch):
-    """A connection completed by its client's FIN while the request is still owed (it met a
+    """With client.orphans: a connection completed by its client's FIN while the request is owed (it met a
     full accept queue and the client closed) holds the FIN out of order: the server reads
     nothing until the orphan's next retransmission brings the request, then the request, then
     EOF.  Before the fix the server read EOF at once and never saw the request."""
@@ -628,10 +632,14 @@ def test_a_fin_beyond_a_missing_request_is_not_read_as_the_end(monkeypatch):
         got = [r for r in reads[c] if r != -1]
         assert got[:1] != [0], (c, reads[c])            # never EOF before the request
     assert sum(1 for c in dead if 1 in reads[c]) > 100
+    # with client.orphans off (the default) such a connection reads as ended at once
+    reads.clear()
+    _orphan_run(monkeypatch, client__orphans=False)
+    assert sum(1 for c, r in reads.items() if [x for x in r if x != -1][:1] == [0]) > 100
 
 
 def test_a_resent_syn_ack_after_the_orphan_gave_up_is_reset(monkeypatch):
-    """The orphan gives up one backed-off RTO after its last retransmission, without a reset;
+    """With client.orphans, the orphan gives up one backed-off RTO after its last retransmission, without a reset;
     a SYN-ACK resent after that finds no socket, and the client's kernel answers it with a
     reset: the request leaves the SYN queue.  Before, the orphan never died: its FIN answered
     every resent SYN-ACK.  With no orphan retransmissions (gone 0.2 s after the request) every
@@ -652,7 +660,7 @@ def test_a_resent_syn_ack_after_the_orphan_gave_up_is_reset(monkeypatch):
         monkeypatch.setattr(Host, "_synack_timer", check)
         sc = scen(kernel__profile="linux-2.4", workload__rate=27000.0, server__accept_limit="inf",
                   scenario__duration=8.0, scenario__warmup=0.0, client__timeout=1.0,
-                  client__orphan_retries=retries)
+                  client__orphans=True, client__orphan_retries=retries)
         simulate(sc, raise_errors=True)
         monkeypatch.setattr(Host, "_synack_timer", orig)
         assert len(seen) > 50, (retries, len(seen))
