@@ -303,6 +303,7 @@ def test_ctrl_c_while_starting_is_one_line_not_a_traceback(tmp_path, delay_s, st
     (["client.timer_lag_ms=1"], "client.timer_lag_ms", "simulated only"),
     (["client.syn_tick_ms=10"], "client.syn_tick_ms", "simulated only"),
     (["client.loop_ms=10"], "client.loop_ms", "simulated only"),
+    (["client.orphan_retries=3"], "client.orphan_retries", "tcp_orphan_retries"),
     (["realsys.httperf=true", "client.think_ms=50"], "client.think_ms", "httperf"),
     (["realsys.httperf=true", "client.request_delay_ms=5"], "client.request_delay_ms", "httperf"),
     # and the test bed's fixed network, send buffer, service time and request

@@ -511,13 +511,12 @@ def test_k_timewait_is_not_a_cost():
 
 
 # ------------------------------------------- defects of docs/known-defects.md (4 Dec 2026), fixed
-def test_a_client_that_timed_out_after_its_handshake_acks_the_resent_syn_ack(monkeypatch):
-    """A client whose request met a full accept queue (ListenOverflow) and then timed out has sent
-    its FIN: its socket is in FIN_WAIT_1, not closed.  The resent SYN-ACK is an old duplicate to
-    it, answered with an ACK that is tried against the accept queue again; the request stays in
-    the SYN queue and can still get in.  Before the fix the model had the client reset it, and the
-    request left the SYN queue for good (Accept-Inf at 27,000: DropRequest 32,187 -> 67,168)."""
-    from simaccept.host import E_FIN, K_DEAD, K_SYNQ
+def _resent_syn_acks_to_timed_out_clients(monkeypatch, **over):
+    """Every SYN-ACK resent (retries left) to a client that timed out after its handshake, on
+    Linux 2.4 at 27,000 req/s Accept-Inf with 1 s clients, 8 s from idle: (connection, its
+    state after, when the FIN the model has the client answer with arrives, if it does, when an
+    answer would), and the host."""
+    from simaccept.host import E_FIN, K_SYNQ
     seen = []
     orig = Host._synack_timer
 
@@ -525,14 +524,26 @@ def test_a_client_that_timed_out_after_its_handshake_acks_the_resent_syn_ack(mon
         before = (self.outcome[c], self.kst[c], self.synack_k[c] < self.synack_retries)
         cost = orig(self, t, c)
         if before == (O_TIMEDOUT, K_SYNQ, True):
-            fin = [e for e in self.heap if e[2] == E_FIN and e[3] == c]
-            seen.append((c, self.kst[c], [e[0] for e in fin], t + 2 * self.delay))
+            fins = [e[0] for e in self.heap if e[2] == E_FIN and e[3] == c]
+            seen.append((c, self.kst[c], fins, t + 2 * self.delay))
         return cost
 
     monkeypatch.setattr(Host, "_synack_timer", check)
     sc = scen(kernel__profile="linux-2.4", workload__rate=27000.0, server__accept_limit="inf",
-              scenario__duration=8.0, scenario__warmup=0.0, client__timeout=1.0)
+              scenario__duration=8.0, scenario__warmup=0.0, client__timeout=1.0, **over)
     rec, host = simulate(sc, raise_errors=True, return_host=True)
+    monkeypatch.setattr(Host, "_synack_timer", orig)
+    return seen, host
+
+
+def test_a_client_that_timed_out_after_its_handshake_acks_the_resent_syn_ack(monkeypatch):
+    """A client whose request met a full accept queue (ListenOverflow) and then timed out has sent
+    its FIN: its socket is in FIN_WAIT_1, not closed.  The resent SYN-ACK is an old duplicate to
+    it, answered with an ACK that is tried against the accept queue again; the request stays in
+    the SYN queue and can still get in.  Before the fix the model had the client reset it, and the
+    request left the SYN queue for good (Accept-Inf at 27,000: DropRequest 32,187 -> 67,168)."""
+    from simaccept.host import K_DEAD
+    seen, host = _resent_syn_acks_to_timed_out_clients(monkeypatch)
     assert len(seen) > 100, len(seen)
     for c, kst, fins, want in seen:
         assert kst != K_DEAD, c                         # not reset
@@ -639,29 +650,15 @@ def test_a_fin_beyond_a_missing_request_is_not_read_as_the_end(monkeypatch):
 
 
 def test_a_resent_syn_ack_after_the_orphan_gave_up_is_reset(monkeypatch):
-    """With client.orphans, the orphan gives up one backed-off RTO after its last retransmission, without a reset;
-    a SYN-ACK resent after that finds no socket, and the client's kernel answers it with a
-    reset: the request leaves the SYN queue.  Before, the orphan never died: its FIN answered
+    """With client.orphans, the orphan gives up one backed-off RTO after its last retransmission,
+    without a reset; a SYN-ACK resent after that finds no socket, and the client's kernel answers
+    it with a reset: the request leaves the SYN queue.  Before, the orphan never died: its FIN answered
     every resent SYN-ACK.  With no orphan retransmissions (gone 0.2 s after the request) every
     resent SYN-ACK (3 s on) is reset; with the default 8 (gone after 102 s) none is."""
-    from simaccept.host import E_FIN, K_DEAD, K_SYNQ
+    from simaccept.host import K_DEAD
     for retries, want_reset in ((0, True), (-1, False)):
-        seen = []
-        orig = Host._synack_timer
-
-        def check(self, t, c):
-            before = (self.outcome[c], self.kst[c], self.synack_k[c] < self.synack_retries)
-            cost = orig(self, t, c)
-            if before == (O_TIMEDOUT, K_SYNQ, True):
-                fin = [e for e in self.heap if e[2] == E_FIN and e[3] == c and e[0] > t]
-                seen.append((self.kst[c] == K_DEAD, bool(fin)))
-            return cost
-
-        monkeypatch.setattr(Host, "_synack_timer", check)
-        sc = scen(kernel__profile="linux-2.4", workload__rate=27000.0, server__accept_limit="inf",
-                  scenario__duration=8.0, scenario__warmup=0.0, client__timeout=1.0,
-                  client__orphans=True, client__orphan_retries=retries)
-        simulate(sc, raise_errors=True)
-        monkeypatch.setattr(Host, "_synack_timer", orig)
+        seen, _ = _resent_syn_acks_to_timed_out_clients(monkeypatch, client__orphans=True,
+                                                         client__orphan_retries=retries)
         assert len(seen) > 50, (retries, len(seen))
-        assert all(s == (want_reset, not want_reset) for s in seen), (retries, seen[:5])
+        got = [(kst == K_DEAD, bool(fins)) for c, kst, fins, want in seen]
+        assert all(g == (want_reset, not want_reset) for g in got), (retries, got[:5])
