@@ -139,8 +139,7 @@ class Host:
         self.syn_phase = [-1.0] * n if self.syn_tick else None
         self.t_est = [-1.0] * n          # client established (SYN-ACK received)
         self.data_k = [0] * n
-        self.retx_pending = [False] * n
-        self.retx_due = [-1.0] * n      # when the armed retransmission arrives (others are stale)
+        self.retx_due = [-1.0] * n      # when the armed retransmission arrives; -1 if none is armed
         self.got_req = [False] * n      # the first request reached the server's socket
         self.data_in = [False] * n       # current request is in the server socket
         self.eof = [False] * n
@@ -285,7 +284,7 @@ class Host:
         if kind == E_DATA_RETX:
             if t != self.retx_due[c]:
                 return 0.0          # superseded: a delayed request the client closed before sending
-            self.retx_pending[c] = False
+            self.retx_due[c] = -1.0
             return self._data_retx(t, c)
         if kind == E_SYNACK_TIMER:
             return self._synack_timer(t, c)
@@ -335,7 +334,6 @@ class Host:
                 # slow client: the request leaves req_delay after the ACK (it
                 # arrives as a segment of its own, like a retransmission would)
                 self.t_req[c] = t + d + self.req_delay
-                self.retx_pending[c] = True
                 self.retx_due[c] = t + 2 * d + self.req_delay
                 self._push(t + 2 * d + self.req_delay, E_DATA_RETX, c)
             if self.restart_at_connect:
@@ -403,7 +401,7 @@ class Host:
                 self._sched_data_retx(c)
             return cs.k_ack_overflow
         if s == K_ACCEPTQ or s == K_OPEN:
-            if data and (self._request_owed(c) if self.orphans else not self.data_in[c] and self.rq[c] == 0):
+            if data and self._request_owed(c):
                 return self._deliver(c)
             return cs.k_data_rx
         return 0.0
@@ -438,7 +436,7 @@ class Host:
             self._sched_data_retx_until_deadline(c)
             return
         out = self.outcome[c]
-        if self.retx_pending[c] or out == O_COMPLETED or out == O_ABANDONED:
+        if self.retx_due[c] >= 0.0 or out == O_COMPLETED or out == O_ABANDONED:
             return
         if out == O_INFLIGHT and self.no_req[c]:
             return                  # established past its deadline: the client sends nothing until it acts
@@ -450,23 +448,22 @@ class Host:
         rto = self.data_rto
         # counted from the first send (the request's: later than the handshake by the
         # client's request delay, if any; a FIN sent alone, from the close)
-        t_send = self.t_req[c] + rto * ((1 << k) - 1)
-        self.data_k[c] = k
-        self.retx_pending[c] = True
-        self.retx_due[c] = t_send + self.delay
-        self._push(t_send + self.delay, E_DATA_RETX, c)
+        self._arm_retx(c, k, self.t_req[c] + rto * ((1 << k) - 1))
 
     def _sched_data_retx_until_deadline(self, c):
         """Without client.orphans: the request's retransmissions stop at the client's deadline."""
-        if self.retx_pending[c] or self.outcome[c] != O_INFLIGHT or self.no_req[c]:
+        if self.retx_due[c] >= 0.0 or self.outcome[c] != O_INFLIGHT or self.no_req[c]:
             return
         k = self.data_k[c] + 1
         t_send = self.t_req[c] + self.data_rto * ((1 << k) - 1)
         if t_send < self.dl[c] or (self.dl[c] == 0.0 and t_send < self.t0[c] + self.close_after):
-            self.data_k[c] = k
-            self.retx_pending[c] = True
-            self.retx_due[c] = t_send + self.delay
-            self._push(t_send + self.delay, E_DATA_RETX, c)
+            self._arm_retx(c, k, t_send)
+
+    def _arm_retx(self, c, k, t_send):
+        """The client's k-th retransmission of its request (or orphan's FIN) leaves at t_send."""
+        self.data_k[c] = k
+        self.retx_due[c] = t_send + self.delay
+        self._push(t_send + self.delay, E_DATA_RETX, c)
 
     def _data_retx(self, t, c):
         if not self.orphans:
@@ -568,8 +565,7 @@ class Host:
             self.no_req[c] = True
             self.t_req[c] = t
             self.data_k[c] = 0
-            self.retx_pending[c] = False        # a delayed request's send, now never made
-            self.retx_due[c] = -1.0
+            self.retx_due[c] = -1.0             # a delayed request's send, now never made
         if (s == K_SYNQ or s == K_COOKIE) and 0.0 <= est <= t:
             self._push(t + self.delay, E_FIN, c)
             self._sched_data_retx(c)
