@@ -16,24 +16,29 @@ __all__ = ["COLUMNS", "RunRecord", "Scenario", "ScenarioError", "load_scenario",
 __version__ = "0.1.0"
 
 
-def simulate(scenario, *args, **kw):
+def simulate(scenario, *, raise_errors=False, return_host=False):
     """Run one scenario point and return its :class:`RunRecord` (see simaccept.sim).
 
-    ``simulate(scenario, *, raise_errors=False, return_host=False)``.  A run that fails returns
+    A run that fails returns
     a record with ``status = "failed"`` and the reason in ``error`` (a sweep keeps going);
     ``raise_errors=True`` raises instead.  A scenario the model refuses raises
     :class:`ScenarioError` either way, and one it cannot run ``NotImplementedError``.  ``return_host=True`` returns ``(record, host)``:
     ``simaccept.metrics.per_connection_rows(host)`` is the run's table of connections, one row
     each (docs/tutorial.md, *One row per connection*)."""
+    # The signatures are spelled out, not (*args, **kw): they are what inspect, help() and
+    # editors show, and the package must import without SimPy's modules.
+    # tests/simaccept/test_init.py holds them equal to sim.simulate's and sweep.run_sweep's.
     from .sim import simulate as _simulate
-    return _simulate(scenario, *args, **kw)
+    return _simulate(scenario, raise_errors=raise_errors, return_host=return_host)
 
 
-def run_sweep(scenario, *args, **kw):
+def run_sweep(scenario, out=None, jobs=1, dask=None, progress=False, plots=True, on_point=None,
+              parquet=False, raise_errors=False, warn=True):
     """Run every point of a scenario's grid (see :func:`simaccept.sweep.run_sweep`; ``out``,
     the output folder, may be given by position as there: it was a TypeError here)."""
     from .sweep import run_sweep as _run_sweep
-    return _run_sweep(scenario, *args, **kw)
+    return _run_sweep(scenario, out, jobs=jobs, dask=dask, progress=progress, plots=plots,
+                      on_point=on_point, parquet=parquet, raise_errors=raise_errors, warn=warn)
 
 # Not a function named ``sweep``: importing the submodule simaccept.sweep (as the first
 # call did, and as ``import simaccept.sweep`` does) rebinds the package's ``sweep`` to the

@@ -71,6 +71,8 @@ class Knot(ServerModel):
         # per-thread state
         self.state = [T_ACCEPT] * self.n_threads
         self.conns = [collections.deque() for _ in range(self.n_threads)]
+        # work items a thread has run since its last accept-phase: its work-phase's, for the policy
+        self.items = [0] * self.n_threads
         self.warmth = CacheWarmth(host, costs)       # TUX's cache model and constants
         self.start()
 
@@ -155,6 +157,7 @@ class Knot(ServerModel):
                     self.state[th] = T_SERVE
                     st["work_phases"] += 1
                     closed_last = 0
+                    self.items[th] = 0
                 # serve the accepted connections to completion, in order
                 q = self.conns[th]
                 blocked = False
@@ -164,6 +167,7 @@ class Knot(ServerModel):
                     if s == S_READ:
                         r = h.read(conn)
                         st["work_items"] += 1
+                        self.items[th] += 1
                         cold = warmth.step(conn)
                         if cold:
                             t = h.run(t, cold, "user")
@@ -191,6 +195,7 @@ class Knot(ServerModel):
                             blocked = True
                             break
                         st["work_items"] += 1
+                        self.items[th] += 1
                         cold = warmth.step(conn)
                         if cold:
                             t = h.run(t, cold, "user")
@@ -204,7 +209,7 @@ class Knot(ServerModel):
                 if blocked:
                     break
                 self.state[th] = T_ACCEPT                      # loop back to accept
-                self.policy.work_phase_done(closed_last, 0)
+                self.policy.work_phase_done(closed_last, self.items[th])
                 if t >= t_stop:
                     break
             if t > env.now:

@@ -52,7 +52,7 @@ class AcceptPolicy:
 
     def work_phase_done(self, closed: int, items: int) -> None:
         """Feedback after each work-phase: the connections it closed and the items it served
-        (per model: docs/guides/policies.md; Knot-C passes 0 items)."""
+        (per model: docs/guides/policies.md; on Knot-C the items of the thread that goes back to accept)."""
 
 
 class AcceptLimit(AcceptPolicy):

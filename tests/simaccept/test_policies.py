@@ -174,7 +174,7 @@ def test_a_policy_that_overrides_only_work_phase_done_is_called_back_on_every_se
 def test_what_a_policy_sees_is_what_the_policies_guide_says(kind):
     # docs/guides/policies.md, "What a policy sees, model by model": quota only with a connection
     # queued (on Knot-C at every thread's accept, queued or not); work_phase_done with the
-    # connections closed, and items (0 on Knot-C)
+    # connections closed, and items (on Knot-C a thread's since its accept; 0 until 6 Dec 2026)
     views, feedback = [], []
 
     class Recording(AcceptLimit):
@@ -200,4 +200,7 @@ def test_what_a_policy_sees_is_what_the_policies_guide_says(kind):
     assert (empty > 0) == (kind == "knot"), empty
     assert sum(c for c, _ in feedback) > 0
     items = [i for _, i in feedback]
-    assert (sum(items) == 0) == (kind == "knot"), sum(items)
+    assert sum(items) > 0 and min(items) >= 0, sum(items)
+    if kind == "knot":
+        # a thread goes back to accept only after serving what it took: one read at least each
+        assert min(items) >= 1, min(items)
