@@ -19,12 +19,12 @@ __version__ = "0.1.0"
 def simulate(scenario, *, raise_errors=False, return_host=False):
     """Run one scenario point and return its :class:`RunRecord` (see simaccept.sim).
 
-    A run that fails returns
-    a record with ``status = "failed"`` and the reason in ``error`` (a sweep keeps going);
-    ``raise_errors=True`` raises instead.  A scenario the model refuses raises
-    :class:`ScenarioError` either way, and one it cannot run ``NotImplementedError``.  ``return_host=True`` returns ``(record, host)``:
-    ``simaccept.metrics.per_connection_rows(host)`` is the run's table of connections, one row
-    each (docs/tutorial.md, *One row per connection*)."""
+    A run that fails returns a record with ``status = "failed"`` and the reason in ``error``
+    (a sweep keeps going); ``raise_errors=True`` raises instead.  A scenario the model refuses
+    raises :class:`ScenarioError` either way, and one it cannot run ``NotImplementedError``.
+    ``return_host=True`` returns ``(record, host)``: ``simaccept.metrics.per_connection_rows(host)``
+    is the run's table of connections, one row each (docs/tutorial.md, *One row per
+    connection*)."""
     # The signatures are spelled out, not (*args, **kw): they are what inspect, help() and
     # editors show, and the package must import without SimPy's modules.
     # tests/simaccept/test_init.py holds them equal to sim.simulate's and sweep.run_sweep's.

@@ -566,11 +566,19 @@ class Host:
             self.t_req[c] = t
             self.data_k[c] = 0
             self.retx_due[c] = -1.0             # a delayed request's send, now never made
+        # The FIN goes alone only while the congestion window has room for it.  Once the
+        # request has been sent again (its RTO set cwnd to 1), the unacknowledged request
+        # fills the window: tcp_send_fin merges the FIN only into a segment not yet sent, so
+        # it gets one of its own, which the cwnd test (tcp_write_xmit; 2.4's tcp_snd_test)
+        # holds until the request is acknowledged.  The orphan's retransmissions carry it.
+        fin_alone = not self._request_owed(c) or t < self.t_req[c] + self.data_rto
         if (s == K_SYNQ or s == K_COOKIE) and 0.0 <= est <= t:
-            self._push(t + self.delay, E_FIN, c)
+            if fin_alone:
+                self._push(t + self.delay, E_FIN, c)
             self._sched_data_retx(c)
         elif s == K_ACCEPTQ or s == K_OPEN:
-            self._push(t + self.delay, E_FIN, c)
+            if fin_alone:
+                self._push(t + self.delay, E_FIN, c)
             if self._request_owed(c):
                 self._sched_data_retx(c)
         return 0.0

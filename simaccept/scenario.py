@@ -253,7 +253,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "orphans": Key("bool", False, "Model what a client's kernel does after the client closes a "
                        "connection whose request is unanswered, as both kernels do: its socket lives on as an "
                        "orphan that sends the request (and FIN) again, with backoff, up to "
-                       "client.orphan_retries times in all, and a FIN or ACK that completes the handshake "
+                       "client.orphan_retries times in all (a FIN behind a request already sent again waits "
+                       "for those: the RTO left a window of one segment), and a FIN or ACK that completes the handshake "
                        "before the request does is held out of order, so the server reads nothing until the "
                        "request comes.  Off (the default): nothing but the FIN after the deadline, read as "
                        "the end at once; the shipped profiles were fitted so (docs/known-defects.md)."),
