@@ -423,6 +423,15 @@ class Host:
         """Has the client sent a first request the server's socket has not received?"""
         return not self.got_req[c] and not self.no_req[c]
 
+    def _fin_held(self, c) -> bool:
+        """With client.orphans: is the closed client's FIN waiting behind its request?  It goes
+        alone only while the congestion window has room for it.  Once the request has been sent
+        again (its RTO set cwnd to 1) the unacknowledged request fills the window:
+        tcp_send_fin merges the FIN only into a segment not yet sent, so it gets one of its
+        own, which the cwnd test (tcp_write_xmit; 2.4's tcp_snd_test) holds until the request
+        is acknowledged.  The orphan's retransmissions of the request carry it."""
+        return self.orphans and self._request_owed(c) and self.t_done[c] >= self.t_req[c] + self.data_rto
+
     def _orphan_gone(self, c) -> float:
         """When a timed-out client's orphan gives up: one backed-off RTO after its last
         retransmission (tcp_write_timeout), without a reset; after that a resent SYN-ACK
@@ -516,8 +525,9 @@ class Host:
                 # Established, then timed out: the client's socket is in FIN_WAIT_1, not
                 # gone.  The resent SYN-ACK is an old duplicate to it, answered with an
                 # ACK (Linux 6: a challenge ACK) that tcp_check_req tries against the
-                # accept queue again; its FIN is already on its way, so the retry is the FIN.
-                self._push(t + 2 * self.delay, E_FIN, c)
+                # accept queue again; a FIN on its way makes the retry the FIN, and one held
+                # behind the request (_fin_held) leaves the ACK bare.
+                self._push(t + 2 * self.delay, E_ACK_DUP if self._fin_held(c) else E_FIN, c)
             else:
                 # the client has closed its socket: it answers with a reset
                 ls.remove_request(False)
@@ -566,12 +576,7 @@ class Host:
             self.t_req[c] = t
             self.data_k[c] = 0
             self.retx_due[c] = -1.0             # a delayed request's send, now never made
-        # The FIN goes alone only while the congestion window has room for it.  Once the
-        # request has been sent again (its RTO set cwnd to 1), the unacknowledged request
-        # fills the window: tcp_send_fin merges the FIN only into a segment not yet sent, so
-        # it gets one of its own, which the cwnd test (tcp_write_xmit; 2.4's tcp_snd_test)
-        # holds until the request is acknowledged.  The orphan's retransmissions carry it.
-        fin_alone = not self._request_owed(c) or t < self.t_req[c] + self.data_rto
+        fin_alone = not self._fin_held(c)
         if (s == K_SYNQ or s == K_COOKIE) and 0.0 <= est <= t:
             if fin_alone:
                 self._push(t + self.delay, E_FIN, c)
