@@ -720,8 +720,9 @@ def test_a_resent_syn_ack_after_the_orphan_gave_up_is_reset(monkeypatch):
     """With client.orphans, the orphan gives up one backed-off RTO after its last retransmission,
     without a reset; a SYN-ACK resent after that finds no socket, and the client's kernel answers
     it with a reset: the request leaves the SYN queue.  Before, the orphan never died: its FIN (or,
-    the FIN held behind its request, a bare ACK) answered every resent SYN-ACK.  With no orphan retransmissions (gone 0.2 s after the request) every
-    resent SYN-ACK (3 s on) is reset; with the default 8 (gone after 102 s) none is."""
+    the FIN held behind its request, a bare ACK) answered every resent SYN-ACK.  With no orphan
+    retransmissions (gone 0.2 s after the request) every resent SYN-ACK (3 s on) is reset; with
+    the default 8 (gone after 102 s) none is."""
     from simaccept.host import K_DEAD
     for retries, want_reset in ((0, True), (-1, False)):
         seen, _ = _resent_syn_acks_to_timed_out_clients(monkeypatch, client__orphans=True,
