@@ -69,6 +69,7 @@ class Host:
                                   kern["somaxconn"], kern["max_syn_backlog"])
         self.synack_retries = prof.synack_retries if kern["synack_retries"] < 0 else kern["synack_retries"]
         self.synack_rto = prof.synack_rto
+        self._prune_acked = prof.synack_prune_acked
         cl = sc["client"]
         self.syn_rto = prof.syn_rto if cl["syn_rto"] < 0 else cl["syn_rto"]
         self.syn_retries = prof.syn_retries
@@ -513,7 +514,7 @@ class Host:
         if self.kst[c] != K_SYNQ:
             return 0.0
         ls = self.lsock
-        if self.synack_k[c] < self.synack_retries:
+        if self.synack_k[c] < (self._synack_thresh() if self._prune_acked else self.synack_retries):
             self.synack_k[c] += 1
             if self.young[c]:
                 ls.synack_retransmitted(True)
@@ -539,6 +540,28 @@ class Host:
         self.young[c] = False
         self.kst[c] = K_DEAD
         return 0.0
+
+    def _synack_thresh(self) -> int:
+        """Retransmissions a request gets at this timeout (Linux >= 4.4): all of
+        tcp_synack_retries, or down to 2 while the SYN queue is more than half the
+        listener's backlog and young requests are at most half, a quarter, an eighth of it.
+
+        reqsk_timer_handler: ``if ((qlen << 1) > max(8U, sk_max_ack_backlog)) { young =
+        reqsk_queue_len_young << 1; while (max_syn_ack_retries > 2) { if (qlen < young) break;
+        max_syn_ack_retries--; young <<= 1; } }``, read before this request stops being
+        young; without TCP_DEFER_ACCEPT, syn_ack_recalc expires at it, ACKed or not.  So a
+        ListenOverflowed request whose client stays silent is gone at its third timeout,
+        1 + 2 + 4 = 7 s after its SYN-ACK, where 2.4 keeps it to the sixth.
+        """
+        ls = self.lsock
+        thresh = self.synack_retries
+        qlen = ls.synq_len
+        if 2 * qlen > max(8, ls.backlog):
+            young = ls.young << 1
+            while thresh > 2 and qlen >= young:
+                thresh -= 1
+                young <<= 1
+        return thresh
 
     def _deadline(self, t, c, first):
         if self.outcome[c] != O_INFLIGHT:

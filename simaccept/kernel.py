@@ -80,6 +80,11 @@ class KernelProfile:
     # max_qlen_log so; the 3/4 rule still reads tcp_max_syn_backlog itself)
     synq_pow2: bool = False
     syn_linear_timeouts: int = 0  # first N SYN retransmits one RTO apart (tcp_syn_linear_timeouts)
+    # reqsk_timer_handler (Linux >= 4.4) expires an ACKed (ListenOverflowed) request after
+    # thresh retransmissions like any other, and lowers thresh toward 2 while more than half
+    # the listener's backlog is SYN queue and few of its requests are young.  2.4's
+    # tcp_synack_timer keeps all tcp_synack_retries for an ACKed request.
+    synack_prune_acked: bool = False
 
     def syn_send_offset(self, k: int, rto: float) -> float:
         """Offset from the first SYN of the k-th retransmission (k >= 1)."""
@@ -102,7 +107,7 @@ PROFILES: dict[str, KernelProfile] = {
                              synq_is_backlog=True, acceptq_young_rule=False,
                              syncookies_default=True, syn_rto=1.0, syn_retries=6,
                              synack_rto=1.0, synack_retries=5, synq_full_gt=True,
-                             syn_linear_timeouts=4),
+                             syn_linear_timeouts=4, synack_prune_acked=True),
 }
 
 

@@ -396,6 +396,64 @@ def test_synack_timer_resends_exactly_on_time_and_only_after_a_listen_overflow(m
     assert twice > 50                               # the doubling was exercised (91 at this seed)
 
 
+
+def _linux6_synack_timeouts(monkeypatch, prune=True):
+    """Every SYN-ACK timeout of an overloaded linux-6 run (backlog 128, cookies off, Accept-1
+    at 30,000 req/s for 14 s, clients that wait 20 s): (time, retransmissions so far, SYN
+    queue length, young requests, this one young, whether it expired, SYN-ACK first sent)."""
+    import dataclasses
+    from simaccept.host import K_DEAD, K_SYNQ
+    from simaccept.kernel import PROFILES
+    if not prune:
+        monkeypatch.setitem(PROFILES, "linux-6", dataclasses.replace(PROFILES["linux-6"],
+                                                                     synack_prune_acked=False))
+    calls = []
+    orig = Host._synack_timer
+
+    def record(self, t, c):
+        if self.kst[c] != K_SYNQ:
+            return orig(self, t, c)
+        ls = self.lsock
+        seen = (t, self.synack_k[c], ls.synq_len, ls.young, self.young[c])
+        cost = orig(self, t, c)
+        calls.append(seen + (self.kst[c] == K_DEAD and self.synack_k[c] == seen[1],
+                             self.t_est[c] - self.delay))
+        return cost
+
+    monkeypatch.setattr(Host, "_synack_timer", record)
+    sc = scen(kernel__profile="linux-6", kernel__syncookies=False, workload__rate=30000.0,
+              server__accept_limit=1, scenario__duration=14.0, scenario__warmup=0.0,
+              client__timeout=20.0)
+    rec, host = simulate(sc, raise_errors=True, return_host=True)
+    assert host.lsock.backlog == 128 and host.synack_retries == 5 and host.synack_rto == 1.0
+    return rec, calls
+
+
+def test_linux6_expires_a_listen_overflowed_request_early_when_its_syn_queue_is_old(monkeypatch):
+    """reqsk_timer_handler (Linux >= 4.4) keeps no ACKed request past thresh retransmissions,
+    and thresh falls from tcp_synack_retries toward 2 while the SYN queue is more than half
+    the backlog and young requests are a small part of it (docs/background/queue-rules.md,
+    T4).  The expected thresh is worked out here from the kernel's loop, read before this
+    timeout ages the request.  2.4 keeps an ACKed request for all five (the test above)."""
+    rec, calls = _linux6_synack_timeouts(monkeypatch)
+    assert rec.drops_listen_overflow > 1000 and len(calls) > 300
+    early = 0
+    for t, k, qlen, young, _, expired, sent in calls:
+        thresh = 5
+        if 2 * qlen > max(8, 128):
+            y = 2 * young
+            while thresh > 2 and qlen >= y:
+                thresh -= 1
+                y *= 2
+        assert expired == (k >= thresh), (t, k, qlen, young)
+        # the (k+1)-th timeout, on the doubling from 1 s
+        assert t == pytest.approx(sent + (2 ** (k + 1) - 1), abs=1e-9)
+        early += expired and k < 5
+    assert early >= 20         # ListenOverflowed requests gone at 7 s from their SYN-ACK
+    # Without the rule (2.4's keeping of an ACKed request) none goes before 1+2+4+8+16 s.
+    _, kept = _linux6_synack_timeouts(monkeypatch, prune=False)
+    assert len(kept) > 300 and not any(e for *_, e, _ in kept)
+
 # ------------------------------------------- defects of docs/known-defects.md (2 Dec 2026), fixed
 def test_listen_overflow_counts_each_segment_that_meets_the_full_accept_queue(monkeypatch):
     """One ListenOverflow per ACK-bearing segment that meets a full accept queue: a first ACK
