@@ -433,7 +433,7 @@ def test_linux6_expires_a_listen_overflowed_request_early_when_its_syn_queue_is_
     """reqsk_timer_handler (Linux >= 4.4) keeps no ACKed request past thresh retransmissions,
     and thresh falls from tcp_synack_retries toward 2 while the SYN queue is more than half
     the backlog and young requests are a small part of it (docs/background/queue-rules.md,
-    T4).  The expected thresh is worked out here from the kernel's loop, read before this
+    Linux 6's T2).  The expected thresh is worked out here from the kernel's loop, read before this
     timeout ages the request.  2.4 keeps an ACKed request for all five (the test above)."""
     rec, calls = _linux6_synack_timeouts(monkeypatch)
     assert rec.drops_listen_overflow > 1000 and len(calls) > 300
