@@ -396,7 +396,6 @@ def test_synack_timer_resends_exactly_on_time_and_only_after_a_listen_overflow(m
     assert twice > 50                               # the doubling was exercised (91 at this seed)
 
 
-
 def _linux6_synack_timeouts(monkeypatch, prune=True):
     """Every SYN-ACK timeout of an overloaded linux-6 run (backlog 128, cookies off, Accept-1
     at 30,000 req/s for 14 s, clients that wait 20 s): (time, retransmissions so far, SYN
@@ -433,8 +432,8 @@ def test_linux6_expires_a_listen_overflowed_request_early_when_its_syn_queue_is_
     """reqsk_timer_handler (Linux >= 4.4) keeps no ACKed request past thresh retransmissions,
     and thresh falls from tcp_synack_retries toward 2 while the SYN queue is more than half
     the backlog and young requests are a small part of it (docs/background/queue-rules.md,
-    Linux 6's T2).  The expected thresh is worked out here from the kernel's loop, read before this
-    timeout ages the request.  2.4 keeps an ACKed request for all five (the test above)."""
+    Linux 6's T2).  The expected thresh is worked out here from the kernel's loop, read before
+    this timeout ages the request.  2.4 keeps an ACKed request for all five (the test above)."""
     rec, calls = _linux6_synack_timeouts(monkeypatch)
     assert rec.drops_listen_overflow > 1000 and len(calls) > 300
     early = 0
@@ -453,6 +452,7 @@ def test_linux6_expires_a_listen_overflowed_request_early_when_its_syn_queue_is_
     # Without the rule (2.4's keeping of an ACKed request) none goes before 1+2+4+8+16 s.
     _, kept = _linux6_synack_timeouts(monkeypatch, prune=False)
     assert len(kept) > 300 and not any(e for *_, e, _ in kept)
+
 
 # ------------------------------------------- defects of docs/known-defects.md (2 Dec 2026), fixed
 def test_listen_overflow_counts_each_segment_that_meets_the_full_accept_queue(monkeypatch):
