@@ -399,7 +399,7 @@ def test_synack_timer_resends_exactly_on_time_and_only_after_a_listen_overflow(m
 def _linux6_synack_timeouts(monkeypatch, prune=True):
     """Every SYN-ACK timeout of an overloaded linux-6 run (backlog 128, cookies off, Accept-1
     at 30,000 req/s for 14 s, clients that wait 20 s): (time, retransmissions so far, SYN
-    queue length, young requests, this one young, whether it expired, SYN-ACK first sent)."""
+    queue length, young requests, whether it expired, SYN-ACK first sent)."""
     import dataclasses
     from simaccept.host import K_DEAD, K_SYNQ
     from simaccept.kernel import PROFILES
@@ -413,7 +413,7 @@ def _linux6_synack_timeouts(monkeypatch, prune=True):
         if self.kst[c] != K_SYNQ:
             return orig(self, t, c)
         ls = self.lsock
-        seen = (t, self.synack_k[c], ls.synq_len, ls.young, self.young[c])
+        seen = (t, self.synack_k[c], ls.synq_len, ls.young)
         cost = orig(self, t, c)
         calls.append(seen + (self.kst[c] == K_DEAD and self.synack_k[c] == seen[1],
                              self.t_est[c] - self.delay))
@@ -437,7 +437,7 @@ def test_linux6_expires_a_listen_overflowed_request_early_when_its_syn_queue_is_
     rec, calls = _linux6_synack_timeouts(monkeypatch)
     assert rec.drops_listen_overflow > 1000 and len(calls) > 300
     early = 0
-    for t, k, qlen, young, _, expired, sent in calls:
+    for t, k, qlen, young, expired, sent in calls:
         thresh = 5
         if 2 * qlen > max(8, 128):
             y = 2 * young
