@@ -156,12 +156,12 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "30,000 where the thesis's fell 7 % (-24.6 % at 30,000) and Accept-10 ran a short loop at some seeds "
         "(+10.8 %): docs/background/connect-race.md",
     ("userver-one-packet-select", "inf", "pct_of_peak"):
-        "the sim's Accept-Inf falls to 57 % of its peak at 30,000 req/s (12,570 replies/s; peak 22,000 at "
+        "the sim's Accept-Inf falls to 57 % of its peak at 30,000 req/s (12,628 replies/s; peak 22,000 at "
         "22,000 req/s), the thesis's to 71 % (50 % before the connect race).  Past saturation the sim pays "
-        "k_syn_drop (10.85 us) for every refused SYN: 33,908 a second at 30,000 (22,132 at 27,000), and 66 % "
+        "k_syn_drop (10.78 us) for every refused SYN: 33,933 a second at 30,000 (21,921 at 27,000), and 66 % "
         "of its CPU goes to kernel network work (59 % at 27,000).  The cost per drop is fixed, so the collapse "
         "deepens with the offered load faster than the thesis's did from 27,000 to 30,000 (Accept-1 at "
-        "30,000, a calibration row, is now in band: -9.7 %)",
+        "30,000, a calibration row, is in band: -7.9 %)",
     ("userver-one-packet-select", "10", "c_avg"):
         "counted per loop, as the thesis counts it (userver_c_avg).  In band at each of seeds.md's four seeds "
         "since the connect race: 9.94-9.99 connections a loop in 1,738-1,744 loops a second with 27.8-28.4 fds "
@@ -171,16 +171,16 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "10", "select_calls_per_s"): "see C_avg",
     ("userver-one-packet-select", "10", "fds_per_select"): "see C_avg",
     ("userver-one-packet-select", "inf", "c_avg"):
-        "counted per loop, as the thesis counts it (userver_c_avg): 194 at this report's seed and 193-195 at "
+        "counted per loop, as the thesis counts it (userver_c_avg): 163 at this report's seed and 162-166 at "
         "seeds.md's four, the long loop (see fds/select), from the first 20 s on (trace.md).  Before the "
         "connect race this seed ran the short one (75.4, in band)",
     ("userver-one-packet-select", "inf", "fds_per_select"):
-        "the sim's overloaded Accept-Inf runs a longer loop than the thesis's: at this report's seed 519 fds per "
-        "select at 27,000 req/s, 96 selects a second, 194 connections a loop, at the thesis's throughput "
-        "(15,531 replies/s, -2.4 %); 448 at 24,000 and 701 at 30,000 (thesis 107, 205).  Per connection "
-        "accepted its select returns 2.67 descriptors, the thesis's 2.72 (191.5 / 70.4): the loop is long "
+        "the sim's overloaded Accept-Inf runs a longer loop than the thesis's: at this report's seed 438 fds per "
+        "select at 27,000 req/s, 115 selects a second, 163 connections a loop, at the thesis's throughput "
+        "(15,724 replies/s, -1.2 %); 440 at 24,000 and 345 at 30,000 (thesis 107, 205).  Per connection "
+        "accepted its select returns 2.69 descriptors, the thesis's 2.72 (191.5 / 70.4): the loop is long "
         "because each accept-phase takes more, not because a connection is seen more often.  The phase "
-        "takes the whole accept queue (129; full in 91-98 % of drops.md's 50 ms samples from 10 s on) and "
+        "takes the whole accept queue (129; full in 75-90 % of drops.md's 50 ms samples from 10 s on) and "
         "what completes while it runs, and how much that is follows how many of the accepted connections "
         "are answered.  Scratch runs at trace.md's four seeds (120 s from idle, these costs, the model of 2026-12-01): "
         "with the connect race off, every connection a 3 s retransmission gets in is closed unanswered (19-22 "
@@ -188,19 +188,20 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "(16 % unanswered, the thesis 13.8 %) 193-195 in 96 at all four; with every such connection "
         "answered (the clients' tick without httperf's loop, 1 % unanswered) 228-230 in 73.  Traced one "
         "phase at a time (phases.md, two seeds each, phases from 20 s on), it is not the work-phase: with the "
-        "race 95 % of phases start with the queue full (q0 127), as with every connection answered (94 %), "
-        "and take it plus what completes while they run: 34,000 completions a second inside phases (with "
-        "every one answered 38,000), each accept stretched from 4.5 to 10.5 us (12.6) by the kernel's work, "
-        "most of it the completions' own handshake ACKs (11-12 us each), so 36 % (48 %) of a phase's "
-        "accepts completed during it: 197-200 (241-243) a phase.  The completions follow the SYNs that "
-        "arrive while the queue has room, first and retransmitted: 42,300 a second (45,700); the retransmitted "
-        "ones are the SYNs refused because an answered connection costs the server more than one closed "
-        "unanswered, so it accepts fewer (18,700 a second; 16,700) and refuses more (22,000; 25,600).  Without the "
-        "race 61-65 % of phases start full and 31-32 % complete during them: 145-154.  The thesis's 70.4 a phase is below a "
+        "race 85-87 % of phases start with the queue full (q0 121-123), as with every connection answered (86-87 %), "
+        "and take it plus what completes while they run: 25,700-26,400 completions a second inside phases (with "
+        "every one answered 32,100-32,900), each accept stretched from 4.5 to 9.7-9.8 us (11.3-11.5) by the kernel's work, "
+        "most of it the completions' own handshake ACKs (11.5 us each; 12.0), so 25-26 % (36-38 %) of a phase's "
+        "accepts completed during it: 161-166 (190-195) a phase.  The completions follow the SYNs that "
+        "arrive while the queue has room, first and retransmitted: 41,200-41,500 a second (44,300-44,600); the "
+        "retransmitted ones are SYNs refused before, and an answered connection costs the server more than one "
+        "closed unanswered, so with every one answered it accepts fewer (16,500 a second against 18,500).  "
+        "Without the race 26-29 % of phases start full and 29-30 % complete during them: 73-79 a phase, near "
+        "the thesis's 70.4.  The thesis's 70.4 a phase is below a "
         "full queue, yet its 16,795 AcceptQFull drops a second are refused only while the queue is full, and "
         "a phase that starts then takes at least 129: its loop was a mix of phases that found the queue full "
         "and phases that did not, as the sim's is without the race and not with it.  At 24,000 the sim is "
-        "past its Accept-Inf peak (19,472 replies/s) where the thesis's, peak about 21,000, returned 107 fds "
+        "past its Accept-Inf peak (19,423 replies/s) where the thesis's, peak about 21,000, returned 107 fds "
         "a call.  The SPECweb99-like Accept-Inf row misses the same way, and there a real kernel was seen to "
         "run either loop near capacity (see that row's fds/select).  "
         "On this machine's Linux 6 the loop past saturation takes a full queue every time: the "
@@ -211,7 +212,7 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "realsys-linux6, 4,800 and 6,400) 132-135, 24-26 loops a second, 398-405 fds per select",
     ("userver-one-packet-select", "1", "work_items_per_phase"):
         "the sim counts as work items the descriptors select returned less the listening socket, whose "
-        "readiness the accept-phase takes: 2.67 against 3.67 fds per select here (Accept-Inf 517.5 and 518.5, "
+        "readiness the accept-phase takes: 2.66 against 3.66 fds per select here (Accept-Inf 437.1 and 438.1, "
         "one apart too).  The thesis's 3.6 work items at Accept-1 equal its 3.6 fds per select, and at "
         "Accept-Inf its 192.8 exceed its 191.5 (sec 5.1.1, table 4.7): it counted differently, likely the "
         "listening socket or the accepted connection with them.  Counted its way the sim would be in band; "
@@ -254,17 +255,16 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "inf left 27-30 % unanswered in the window, as its model does (33 % and 48 %), but its threads still "
         "held them when the window ended: not dead accepts",
     ("userver-specweb99-select", "1", "replies_per_s"):
-        "too few open connections, not too cheap a select: with requests back to back the sim keeps ~34 open "
+        "too few open connections, not too cheap a select: with requests back to back the sim keeps ~31 open "
         "at Accept-1, while the thesis's select (40 % of the server's time at 1,248 calls/s, 21.6 fds each; "
-        "tables 4.1, 4.3) implies hundreds (~550 if gprof counted kernel time).  A client delay after each "
-        "reply (not stated in the thesis) would give those counts: at this model (select_per_fd 0.266 us) "
-        "both readings infer one, 70 ms (ratio) and 75 ms (absolute; Accept-1's one-packet control agrees, "
-        "Accept-Inf's does not, 312 open implied against 680 simulated), and put this throughput at "
-        "-9.3 % / -10.1 %, but Accept-10 at -13.3 % / -13.5 %, Accept-Inf at -16.3 % / -16.3 % and TUX "
-        "Accept-1 at -14.1 % / -13.9 % (specweb-idle.md, 2026-12-03; before the open-connection mean was "
-        "exact (1077fb9), which counted too few open, 65 / 75 ms gave -8.0 % / -10.1 %; at stop 58's costs "
-        "65 / 74 ms gave -8.6 % / -10.3 %; at stop 56's 0.023 us only the ratio reading inferred one, 47 ms); "
-        "the one-packet "
+        "tables 4.1, 4.3) implies hundreds (~330 if gprof counted kernel time).  A client delay after each "
+        "reply (not stated in the thesis) would give those counts, but at these costs (select_per_fd 0.447 us) "
+        "the two readings no longer agree on one: the ratio reading infers 88 ms, the absolute 45 ms (Accept-1's "
+        "one-packet control agrees, Accept-Inf's does not, 194 open implied against 583 simulated), and they put "
+        "this throughput at -21.1 % / -10.0 %, Accept-10 at -15.8 % / -13.6 %, Accept-Inf at -16.6 % / -16.1 % "
+        "and TUX Accept-1 at -13.7 % / -13.8 % (specweb-idle.md, 2026-12-06: a client delay alone does not put "
+        "these rows in band.  At the costs of 30 Nov (select_per_fd 0.266 us) the readings agreed, 70 / 75 ms, "
+        "-9.3 % / -10.1 %; at stop 56's 0.023 us only the ratio reading inferred one, 47 ms); the one-packet "
         "rows (one request per connection) "
         "cannot constrain it.  On a real kernel the pattern needs idle clients too (realsys specweb-think-nospin, "
         "docs/background/slow-clients.md; every file through sendfile, as the thesis's): the μserver-shaped server's "
@@ -275,22 +275,24 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "holds 18 and a 100 ms think 388 (realsys specweb-httperf).  Charging the client's ACKs of each "
         "reply (k_ack_rx, stop 10) took this cell from +40 % to +17 %.  The per-KB send cost (sendfile_per_kb = "
         "tux_per_kb, 2 us/KB a priori) is the other number these rows depend on that no calibration row "
-        "measures: at 1.4 us/KB the delay read again from the select statistics (66 ms, both readings) "
-        "puts all five SPECweb99-like cells within ±10 % (μserver -1.6 to -7.2 %, TUX Accept-Inf +3.0 %, "
-        "Accept-1 -3.5 %), at 1.2 "
-        "us/KB too, at 1.7 us/KB four of five (specweb-idle.md).  A grid over two numbers the thesis does not "
+        "measures: at 1.4 us/KB the delay read again from the select statistics (39 ms, absolute reading) "
+        "puts all five SPECweb99-like cells within ±10 % (μserver -1.1 to -6.7 %, TUX Accept-Inf +2.9 %, "
+        "Accept-1 -3.3 %), at 1.2 us/KB too (37 ms), at 1.7 us/KB four of five (42 ms); the ratio reading's "
+        "delays (82-88 ms) leave the μserver's Accept-1 out at every per-KB cost tried, -13.8 to -21.1 % "
+        "(specweb-idle.md).  A grid over two numbers the thesis does not "
         "give, not a fit, and not scored.  One outside measurement of a Linux 2.4 sender's cost per KiB, scaled "
         "by clock, gives no reason to lower the per-KB cost (*SPECweb99-like: the open connections select's "
         "cost implies*).  Nor is it the send buffer: with Linux 2.4's default (tcp_wmem 16 KB) in place of the "
-        "model's 64 KB (`server.sndbuf`; scratch runs at the rows' seeds, 2026-12-03) every policy is ~4 % "
-        "slower and the spread stays: Accept-1 / 10 / Inf +7.6 / -14.6 / -19.5 % (at 64 KB +12.1 / -10.8 / "
-        "-15.9 %), Accept-1's select returning 21.2 fds (thesis 21.6; 17.1 at 64 KB)",
+        "model's 64 KB (`server.sndbuf`; `python -m validation predict` at the rows' seeds, 2026-12-06) every "
+        "policy is 3.7-4.4 % slower and the spread stays: Accept-1 / 10 / Inf +7.8 / -14.5 / -19.1 % (at 64 KB "
+        "+12.8 / -10.7 / -16.0 %), Accept-1's select returning 21.3 fds (thesis 21.6; 17.1 at 64 KB)",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
         "-8.1 % before the refit of stop 56, -10.2 % after it, -11.1 % at stop 58's select_per_fd (0.27 us: "
         "this row's select returns ~160 descriptors a loop), -11.0 % after the connect race's refit (0.266 "
-        "us; the race itself leaves these clients alone): the dearer per-request cost stop 56 chose (see "
+        "us; the race itself leaves these clients alone), -10.3 % at the refit of 5 Dec (select_per_fd 0.447 us; -11.0 to "
+        "-9.9 % over seeds.md's four seeds, in band at one): the dearer per-request cost stop 56 chose (see "
         "Accept-Inf's note), which this row pays 7.2 times a connection, with the excess per-reply cost of "
         "Accept-Inf's note.  The workload's 7.3 requests a connection (30 % single, else 5-15: the thesis says "
         "7.2 and 7.24) against table 4.6's 20,000 / 2,542 = 7.87 (validation/data/README.md, item 10): at 7.87 "
@@ -300,43 +302,43 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "sim +2 %)",
     ("userver-specweb99-select", "inf", "replies_per_s"):
         "the sim's μserver costs ~97 us per SPECweb99-like reply at full CPU, the thesis's ~82 us (1 / replies/s), "
-        "while the sim's TUX (85-91 us, in band) is near the thesis's (79-85 us): the excess is in the μserver's own "
+        "while the sim's TUX (84-91 us, in band) is near the thesis's (79-85 us): the excess is in the μserver's own "
         "per-reply path (sendfile with its per-KB term, ~34 of the 97 us, write, read, CORK/UNCORK), which no "
         "one-packet row measures (sendfile, sendfile_per_kb and write are unidentified).  The client's ACKs "
         "(k_ack_rx = k_data_rx a priori, ~17 us a reply) are shared with TUX, which is in band; without them this "
-        "cell was +7.6 %.  The refit of stop 56 raised user_per_request from 1.47 to 4.26 us (+-3.05): one "
+        "cell was +7.6 %.  The refit of stop 56 raised user_per_request from 1.47 to 4.26 us (+-3.05; 3.72 at the refit of 5 Dec): one "
         "request per connection, the one-packet rows cannot tell it from a per-connection cost, and a "
         "SPECweb99-like connection pays it 7.2 times; this cell went from -13.3 % to -15.3 % (~96 us a reply), and "
         "to -15.8 % at stop 58's select_per_fd (0.27 us over ~2,000 descriptors, 12 times a second), -15.7 % "
-        "after the connect race's refit.  The "
-        "fitted drop cost is ~8 % of this row's CPU: k_syn_drop (10.85 us) over ~7,200 refused SYNs a second.  It "
+        "after the connect race's refit, -15.5 % at the refit of 5 Dec (select_per_fd 0.447 us).  The "
+        "fitted drop cost is ~8 % of this row's CPU: k_syn_drop (10.78 us) over ~7,400 refused SYNs a second.  It "
         "is more than an admitted SYN's k_syn (2.97 us), which does all a dropped one does and more; at "
         "k_syn_drop = k_syn (scratch runs at stop 58's costs, 2026-11-30) this row was -10.8 %, Accept-10 -4.9 % and Accept-1 +19.2 %, but the calibration rows "
         "+24 % (Accept-Inf at 27,000) to +55 % (Accept-1 at 27,000): the fitted drop cost carries the one-packet "
         "rows' collapse past saturation, whatever its real cause (scratch runs, 2026-11-30)",
     ("userver-specweb99-select", "inf", "c_avg"):
-        "counted per loop, as the thesis counts it: the sim's Accept-Inf takes ~124 connections a loop, nearly "
+        "counted per loop, as the thesis counts it: the sim's Accept-Inf takes ~123 connections a loop, nearly "
         "its whole accept queue (129), in 12 loops a second, the thesis's 47 in 35: the sim's loop is three "
         "times as long (~2,000 fds per select against 886), see fds/select",
     ("userver-specweb99-select", "1", "time:select"):
-        "the same evidence as this row's throughput miss: the sim's select scans ~34 open connections, the "
+        "the same evidence as this row's throughput miss: the sim's select scans ~31 open connections, the "
         "thesis's hundreds, so its select is cheap and every other function's share is inflated",
     ("userver-specweb99-select", "1", "time:sendfile"):
         "mostly select's gap (see there); with select left out, sendfile is 52 % of the rest in the thesis and "
         "75 % in the sim, as at Accept-Inf",
     ("userver-specweb99-select", "inf", "time:sendfile"):
-        "the sim's sendfile (5 us + 2 us/KB, hand-set: no one-packet row calls it) takes 2.5 times as long as "
+        "the sim's sendfile (5 us + 2 us/KB, hand-set: no one-packet row calls it) takes 2.4 times as long as "
         "the other six functions together, the thesis's about as long; the one-packet split of select, accept, "
-        "read, close and setsockopt is within 7 pp, so by this table sendfile's per-KB cost is too high "
-        "relative to them.  That is the direction of this row's throughput miss (-15.7 %, the sim's μserver "
+        "read, close and setsockopt is within 5 pp, so by this table sendfile's per-KB cost is too high "
+        "relative to them.  That is the direction of this row's throughput miss (-15.5 %, the sim's μserver "
         "too dear per reply).  Counting the transmit path (k_tx_per_segment), which Linux 2.4 runs inside "
         "sendfile but the sim charges as kernel work, would widen the gap.  Not used to set sendfile_per_kb: "
         "table 4.3 comes from held-out rows.  Tried once, to size it: 0.6 us/KB matches this split (50.6 %) "
         "but put this row's throughput at +15.2 % (stop 58's costs; Accept-10 +22.6 %, Accept-1 +49.0 %), so sendfile alone "
         "cannot carry both: the other calls or the kernel's per-reply work would have to be dearer too",
     ("userver-specweb99-select", "inf", "time:read"):
-        "with sendfile left out, the other functions split read 35 % / write 16 % in the thesis against 24 % / "
-        "29 % in the sim: the sim's read (3 us) is cheap and its write (4 us) dear for SPECweb99-like requests, "
+        "with sendfile left out, the other functions split read 35 % / write 16 % in the thesis against 23 % / "
+        "28 % in the sim: the sim's read (3 us) is cheap and its write (4 us) dear for SPECweb99-like requests, "
         "or the thesis's read includes receive processing (2.4 processes a locked socket's backlog at "
         "release_sock, inside the call)",
     ("userver-specweb99-select", "inf", "fds_per_select"):
@@ -356,8 +358,8 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "replies/s).  So the thesis's 47 per loop is a loop neither has, or a mix of the two: ~6 % of the run "
         "in a loop of ~400 a second and the rest in one of ~13 a second with a full queue gives ~36 loops a "
         "second and ~46 per loop.  Traced one phase at a time (`python -m validation phases --rows "
-        "userver/specweb99/select/accept-inf@26000`, the row's seed and the next, phases from 20 s on): "
-        "every phase starts with the queue full (129) and takes 133 (131-135 from the 10th to the 90th "
+        "userver/specweb99/select/accept-inf@26000`, the row's seed and the next, phases from 20 s on, 2026-12-06): "
+        "every phase starts with the queue full (129) and takes 133 (132-135 from the 10th to the 90th "
         "percentile), 4 of them completing during its 0.67 ms; the rest of each 94-95 ms loop is the "
         "work-phase.  So the sim's loop is one full queue per loop at the accept rate its CPU allows "
         "(133 / 1,427 a second = 93 ms), and the thesis's 47 a phase, about a third of a queue, says most of "
@@ -365,27 +367,28 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("userver-specweb99-select", "inf", "select_calls_per_s"): "as fds/select: fewer, longer loops",
     ("userver-specweb99-select", "inf", "fd_rate"):
         "the product of the two select misses above: per reply the sim's select returns 2.23 descriptors, the "
-        "thesis's 2.53 (23,037 and 31,003 a second over 10,325 and 12,249 replies/s), so the rate is short by "
-        "the throughput miss (-15.7 %) and 12 % more",
+        "thesis's 2.53 (23,089 and 31,003 a second over 10,352 and 12,249 replies/s), so the rate is short by "
+        "the throughput miss (-15.5 %) and 12 % more",
     # whole configurations
     ("tux-specweb99", "*", "replies_per_s"):
-        "within the band (-6.5 % and -7.1 %) since each reply also pays the client's ACKs (k_ack_rx = k_data_rx a "
+        "within the band (-6.5 % and -6.5 %) since each reply also pays the client's ACKs (k_ack_rx = k_data_rx a "
         "priori, one per second segment, ~5 per 15 KB reply); before, +17 % (+23-27 % with the shorter-window "
         "fit).  tux_per_kb (2 us/KB, the μserver's sendfile_per_kb) is still measured by no row.  The client "
-        "delays inferred from the μserver's select numbers (70 ms ratio reading, 75 ms absolute; 47 ms at "
-        "stop 56's costs) take Accept-1 to -14.1 % / -13.9 % (specweb-idle.md, 2026-12-03)",
+        "delays inferred from the μserver's select numbers (88 ms ratio reading, 45 ms absolute; 70 / 75 ms at "
+        "the costs of 30 Nov, 47 ms at stop 56's) take Accept-1 to -13.7 % / -13.8 % (specweb-idle.md, 2026-12-06)",
     ("tux-specweb99", "*", "accept_rate"): "as its throughput (one accept per connection)",
     ("tux-specweb99", "inf", "c_avg"):
         "thesis Accept-Inf accepted 504 per phase at 1,474 accepts a second: 2.9 phases a second, one loop "
         "per 342 ms.  Both servers ran with a 128 backlog (sec 3.2.1: TUX's max_backlog set to 128), so a "
         "phase starts with at most 129 queued and at least 375 of its 504 completed while it ran: even if "
-        "every SYN arriving completed (8,800-8,900 a second during the sim's phases, first and "
+        "every SYN arriving completed (8,700-9,000 a second during the sim's phases, first and "
         "retransmitted), that is 42 ms or more of accepting.  TUX's accept only queues the connection's first"
         " work item (net/tux/accept.c, accept_requests: got_request, which for HTTP puts parse_request on "
         "work_pending).  Traced (`python -m validation phases --rows tux/specweb99/-/accept-inf@26000`, 2 "
-        "seeds, 2026-12-02): 95-97 % of the sim's phases start with the queue full (129); a phase takes "
-        "121-123 in 0.26-0.27 ms (2.2 us an accept), 0.6 % of them completing during it, and the loop is 80-82 ms "
-        "(12.2-12.4 phases a second; 11,083 work items per phase in the thesis against the sim's 1,065).  So "
+        "seeds, 2026-12-06): 89-90 % of the sim's phases start with the queue full (129); a phase takes "
+        "110-111 on average (median 129; 19-20 % of phases end at a connection its client has closed) in "
+        "0.24 ms (2.2 us an accept), 0.6-0.7 % of them completing during it, and the loop is 73 ms "
+        "(13.6-13.7 phases a second; 11,083 work items per phase in the thesis against the sim's 1,020).  So "
         "the thesis's figure needs an accept queue longer than 129 or an accept-phase that did far more than "
         "accept; the thesis's text says neither, and the sim keeps the stated backlog",
     ("tux-specweb99", "*", "work_items_per_phase"):
@@ -394,32 +397,32 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "per phase / C_avg 504) and 46 per phase at Accept-1 against the sim's 8.9.  TUX queues more items per "
         "connection than the sim has steps (its write-space and ACK callbacks as a 15 KB reply drains are not "
         "modelled one by one), so the units differ by about 5; the Accept-Inf / Accept-1 ratio (thesis 241, "
-        "sim 120) follows C_avg",
+        "sim 115) follows C_avg",
     ("tux-one-packet", "inf", "c_avg"):
-        "batches now larger than the thesis's: 14.8 a phase at this report's seed against 9.54 (6.3 before the "
-        "connect race of 2026-11-30; replies/s +2.8 %, accept rate +7.5 %).  An Accept-Inf accept-phase ends at "
+        "batches now larger than the thesis's: 14.7 a phase at this report's seed against 9.54 (6.3 before the "
+        "connect race of 2026-11-30; replies/s +3.3 %, accept rate +7.8 %).  An Accept-Inf accept-phase ends at "
         "the first connection its client has closed, which TUX releases uncounted (*The clients' timeout*).  "
         "With the race about half the connections a retransmission gets in are answered rather than closed, "
-        "so fewer closed ones end phases and each phase takes more; between 6.3 and 14.8 the thesis's 9.54 "
+        "so fewer closed ones end phases and each phase takes more; between 5.7 (the race off, phases.md) and 14.7 the thesis's 9.54 "
         "says its queue held such connections at a rate the sim does not pin down.  Traced one phase at a time "
-        "(phases.md, two seeds, phases from 20 s on): the queue holds ~117 when a phase starts and 95 % of "
+        "(phases.md, two seeds, phases from 20 s on): the queue holds ~116 when a phase starts and 95 % of "
         "phases end at a closed child, so C_avg is the run of live connections ahead of the first dead one "
-        "(14.1-14.4; median 5): about one dead in 15 queued with the race, one in 7 without it (6.1), one in "
+        "(14.0-14.3; median 5): about one dead in 15 queued with the race, one in 7 without it (5.7), one in "
         "10.5 for the thesis's 9.54.  With every connection that gets in answered (the clients' tick alone) "
-        "58-60 % of phases end so, batches grow to 68-69 and replies/s fall to 15,955-15,972, as with the "
+        "52-54 % of phases end so, batches grow to 58-60 and replies/s fall to 16,068-16,084, as with the "
         "earlier clients (10 s on time), whose Accept-Inf tipped into batches of ~100 and stayed there "
         "(-17.7 % replies/s)",
     ("tux-one-packet", "inf", "share:drops_drop_request"):
         "the sim's TUX Accept-Inf refuses as many packets as the thesis's but splits them the other way: "
-        "drops.md (this model, the row's seed, 120 s) has 23,112 drops/s against 23,369, DropRequest "
-        "10,963/s against 4,367 and AcceptQFull 8,302/s against 15,566, at 17,099 replies/s where table "
+        "drops.md (this model, the row's seed, 120 s) has 22,775 drops/s against 23,369, DropRequest "
+        "11,504/s against 4,367 and AcceptQFull 7,794/s against 15,566, at 17,087 replies/s where table "
         "5.2's totals imply 16,705-17,171.  A SYN is a DropRequest only while the accept queue has room and "
-        "the SYN queue is at the 3/4 line: from 10 s on the sim's accept queue is full in 48-57 % of the "
-        "50 ms samples (the μserver Accept-Inf's in 91-98 %; the thesis's AcceptQFull shares of the two are "
-        "alike, 66.6 and 66.0 %) and its SYN queue at the line in 17-24 %, holding ~745 requests, nearly "
-        "all young: ListenOverflowed connections waiting for their clients' request retransmission "
+        "the SYN queue is at the 3/4 line: from 10 s on the sim's accept queue is full in 41-52 % of the "
+        "50 ms samples (the μserver Accept-Inf's in 75-90 %; the thesis's AcceptQFull shares of the two are "
+        "alike, 66.6 and 66.0 %) and its SYN queue at the line in 19-26 %, holding ~765 requests, ~640 of "
+        "them young: ListenOverflowed connections waiting for their clients' request retransmission "
         "(client.data_rto 0.2 s, doubling), which the model times exactly, so requests that overflowed "
-        "together come back together.  Its accept-phases take 14.8 connections where the thesis's took "
+        "together come back together.  Its accept-phases take 14.7 connections where the thesis's took "
         "9.54 (see C_avg).  With those retransmissions on 10 ms client ticks (Linux 2.4's HZ=100; a scratch "
         "run of the model before the connect race, 2026-11-29, docs/background/client-timers.md) this row "
         "hardly moved: AcceptQFull / DropRequest / ListenOverflow 42.5 / 44.6 / 12.9 % (thesis 66.6 / 18.7 "
@@ -428,18 +431,19 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
     ("tux-one-packet", "1", "share:drops_drop_request"):
         "out of band since the ListenOverflow count of 2026-12-02 (docs/known-defects.md): a client that "
         "reaches its socket after its deadline closes it without a request, and its first ACK to a full "
-        "accept queue now counts one ListenOverflow, not two.  At this report's seed the shares moved "
-        "16.0 / 60.9 / 23.2 % -> 16.2 / 61.7 / 22.1 % (AcceptQFull / DropRequest / ListenOverflow; thesis "
-        "10.6 / 51.5 / 38.0): DropRequest +9.4 pp -> +10.3 pp; at seeds.md's four seeds +11.4 to +12.1 pp (+10.5 "
-        "to +11.2 before the count, so in band at this report's seed only).  The sim refuses more SYNs in all than the "
+        "accept queue now counts one ListenOverflow, not two.  At this report's seed the shares are "
+        "15.6 / 63.1 / 21.3 % (AcceptQFull / DropRequest / ListenOverflow; thesis 10.6 / 51.5 / 38.0): "
+        "DropRequest +11.6 pp, and +10.3 to +11.7 pp at seeds.md's four seeds (the count moved it from +9.4 to "
+        "+10.3 pp at this seed with the costs of 30 Nov, and from +10.5 to +11.2 to +11.4 to +12.1 pp at the four).  The sim refuses more SYNs in all than the "
         "thesis: see ListenOverflow share",
     ("tux-one-packet", "1", "share:drops_listen_overflow"):
-        "ListenOverflow itself is at the thesis's rate (drops.md, this model, the row's seed, 120 s: 4,202/s "
-        "against 4,329); its share is low because the sim refuses 1.75x the thesis's SYNs and ACKs in all "
-        "(19,917/s against 11,406: DropRequest 12,614 against 5,873, AcceptQFull 3,101 against 1,204).  "
-        "27,000 is 8 % past the sim's Accept-1 peak (25,008 replies/s at 25,001, where tux_request was set), "
-        "and the sim falls 25 % there (18,876 replies/s) where table 5.2's totals imply 23,345-23,511 (a "
-        "6.5 % fall).  Its SYN queue holds ~745 young, ListenOverflowed requests the whole run, waiting for "
+        "ListenOverflow itself is at the thesis's rate (drops.md, this model, the row's seed, 120 s: 4,200/s "
+        "against 4,329); its share is low because the sim refuses 1.72x the thesis's SYNs and ACKs in all "
+        "(19,674/s against 11,406: DropRequest 12,392 against 5,873, AcceptQFull 3,083 against 1,204).  "
+        "27,000 is 6 % past the sim's Accept-1 peak (25,368 replies/s, the report's bisection; tux_request was "
+        "set on the thesis's 25,001), and the sim falls 25 % there (19,020 replies/s) where table 5.2's totals "
+        "imply 23,345-23,511 (a 6.5 % fall).  Its SYN queue holds ~765 requests the whole run, ~700-740 of "
+        "them young and ListenOverflowed, waiting for "
         "their clients' request retransmission, timed exactly (client.data_rto), so they return together and "
         "overflow again.  With those retransmissions on 10 ms client ticks (a scratch run of the model before "
         "the connect race, 2026-11-29, docs/background/client-timers.md) the sim served 21,074 replies/s "
@@ -451,20 +455,20 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "19,444 replies/s and 22.3 / 49.0 / 28.7 % here (DropRequest and ListenOverflow in band, AcceptQFull "
         "out), but the μserver Accept-Inf calibration row's shares move away (AcceptQFull +15.3 pp) and the "
         "fit's residual rises from 0.2419 to 0.2707: not adopted.  The fall is the refused SYNs' cost: "
-        "k_syn_drop (10.85 us, fitted on the μserver's rows) set to k_syn (2.97 us, an admitted SYN's, which "
-        "does all a refused one does and more; drops.json, the row's seed, 120 s) gives 23,268 replies/s "
-        "and 11,518 drops/s here, table 5.2's totals (23,345-23,511 implied, 11,406), and shares 21.6 / 39.9 / "
-        "38.5 % (scratch runs of 2026-12-03 at 23,293 and 11,454; ListenOverflow in band, the other two 11 pp "
-        "out).  But TUX Accept-Inf at 27,000 then serves 20,366 (17,099 at the fitted cost; table 5.2 implies 16,705-17,171), and the "
-        "μserver's calibration rows at 27,000 rise from 9,686 and 15,596 to 14,517 and 20,385 (Accept-1, "
+        "k_syn_drop (10.78 us, fitted on the μserver's rows) set to k_syn (2.97 us, an admitted SYN's, which "
+        "does all a refused one does and more; drops.json, the row's seed, 120 s) gives 23,322 replies/s "
+        "and 11,370 drops/s here, table 5.2's totals (23,345-23,511 implied, 11,406), and shares 21.6 / 39.9 / "
+        "38.5 % (scratch runs of 2026-12-03, at 23,293 and 11,454; ListenOverflow in band, the other two 11 pp "
+        "out).  But TUX Accept-Inf at 27,000 then serves 20,301 (17,087 at the fitted cost; table 5.2 implies 16,705-17,171), and the "
+        "μserver's calibration rows at 27,000 rise from 9,888 and 15,835 to 14,633 and 20,401 (Accept-1, "
         "Accept-Inf; thesis 9,442 and 15,918): the μserver's collapse past saturation needs the dear drop "
         "cost, TUX Accept-1's does not, and no one value of it fits both TUX policies' levels at this rate.  "
         "drops.md's approach (each drop row from 16,000 to 27,000 req/s at both costs, the row's seed, 120 s, "
-        "2026-12-03) shows it is a cliff: at the fitted cost TUX Accept-1 serves its rate up to 25,000 (25,010) "
-        "and falls 18.1 % at the next step (20,485 at 26,000); at k_syn it slopes, 24,344 at 26,000 and 23,268 "
-        "at 27,000, as table 5.2 implies.  At k_syn TUX Accept-Inf stays at 20,135-20,391 from 22,000 to "
-        "27,000 (20,214 at 23,000, thesis 18,470; 18,997 at the fitted cost), and the μserver's largest steps "
-        "fall 6.8 % (Accept-1) and 4.9 % (Accept-Inf) where the fitted cost's fall 14.1 % and 15.2 %",
+        "2026-12-06) shows it is a cliff: at the fitted cost TUX Accept-1 serves its rate up to 25,000 (25,010) "
+        "and falls 17.7 % at the next step (20,584 at 26,000); at k_syn it slopes, 24,348 at 26,000 and 23,322 "
+        "at 27,000, as table 5.2 implies.  At k_syn TUX Accept-Inf stays at 20,140-20,406 from 22,000 to "
+        "27,000 (20,229 at 23,000, thesis 18,470; 19,104 at the fitted cost), and the μserver's largest steps "
+        "fall 8.1 % (Accept-1) and 5.1 % (Accept-Inf) where the fitted cost's fall 14.8 % and 15.7 %",
     ("tux-one-packet", "inf", "replies_per_s"):
         "in band since the clients of 2026-11-29, whose late-acting deadline leaves connections TUX releases "
         "uncounted when no longer ESTABLISHED (*The clients' timeout*): +2.8 % to +3.0 % over seeds.md's four "
@@ -482,36 +486,42 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
 
 
 #: The simulator model (:func:`simaccept.fingerprint.model_fingerprint`) whose runs the figures in
-#: :data:`MISS_NOTES` were read from (seeds.md, trace.md, drops.md, phases.md, this report, all of that
-#: model, with thesis-2004).  Once the model changes, :func:`_miss_note` says so on every note until they
-#: are read again.  Figures a note quotes from a scratch run or an analysis of an earlier model say which
-#: in the note.
-NOTES_MODEL = "9df863e83f374b9e"
+#: :data:`MISS_NOTES` were read from (seeds.md, drops.md, phases.md, specweb-idle.md, window.md, this
+#: report, all of that model, with thesis-2004).  Once the model changes, :func:`_miss_note` says so on
+#: every note until they are read again.  Figures a note quotes from a scratch run or an analysis of an
+#: earlier model say which in the note.
+NOTES_MODEL = "3fb444d105c91c9b"
 
 #: Notes whose figures are of another model than :data:`NOTES_MODEL`: {key: the model they are of}.
-#: None from 4 Dec (after the open-connection mean of 2026-12-03, :data:`SAME_RESULTS_BUT`,
-#: specweb-idle.md, seeds.md and trace.md were simulated again at 9df863e83f374b9e and the three
-#: notes quoting them read again) to 5 Dec, when the model fixes of known-defects.md took
-#: Accept-Inf's DropRequest share out of band: its note is written for that model; so is Accept-1's
-#: peak's, read again the same day with the report's bisected peak.
+#: Every note the report shows (a cell that misses) was read again on 6 Dec 2026, when those analyses
+#: were simulated again at 3fb444d105c91c9b; the notes below were not, none of their cells missing
+#: then.  The first two were read again on 5 Dec at 8ccefc9f26237663, which gives the same results.
+_NOT_READ_ON_6_DEC = (
+    ("userver-one-packet-select", "*", "replies_per_s"),
+    ("userver-one-packet-select", "10", "c_avg"),
+    ("userver-one-packet-select", "10", "select_calls_per_s"),
+    ("userver-one-packet-select", "10", "fds_per_select"),
+    ("userver-one-packet-select", "inf", "share:drops_acceptq_full"),
+    ("userver-one-packet-select", "*", "accepted_never_completed"),
+    ("tux-one-packet", "inf", "replies_per_s"),
+    ("knot-one-packet", "50", "open_conns_mean"),
+)
 NOTE_MODELS: dict[tuple[str, str, str], str] = {
     ("userver-one-packet-select", "inf", "share:drops_drop_request"): "8ccefc9f26237663",
     ("userver-one-packet-select", "1", "peak_replies_per_s"): "8ccefc9f26237663",
+    **{k: "9df863e83f374b9e" for k in _NOT_READ_ON_6_DEC},
 }
 
 
 #: The costs (:func:`costs_digest` of the profile) the figures in :data:`MISS_NOTES` were read
-#: with: thesis-2004 as fitted on 30 Nov 2026.  The model fingerprint covers the simulator's code,
-#: not a profile's numbers, so a refit of thesis-2004 at the same model would leave every note's
-#: figures quietly of the old costs; :func:`_miss_note` says so on a report of other costs.
-NOTES_COSTS = "6c7dd5cf0d"
+#: with: thesis-2004 as fitted again on 5 Dec 2026.  The model fingerprint covers the simulator's
+#: code, not a profile's numbers, so a refit of thesis-2004 at the same model would leave every
+#: note's figures quietly of the old costs; :func:`_miss_note` says so on a report of other costs.
+NOTES_COSTS = "d35e8558a1"
 
-#: Notes read again at other costs than :data:`NOTES_COSTS`: {key: the costs' digest}.  The two
-#: notes read again with thesis-2004's refit of 5 Dec; the others quote runs of the costs before.
-NOTE_COSTS: dict[tuple[str, str, str], str] = {
-    ("userver-one-packet-select", "inf", "share:drops_drop_request"): "d35e8558a1",
-    ("userver-one-packet-select", "1", "peak_replies_per_s"): "d35e8558a1",
-}
+#: Notes read at other costs than :data:`NOTES_COSTS`: {key: the costs' digest}.  Those not read
+#: again on 6 Dec quote runs of thesis-2004 as fitted on 30 Nov.
+NOTE_COSTS: dict[tuple[str, str, str], str] = {k: "6c7dd5cf0d" for k in _NOT_READ_ON_6_DEC}
 
 #: Names for the digests a note may be written with, so a reader need not hash profiles.
 COSTS_NAMES = {"6c7dd5cf0d": "thesis-2004 as fitted on 30 Nov 2026",
@@ -1747,9 +1757,12 @@ def _seeds_summary(out: Path) -> dict[str, Any] | None:
     if not f.is_file():
         return None
     d = json.loads(f.read_text())
+    trace = out / "trace.json"          # traced at the same rows and seeds, but a run of its own
     return {"generated_at": d["generated_at"], "profile": d.get("profile"),
             "stale_costs": stale_costs(d.get("costs"), d.get("profile")),
             "stale_model": model_changes_since(d["generated_at"], d.get("model_fingerprint")), "n_seeds": d["n_seeds"],
+            "model": d.get("model_fingerprint"),
+            "trace_model": json.loads(trace.read_text()).get("model_fingerprint") if trace.is_file() else None,
             "in_band_at_every_seed": d["in_band_at_every_seed"], "in_band_at_no_seed": d["in_band_at_no_seed"],
             "cells": [{k: c.get(k) for k in ("row", "metric", "measured", "min", "max", "error_min", "error_max",
                                              "within_10pct_seeds", "n_seeds", "at_top_rate")} for c in d["cells"]],
@@ -1792,8 +1805,11 @@ def seeds_markdown(sd: dict[str, Any] | None) -> list[str]:
                   "|---|---|---|---|---|---|---|"]
             L += [f"| {c['row']} | {c['role']} | {c['label']} | {metric_spread_columns(c)} |" for c in sd["loop_cells"]]
             L.append("")
+            tm = sd.get("trace_model")
+            of = ("of the same runs and model as seeds.md" if tm in (None, sd.get("model")) else
+                  f"of the same rows and seeds, but its runs are of model `{tm}`, seeds.md's of `{sd.get('model')}`")
             L.append("How the μserver's loop at 27,000 req/s and Knot's open connections at 15,000 move within these runs, in 20 s steps: "
-                     "[trace.md](trace.md) (`python -m validation trace`; of the same runs and model as seeds.md).\n")
+                     f"[trace.md](trace.md) (`python -m validation trace`; {of}).\n")
     return L
 
 

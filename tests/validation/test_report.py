@@ -486,6 +486,7 @@ def test_miss_note_falls_back_from_the_policy_to_the_group(monkeypatch):
     from validation import report
     from validation.report import MISS_NOTES, _miss_note
     monkeypatch.setattr(report, "_model_fingerprint", lambda: report.NOTES_MODEL)    # no model mark
+    monkeypatch.setattr(report, "NOTE_MODELS", {})          # nor a note's own
     own = ("userver-one-packet-select", "10", "c_avg")
     assert _miss_note(*own) == MISS_NOTES[own]
     # no Accept-1 note of its own for replies/s at 27,000: the group's note for the metric
@@ -498,6 +499,7 @@ def test_miss_note_falls_back_from_the_policy_to_the_group(monkeypatch):
 def test_miss_note_says_when_it_was_written_for_another_model(monkeypatch):
     from validation import report
     key = ("userver-one-packet-select", "10", "c_avg")
+    monkeypatch.setattr(report, "NOTE_MODELS", {})          # the notes' model, not one of its own
     monkeypatch.setattr(report, "_model_fingerprint", lambda: report.NOTES_MODEL)
     assert report._miss_note(*key) == report.MISS_NOTES[key]
     monkeypatch.setattr(report, "_model_fingerprint", lambda: "0123456789abcdef")
@@ -510,6 +512,7 @@ def test_miss_note_says_when_it_was_written_for_another_model(monkeypatch):
 def test_miss_note_is_not_marked_for_a_model_of_the_same_results(monkeypatch):
     from validation import report
     key = ("userver-one-packet-select", "10", "c_avg")
+    monkeypatch.setattr(report, "NOTE_MODELS", {})
     monkeypatch.setattr(report, "SAME_RESULTS", {report.NOTES_MODEL: ("", "0123456789abcdef", "", {})})
     monkeypatch.setattr(report, "_model_fingerprint", lambda: "0123456789abcdef")
     assert report._miss_note(*key) == report.MISS_NOTES[key]

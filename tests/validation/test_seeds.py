@@ -134,6 +134,11 @@ def test_the_report_summarises_it(tmp_path, monkeypatch):
     # the mocked runs have no loop counts: every C_avg is NaN, so out of band at every seed
     assert s["other_by_metric"]["c_avg"] == {"cells": 1, "every_seed": 0, "some_seeds": 0, "no_seed": 1}
     assert f"| {SPEC_AL1} | held-out | C_avg |" in md and "| C_avg | ±25 % | 1 | 0 | 0 | 1 |" in md
+    assert "(`python -m validation trace`; of the same runs and model as seeds.md)" in md
+    (tmp_path / "trace.json").write_text(json.dumps({"model_fingerprint": "0123456789abcdef"}))
+    md = "\n".join(report.seeds_markdown(report._seeds_summary(tmp_path)))   # traced at another model: said so
+    assert "its runs are of model `0123456789abcdef`, seeds.md's of `" in md and "same runs and model" not in md
+    (tmp_path / "trace.json").unlink()
     saved = json.loads((tmp_path / "seeds.json").read_text())
     for k in ("other_cells", "other_by_metric"):              # as written before they were scored per seed
         del saved[k]
