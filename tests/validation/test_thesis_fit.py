@@ -77,3 +77,18 @@ def test_time_split_adds_table_4_9s_split_of_the_userver_time_as_fractions():
 def test_an_unknown_metric_is_refused_with_the_known_ones():
     with pytest.raises(ValueError, match="metrics: unknown metric.*time_splt.*'time_split'"):
         CostFitter(params=["select_per_fd"], metrics=["time_splt"])
+
+
+def test_committed_start_points_differ_from_the_hand_profile_only_in_fitted_costs():
+    # validation/data keeps the iterates a fit was (or can be) continued from (--start); one that moved
+    # a cost the fit does not own would carry an unrecorded hand change into the next fit
+    hand = load_costs(thesis_fit.BASE).us
+    files = sorted((thesis_fit.ROOT / "validation" / "data").glob("thesis-fit-start-*.toml"))
+    assert len(files) >= 4
+    for p in files:
+        moved = {k for k, v in load_costs(str(p)).us.items() if v != hand[k]}
+        assert moved <= set(thesis_fit.FIT_PARAMS) | set(thesis_fit.TUX_HAND_SET), p.name
+        # a start fitted with a simulation override is useless without it: its header must say so
+        overrides = [ln for ln in p.read_text().splitlines() if "simulation overrides:" in ln]
+        if "orphans" in p.name:
+            assert overrides and "client.orphans=true" in overrides[0], p.name
