@@ -16,7 +16,7 @@ __all__ = ["COLUMNS", "RunRecord", "Scenario", "ScenarioError", "load_scenario",
 __version__ = "0.1.0"
 
 
-def simulate(scenario, *, raise_errors=False, return_host=False):
+def simulate(scenario, *, raise_errors=False, return_host=False, probe=None):
     """Run one scenario point and return its :class:`RunRecord` (see simaccept.sim).
 
     A run that fails returns a record with ``status = "failed"`` and the reason in ``error``
@@ -24,12 +24,13 @@ def simulate(scenario, *, raise_errors=False, return_host=False):
     raises :class:`ScenarioError` either way, and one it cannot run ``NotImplementedError``.
     ``return_host=True`` returns ``(record, host)``: ``simaccept.metrics.per_connection_rows(host)``
     is the run's table of connections, one row each (docs/tutorial.md, *One row per
-    connection*)."""
+    connection*).  ``probe(env, host, server)`` is called once the run is set up, before it starts:
+    a process that samples the host joins the run there (see simaccept.sim.simulate)."""
     # The signatures are spelled out, not (*args, **kw): they are what inspect, help() and
     # editors show, and the package must import without SimPy's modules.
     # tests/simaccept/test_init.py holds them equal to sim.simulate's and sweep.run_sweep's.
     from .sim import simulate as _simulate
-    return _simulate(scenario, raise_errors=raise_errors, return_host=return_host)
+    return _simulate(scenario, raise_errors=raise_errors, return_host=return_host, probe=probe)
 
 
 def run_sweep(scenario, out=None, jobs=1, dask=None, progress=False, plots=True, on_point=None,

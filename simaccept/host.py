@@ -514,7 +514,8 @@ class Host:
         if self.kst[c] != K_SYNQ:
             return 0.0
         ls = self.lsock
-        if self.synack_k[c] < (self._synack_thresh() if self._prune_acked else self.synack_retries):
+        if self.synack_k[c] < (ls.synack_retries_now(self.synack_retries) if self._prune_acked
+                                else self.synack_retries):
             self.synack_k[c] += 1
             if self.young[c]:
                 ls.synack_retransmitted(True)
@@ -541,28 +542,6 @@ class Host:
         self.kst[c] = K_DEAD
         return 0.0
 
-    def _synack_thresh(self) -> int:
-        """Retransmissions a request gets at this timeout (Linux >= 4.4): all of
-        tcp_synack_retries, or down to 2 while the SYN queue is more than half the
-        listener's backlog and young requests are at most half, a quarter, an eighth of it.
-
-        reqsk_timer_handler: ``if ((qlen << 1) > max(8U, sk_max_ack_backlog)) { young =
-        reqsk_queue_len_young << 1; while (max_syn_ack_retries > 2) { if (qlen < young) break;
-        max_syn_ack_retries--; young <<= 1; } }``, read before this request stops being
-        young; without TCP_DEFER_ACCEPT, syn_ack_recalc expires at it, ACKed or not.  So a
-        ListenOverflowed request whose client stays silent is gone at its third timeout,
-        1 + 2 + 4 = 7 s after its SYN-ACK, where 2.4 keeps it to the sixth.
-        """
-        ls = self.lsock
-        thresh = self.synack_retries
-        qlen = ls.synq_len
-        if 2 * qlen > max(8, ls.backlog):
-            young = ls.young << 1
-            while thresh > 2 and qlen >= young:
-                thresh -= 1
-                young <<= 1
-        return thresh
-
     def _deadline(self, t, c, first):
         if self.outcome[c] != O_INFLIGHT:
             return 0.0
@@ -586,10 +565,10 @@ class Host:
         self.outcome[c] = O_TIMEDOUT if 0.0 <= est <= t else O_ABANDONED
         self.t_done[c] = t
         s = self.kst[c]
+        # established at the client, not yet at the server: the client has a socket to close
+        client_est = (s == K_SYNQ or s == K_COOKIE) and 0.0 <= est <= t
         if not self.orphans:
-            if (s == K_SYNQ or s == K_COOKIE) and 0.0 <= est <= t:
-                self._push(t + self.delay, E_FIN, c)
-            elif s == K_ACCEPTQ or s == K_OPEN:
+            if client_est or s == K_ACCEPTQ or s == K_OPEN:
                 self._push(t + self.delay, E_FIN, c)
             return 0.0
         if 0.0 <= est <= t and self.rq[c] == 0 and (self.no_req[c] or self.t_req[c] > t):
@@ -599,15 +578,10 @@ class Host:
             self.t_req[c] = t
             self.data_k[c] = 0
             self.retx_due[c] = -1.0             # a delayed request's send, now never made
-        fin_alone = not self._fin_held(c)
-        if (s == K_SYNQ or s == K_COOKIE) and 0.0 <= est <= t:
-            if fin_alone:
+        if client_est or s == K_ACCEPTQ or s == K_OPEN:
+            if not self._fin_held(c):
                 self._push(t + self.delay, E_FIN, c)
-            self._sched_data_retx(c)
-        elif s == K_ACCEPTQ or s == K_OPEN:
-            if fin_alone:
-                self._push(t + self.delay, E_FIN, c)
-            if self._request_owed(c):
+            if client_est or self._request_owed(c):
                 self._sched_data_retx(c)
         return 0.0
 

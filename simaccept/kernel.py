@@ -231,7 +231,23 @@ class ListenSocket:
         """accept(): the oldest established connection, or None (EAGAIN)."""
         return self.acceptq.popleft() if self.acceptq else None
 
-    def _drop(self, why: Drop) -> SynVerdict:
-        self.drops[why] += 1
-        self.last_drop = why
-        return SynVerdict.DROPPED
+    def synack_retries_now(self, synack_retries: int) -> int:
+        """Retransmissions a request gets at this timeout (Linux >= 4.4): all of
+        tcp_synack_retries, or down to 2 while the SYN queue is more than half the
+        backlog and young requests are at most half, a quarter, an eighth of it.
+
+        reqsk_timer_handler: ``if ((qlen << 1) > max(8U, sk_max_ack_backlog)) { young =
+        reqsk_queue_len_young << 1; while (max_syn_ack_retries > 2) { if (qlen < young) break;
+        max_syn_ack_retries--; young <<= 1; } }``, read before this request stops being
+        young; without TCP_DEFER_ACCEPT, syn_ack_recalc expires at it, ACKed or not.  So a
+        ListenOverflowed request whose client stays silent is gone at its third timeout,
+        1 + 2 + 4 = 7 s after its SYN-ACK, where 2.4 keeps it to the sixth.
+        """
+        thresh = synack_retries
+        qlen = self.synq_len
+        if 2 * qlen > max(8, self.backlog):
+            young = self.young << 1
+            while thresh > 2 and qlen >= young:
+                thresh -= 1
+                young <<= 1
+        return thresh

@@ -144,11 +144,16 @@ def _axes_reason(axes) -> str:
             f"simulate one of sc.points(), or run them all with simaccept.run_sweep() (`simaccept sweep`)")
 
 
-def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = False):
+def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = False, probe=None):
     """Run one point.  Returns a RunRecord, or ``(record, host)`` if ``return_host``
     (:func:`simaccept.metrics.per_connection_rows` reads the host).  A failure inside the run is
     the record's ``status``/``error`` unless ``raise_errors``; a ScenarioError or
-    NotImplementedError (what the model cannot run) always raises."""
+    NotImplementedError (what the model cannot run) always raises.
+
+    ``probe(env, host, server)``, if given, is called once the run is set up, before its first
+    event: it may start processes in ``env`` that sample the host, or wrap the host's methods,
+    and must not change what they do (validation.drops and validation.phases trace runs this
+    way, and their tests hold the probed record equal to the plain one)."""
     if not isinstance(sc, Scenario):
         raise TypeError(f"simulate() takes a Scenario (simaccept.load_scenario or scenario_from_dict), "
                         f"got {type(sc).__name__}")
@@ -171,6 +176,8 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
         meter = Meter(host, warm, t_stop)
         server = make_server(env, host, sc, costs, meter, policy)
         meter.server = server
+        if probe is not None:
+            probe(env, host, server)
         env.run(until=server.proc)
         if meter.warm is None:
             meter.tick(warm)

@@ -202,52 +202,38 @@ def trace_run(sc, dt: float = SAMPLE_DT, window: float = WINDOW) -> dict[str, An
     No CPU shares per window: the μserver's loop adds up its CPU time in local counters and
     hands them to the host only at the end of warm-up and of the run (the record has them)."""
     import numpy as np
-    import simpy
 
     from simaccept import metrics
-    from simaccept.costs import scenario_costs
-    from simaccept.host import Host
-    from simaccept.record import RunRecord
-    from simaccept.servers import make_server
-    from simaccept.sim import Meter, _identity
+    from simaccept.sim import simulate
 
-    # simulate()'s set-up, repeated: the probe has to join the environment before it runs, and
-    # simulate() takes no hook.  Giving it one would change simaccept/, so the model's
-    # fingerprint and every cached simulation; run() checks the two stay the same run.
-    rng = np.random.default_rng(sc.seed_sequence())
-    costs = scenario_costs(sc)
-    warm = sc["scenario"]["warmup"]
-    t_stop = warm + sc["scenario"]["duration"]
-    env = simpy.Environment()
-    host = Host(sc, rng, costs, t_stop)
-    meter = Meter(host, warm, t_stop)
-    server = make_server(env, host, sc, costs, meter)
-    meter.server = server
-    ls = host.lsock
+    t_stop = sc["scenario"]["warmup"] + sc["scenario"]["duration"]
     samples: list[tuple] = []          # (t, synq, at 3/4 line, young, acceptq, acceptq full)
-    snaps = [metrics.snapshot(0.0, host, server)]
+    snaps: list[dict] = []
+    run: dict[str, Any] = {}
 
-    def probe():
-        while env.now + dt <= t_stop + 1e-9:
-            yield env.timeout(dt)
-            samples.append((env.now, ls.synq_len, ls.three_quarters_full(), ls.young, len(ls.acceptq),
-                            ls.acceptq_full()))
-            if abs(env.now - window * len(snaps)) < dt / 2:
-                snaps.append(metrics.snapshot(env.now, host, server))
+    def probe(env, host, server):
+        ls = host.lsock
+        run.update(env=env, server=server)
+        snaps.append(metrics.snapshot(0.0, host, server))
 
-    env.process(probe())
-    env.run(until=server.proc)
-    if meter.warm is None:
-        meter.tick(warm)
-    end = metrics.snapshot(max(env.now, t_stop), host, server)
+        def sample():
+            while env.now + dt <= t_stop + 1e-9:
+                yield env.timeout(dt)
+                samples.append((env.now, ls.synq_len, ls.three_quarters_full(), ls.young, len(ls.acceptq),
+                                ls.acceptq_full()))
+                if abs(env.now - window * len(snaps)) < dt / 2:
+                    snaps.append(metrics.snapshot(env.now, host, server))
+
+        env.process(sample())
+
+    rec, host = simulate(sc, raise_errors=True, return_host=True, probe=probe)
+    # simulate()'s own closing snapshot, taken again (a snapshot only reads)
+    end = metrics.snapshot(max(run["env"].now, t_stop), host, run["server"])
     # The last window ends where the record's does (the server's last operation can end past t_stop).
     if len(snaps) > 1 and snaps[-1]["t"] >= end["t"] - dt / 2:
         snaps[-1] = end
     else:
         snaps.append(end)
-    rec = RunRecord(**_identity(sc))
-    for k, v in metrics.compute(sc, host, server, meter.warm, end).items():
-        setattr(rec, k, v)
     resp_t = np.asarray(host.resp_t)
     wins = []
     for a, b in zip(snaps, snaps[1:]):

@@ -26,9 +26,8 @@ queues.  The trace measures ``q0``, ``n``, the phase's duration, and what the ke
 inside phases and outside them, per kind of host event (first SYNs, retransmitted SYNs,
 handshake ACKs, FINs, ...), with the completions each kind made.
 
-**The probe.**  :func:`trace_phases` sets a run up as :func:`simaccept.sim.simulate` does
-(as ``drops.trace_run`` does: simulate() takes no hook, and giving it one would change the
-model's fingerprint) and wraps the Host's methods *on that instance*: ``accept`` (a
+**The probe.**  :func:`trace_phases` runs :func:`simaccept.sim.simulate` with a ``probe`` (as
+``drops.trace_run`` does) that wraps the Host's methods *on that instance*: ``accept`` (a
 phase starts at the first call, ends at the call that returns None), ``_process_next``
 (each host event's kind and kernel cost; a completion is the accept queue growing by one
 across the event) and ``close`` (below).  The wrappers read state and draw no random number, so the run is the
@@ -121,30 +120,14 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
     Returns {"record": the RunRecord as a dict, "phases": summary of the accept-phases that
     start at or after ``t_from`` (see :func:`_summary`), "events": {event name: kernel CPU
     share, events/s and completions/s, inside phases and outside them, from ``t_from``}}."""
-    import numpy as np
-    import simpy
-
     from simaccept import metrics
-    from simaccept.costs import scenario_costs
-    from simaccept.host import Host
-    from simaccept.record import RunRecord
-    from simaccept.servers import make_server
-    from simaccept.sim import Meter, _identity
+    from simaccept.sim import simulate
 
     check_traceable(sc)
     srv = sc["server"]
-    rng = np.random.default_rng(sc.seed_sequence())
-    costs = scenario_costs(sc)
-    warm = sc["scenario"]["warmup"]
-    t_stop = warm + sc["scenario"]["duration"]
+    t_stop = sc["scenario"]["warmup"] + sc["scenario"]["duration"]
     if not 0 <= t_from < t_stop:
         raise PhasesError(f"--from: must be in [0, {t_stop:g}) s (the run's end), got {t_from!r}")
-    env = simpy.Environment()
-    host = Host(sc, rng, costs, t_stop)
-    meter = Meter(host, warm, t_stop)
-    server = make_server(env, host, sc, costs, meter)
-    meter.server = server
-    acceptq = host.lsock.acceptq
 
     # (start, q0, accepted, end, completions, ended by a closed connection, left in the queue)
     phases: list[tuple[float, int, int, float, int, bool, int]] = []
@@ -163,71 +146,74 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
             total[inside].update(mine)
             mine.clear()
     left = 0                          # connections that left the accept queue but by accept()
-    plain_accept, plain_next, plain_close = host.accept, host._process_next, host.close
+    run: dict[str, Any] = {}
 
-    def end_phase(t, closed):
-        nonlocal cur
-        cur[3], cur[5], cur[6] = t, closed, len(acceptq)
-        if cur[0] >= t_from:
-            phases.append(tuple(cur))
-        settle(cur[0] >= t_from)
-        cur = None
+    def probe(env, host, server):
+        run.update(env=env, server=server)
+        acceptq = host.lsock.acceptq
+        plain_accept, plain_next, plain_close = host.accept, host._process_next, host.close
 
-    def accept(t):
-        nonlocal cur
-        if cur is None:
-            cur = [t, len(acceptq), 0, t, 0, False, 0]
-        cur[3] = t                      # the phase's last accept so far
-        c = plain_accept(t)
-        if c is None:
-            end_phase(t, False)
-        else:
-            cur[2] += 1
-        return c
+        def end_phase(t, closed):
+            nonlocal cur
+            cur[3], cur[5], cur[6] = t, closed, len(acceptq)
+            if cur[0] >= t_from:
+                phases.append(tuple(cur))
+            settle(cur[0] >= t_from)
+            cur = None
 
-    def close(t, c):
-        # Inside an accept-phase only TUX closes: a child its client has closed is released
-        # uncounted and ends the phase (simaccept.servers.tux).  The phase ends at its last
-        # accept (its release, tux_accept + tux_close, left out), as before close() had a time.
-        if cur is not None:
-            cur[2] -= 1
-            end_phase(cur[3], True)
-        return plain_close(t, c)
+        def accept(t):
+            nonlocal cur
+            if cur is None:
+                cur = [t, len(acceptq), 0, t, 0, False, 0]
+            cur[3] = t                      # the phase's last accept so far
+            c = plain_accept(t)
+            if c is None:
+                end_phase(t, False)
+            else:
+                cur[2] += 1
+            return c
 
-    def process_next():
-        nonlocal left
-        src = host.nsrc
-        kind = src if src < 3 else 10 + host.heap[0][2]
-        t = host.nt
-        before = len(acceptq)
-        cost = plain_next()
-        grew = len(acceptq) - before
-        inside = cur is not None
-        if grew > 0 and inside:
-            cur[4] += grew
-        elif grew < 0:
-            left -= grew
-        if t >= t_from:
-            cost_c, count_c, done_c = cur_k if inside else (k_cost[False], k_count[False], k_done[False])
-            cost_c[kind] += cost
-            count_c[kind] += 1
-            if grew > 0:
-                done_c[kind] += grew
-        return cost
+        def close(t, c):
+            # Inside an accept-phase only TUX closes: a child its client has closed is released
+            # uncounted and ends the phase (simaccept.servers.tux).  The phase ends at its last
+            # accept (its release, tux_accept + tux_close, left out), as before close() had a time.
+            if cur is not None:
+                cur[2] -= 1
+                end_phase(cur[3], True)
+            return plain_close(t, c)
 
-    host.accept, host._process_next, host.close = accept, process_next, close
-    env.run(until=server.proc)
+        def process_next():
+            nonlocal left
+            src = host.nsrc
+            kind = src if src < 3 else 10 + host.heap[0][2]
+            t = host.nt
+            before = len(acceptq)
+            cost = plain_next()
+            grew = len(acceptq) - before
+            inside = cur is not None
+            if grew > 0 and inside:
+                cur[4] += grew
+            elif grew < 0:
+                left -= grew
+            if t >= t_from:
+                cost_c, count_c, done_c = cur_k if inside else (k_cost[False], k_count[False], k_done[False])
+                cost_c[kind] += cost
+                count_c[kind] += 1
+                if grew > 0:
+                    done_c[kind] += grew
+            return cost
+
+        host.accept, host._process_next, host.close = accept, process_next, close
+
+    rec, host = simulate(sc, raise_errors=True, return_host=True, probe=probe)
     settle(False)                     # a phase the run's end cut: not summarized
-    if meter.warm is None:
-        meter.tick(warm)
-    end = metrics.snapshot(max(env.now, t_stop), host, server)
-    rec = RunRecord(**_identity(sc))
-    for k, v in metrics.compute(sc, host, server, meter.warm, end).items():
-        setattr(rec, k, v)
+    # simulate()'s own closing snapshot, taken again (a snapshot only reads)
+    end = metrics.snapshot(max(run["env"].now, t_stop), host, run["server"])
     if not phases:
         raise PhasesError(f"no accept-phase started after {t_from:g} s: the server never found its "
                           f"listening socket readable (is the rate past saturation?)")
     span = min(end["t"], t_stop) - t_from
+    costs = host.costs
     d0 = costs.tux_accept if srv["kind"] == "tux" else costs.accept + costs.setsockopt
     summary = _summary(phases, span, d0=d0, backlog=host.lsock.backlog,
                        k_in=sum(k_cost[True].values()))

@@ -152,3 +152,31 @@ def test_6_syn_retransmissions_linear_then_doubling():
     assert [p.syn_send_offset(k, 1.0) for k in range(1, 7)] == [1, 2, 3, 4, 5, 7]
     p24 = PROFILES["linux-2.4"]
     assert [p24.syn_send_offset(k, 3.0) for k in range(1, 4)] == [3, 9, 21]
+
+
+@pytest.mark.parametrize("synq_len, young, expected", [
+    (64, 64, 5),        # at half the backlog (128): not over it, every retransmission
+    (65, 0, 2),         # over half, none young: down to the floor of 2
+    (65, 40, 5),        # young * 2 > qlen: the loop stops at once
+    (65, 33, 5),        # 66 > 65 still
+    (65, 32, 4),        # qlen >= 2 young, < 4 young
+    (65, 16, 3),        # >= 4 young, < 8 young
+    (65, 8, 2),         # >= 8 young: the floor
+    (200, 60, 4),       # 200 >= 120, < 240
+])
+def test_6_synack_retries_fall_while_the_synq_is_over_half_the_backlog(synq_len, young, expected):
+    # reqsk_timer_handler's rule, row by row: the limit falls from tcp_synack_retries by one for
+    # each doubling of the young count the SYN queue's length reaches, never below 2
+    ls = sock("linux-6", backlog=128)
+    ls.synq_len, ls.young = synq_len, young
+    assert ls.synack_retries_now(5) == expected
+    assert ls.synack_retries_now(2) == 2                # already at the floor
+
+
+def test_6_synack_retries_small_backlog_uses_eight():
+    # max(8U, sk_max_ack_backlog): with a backlog of 4, five requests are not yet over the line
+    ls = sock("linux-6", backlog=4)
+    ls.synq_len, ls.young = 4, 0
+    assert ls.synack_retries_now(5) == 5
+    ls.synq_len = 5
+    assert ls.synack_retries_now(5) == 2
