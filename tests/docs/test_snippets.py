@@ -82,7 +82,7 @@ def test_block_runs(page, i, code, tmp_path):
         name, replies, c_avg = shown.split("POLICY")[-1].split()
         assert name == "half-the-queue"
         assert float(replies) > 0 and float(c_avg) >= 1
-    elif page == "docs/tutorial.md" and "per_connection_rows" in code:
+    elif page == "docs/tutorial.md" and ("per_connection_rows" in code or "probe=" in code):
         # the page shows the output beside the block and reads numbers off it
         assert shown.strip() == shown_after(page, code), shown
     elif "print(" in code:
