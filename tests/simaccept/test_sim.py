@@ -129,3 +129,46 @@ def test_a_scenario_with_sweep_axes_is_refused_naming_every_axis_and_the_overrid
     fix = eval(e.value.reason.split("overrides=", 1)[1].split("]))", 1)[0] + "]")
     assert [f.split("=", 1)[0] for f in fix] == names
     assert not load_scenario("scenarios/thesis/userver-onepacket.toml", ["scenario.seed=[1, 2]"] + fix).axes
+
+
+def _probe_scenario():
+    return load_scenario("thesis/userver-onepacket", ["server.accept_limit=inf", "workload.rate=27000",
+                                                      "scenario.warmup=0.5", "scenario.duration=1"])
+
+
+def _results(rec):
+    d = rec.to_dict()
+    for k in ("wall_s", "started_at"):
+        d.pop(k)
+    return d
+
+
+def test_a_probe_that_only_reads_leaves_the_run_the_same():
+    sc = _probe_scenario()
+    seen = []
+
+    def probe(env, host, server):
+        def sample():
+            while True:
+                yield env.timeout(0.01)
+                seen.append((env.now, len(host.lsock.acceptq), host.lsock.synq_len))
+        env.process(sample())
+
+    plain = simulate(sc, raise_errors=True)
+    probed = simulate(sc, raise_errors=True, probe=probe)
+    assert _results(probed) == _results(plain)
+    # it ran through the whole run, from its set-up, and saw the queues move
+    assert 145 <= len(seen) <= 151 and seen[0][0] == pytest.approx(0.01)
+    assert len({q for _, q, _ in seen}) > 1 and max(s for _, _, s in seen) > 0
+
+
+def test_a_probe_that_fails_fails_the_run_as_any_failure_does():
+    sc = _probe_scenario()
+
+    def probe(env, host, server):
+        raise RuntimeError("the probe broke")
+
+    rec = simulate(sc, probe=probe)
+    assert rec.status == "failed" and "RuntimeError: the probe broke" in rec.error
+    with pytest.raises(RuntimeError, match="the probe broke"):
+        simulate(sc, probe=probe, raise_errors=True)
