@@ -192,6 +192,23 @@ def _thesis_replies_at(m, rates: Sequence[float], thesis) -> dict[float, float]:
 
 
 # ---------------------------------------------------------------------------- the probe
+def probed_run(sc, probe: Callable) -> tuple[Any, Any, dict]:
+    """``simulate(sc, probe=probe)``, raising on failure: (its record, its host, the closing
+    snapshot simulate() took, taken again: a snapshot only reads).  The probe tracers' run."""
+    from simaccept import metrics
+    from simaccept.sim import simulate
+
+    seen: dict[str, Any] = {}
+
+    def set_up(env, host, server):
+        seen.update(env=env, server=server)
+        probe(env, host, server)
+
+    rec, host = simulate(sc, raise_errors=True, return_host=True, probe=set_up)
+    t_stop = sc["scenario"]["warmup"] + sc["scenario"]["duration"]
+    return rec, host, metrics.snapshot(max(seen["env"].now, t_stop), host, seen["server"])
+
+
 def trace_run(sc, dt: float = SAMPLE_DT, window: float = WINDOW) -> dict[str, Any]:
     """Simulate ``sc`` (a scalar Scenario) as :func:`simaccept.sim.simulate` does, with a probe.
 
@@ -204,16 +221,13 @@ def trace_run(sc, dt: float = SAMPLE_DT, window: float = WINDOW) -> dict[str, An
     import numpy as np
 
     from simaccept import metrics
-    from simaccept.sim import simulate
 
     t_stop = sc["scenario"]["warmup"] + sc["scenario"]["duration"]
     samples: list[tuple] = []          # (t, synq, at 3/4 line, young, acceptq, acceptq full)
     snaps: list[dict] = []
-    run: dict[str, Any] = {}
 
     def probe(env, host, server):
         ls = host.lsock
-        run.update(env=env, server=server)
         snaps.append(metrics.snapshot(0.0, host, server))
 
         def sample():
@@ -226,9 +240,7 @@ def trace_run(sc, dt: float = SAMPLE_DT, window: float = WINDOW) -> dict[str, An
 
         env.process(sample())
 
-    rec, host = simulate(sc, raise_errors=True, return_host=True, probe=probe)
-    # simulate()'s own closing snapshot, taken again (a snapshot only reads)
-    end = metrics.snapshot(max(run["env"].now, t_stop), host, run["server"])
+    rec, host, end = probed_run(sc, probe)
     # The last window ends where the record's does (the server's last operation can end past t_stop).
     if len(snaps) > 1 and snaps[-1]["t"] >= end["t"] - dt / 2:
         snaps[-1] = end

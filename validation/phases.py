@@ -120,8 +120,7 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
     Returns {"record": the RunRecord as a dict, "phases": summary of the accept-phases that
     start at or after ``t_from`` (see :func:`_summary`), "events": {event name: kernel CPU
     share, events/s and completions/s, inside phases and outside them, from ``t_from``}}."""
-    from simaccept import metrics
-    from simaccept.sim import simulate
+    from .drops import probed_run
 
     check_traceable(sc)
     srv = sc["server"]
@@ -146,10 +145,8 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
             total[inside].update(mine)
             mine.clear()
     left = 0                          # connections that left the accept queue but by accept()
-    run: dict[str, Any] = {}
 
     def probe(env, host, server):
-        run.update(env=env, server=server)
         acceptq = host.lsock.acceptq
         plain_accept, plain_next, plain_close = host.accept, host._process_next, host.close
 
@@ -205,10 +202,8 @@ def trace_phases(sc, t_from: float = T_FROM) -> dict[str, Any]:
 
         host.accept, host._process_next, host.close = accept, process_next, close
 
-    rec, host = simulate(sc, raise_errors=True, return_host=True, probe=probe)
+    rec, host, end = probed_run(sc, probe)
     settle(False)                     # a phase the run's end cut: not summarized
-    # simulate()'s own closing snapshot, taken again (a snapshot only reads)
-    end = metrics.snapshot(max(run["env"].now, t_stop), host, run["server"])
     if not phases:
         raise PhasesError(f"no accept-phase started after {t_from:g} s: the server never found its "
                           f"listening socket readable (is the rate past saturation?)")
