@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import inspect
 import socket
 import subprocess
 import time
@@ -27,6 +28,25 @@ from .servers import make_server
 
 
 SIMULATED_SERVERS = ("userver", "tux", "knot")
+
+
+def check_callback(name: str, f, params: tuple[str, ...]) -> None:
+    """Raise TypeError, naming ``name``, unless ``f`` can be called with the arguments ``params``
+    names; return None if it can, or if its signature cannot be read (a C builtin's: the call
+    tells).  Before the run, since until 2026-12-07 ``simulate(sc, probe=5)`` ran its set-up and
+    came back a failed record, "TypeError: 'int' object is not callable", naming no argument."""
+    call = f"{name}({', '.join(params)})"
+    if not callable(f):
+        raise TypeError(f"{name}: must be a function called as {call}, got {f!r} ({type(f).__name__})")
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind(*params)
+    except TypeError as e:
+        raise TypeError(f"{name}: must be a function called as {call}, but "
+                        f"{getattr(f, '__qualname__', type(f).__name__)}{sig} cannot be called so: {e}") from None
 
 
 def check_modelled(sc: Scenario):
@@ -148,7 +168,8 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     """Run one point.  Returns a RunRecord, or ``(record, host)`` if ``return_host``
     (:func:`simaccept.metrics.per_connection_rows` reads the host).  A failure inside the run is
     the record's ``status``/``error`` unless ``raise_errors``; a ScenarioError or
-    NotImplementedError (what the model cannot run) always raises.
+    NotImplementedError (what the model cannot run) always raises, as does a TypeError for an
+    ``sc`` that is not a Scenario or a ``probe`` that cannot be called as below.
 
     ``probe(env, host, server)``, if given, is called once the run is set up, before its first
     event: it may start processes in ``env`` that sample the host, or wrap the host's methods,
@@ -157,6 +178,8 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     if not isinstance(sc, Scenario):
         raise TypeError(f"simulate() takes a Scenario (simaccept.load_scenario or scenario_from_dict), "
                         f"got {type(sc).__name__}")
+    if probe is not None:
+        check_callback("probe", probe, ("env", "host", "server"))
     # Checked again and normalised: sc["workload"]["rate"] = -5 after loading ran "ok" with 0
     # replies/s, an np.float32 failed as JSON, and a float inf accept-limit failed mid-run.
     sc = sc.resolved()

@@ -403,6 +403,10 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     if not isinstance(sc, Scenario):    # a path was an AttributeError on its first use
         raise TypeError(f"sc: a Scenario (simaccept.load_scenario(path) reads one), got a {type(sc).__name__}"
                         + (f" {sc!r}" if isinstance(sc, (str, Path)) else ""))
+    if on_point is not None:
+        # on_point=5 failed once the first point had run, as a bare "'int' object is not callable"
+        from .sim import check_callback
+        check_callback("on_point", on_point, ("record",))
     if dask is not None and not str(dask).strip():
         # "" was taken for no --dask: the points ran locally without a word
         raise ArgumentError("dask", "must be a scheduler address or 'local', got an empty string")
@@ -492,7 +496,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         # only once it is kept: a Ctrl-C inside that write removed the temporary file, and the
         # interrupt's pass over finished points skipped this one as done
         results[i] = rec
-        if on_point:
+        if on_point is not None:
             on_point(rec)
         bar.step()
 

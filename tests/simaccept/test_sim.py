@@ -172,3 +172,37 @@ def test_a_probe_that_fails_fails_the_run_as_any_failure_does():
     assert rec.status == "failed" and "RuntimeError: the probe broke" in rec.error
     with pytest.raises(RuntimeError, match="the probe broke"):
         simulate(sc, probe=probe, raise_errors=True)
+
+
+class _ProbeObject:
+    def __call__(self, env, host, server):
+        self.seen = (type(env).__name__, type(host).__name__, type(server).__name__)
+
+
+@pytest.mark.parametrize("probe, says", [
+    (5, r"got 5 \(int\)"),
+    ("sample", r"got 'sample' \(str\)"),
+    (lambda env: None, r"<lambda>\(env\) cannot be called so: too many positional arguments"),
+    (lambda env, host, server, every: None, r"cannot be called so: missing a required argument: 'every'"),
+    (_ProbeObject, r"_ProbeObject\(\) cannot be called so"),    # the class, not an instance of it
+])
+def test_a_probe_that_cannot_be_called_so_is_refused_by_name_before_the_run(probe, says):
+    # 5 ran the set-up and came back a failed record, "TypeError: 'int' object is not callable"
+    import re
+    sc = _probe_scenario()
+    for call in (sim_mod.simulate, simulate):
+        for raise_errors in (False, True):
+            with pytest.raises(TypeError, match=r"^probe: must be a function called as probe\(env, host, server\)") as e:
+                call(sc, probe=probe, raise_errors=raise_errors)
+            assert re.search(says, str(e.value)), str(e.value)
+
+
+def test_a_probe_may_be_any_callable_that_takes_the_three():
+    import functools
+    sc = _probe_scenario()
+    seen = []
+    obj = _ProbeObject()
+    for probe in (obj, functools.partial(lambda box, env, host, server: box.append(1), seen),
+                  lambda *a: seen.append(len(a)), lambda env, host, server, every=0.01: seen.append(every)):
+        assert simulate(sc, raise_errors=True, probe=probe).status == "ok"
+    assert seen == [1, 3, 0.01] and obj.seen == ("Environment", "Host", "UServer")

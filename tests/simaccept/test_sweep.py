@@ -496,6 +496,20 @@ def test_an_out_that_is_no_path_is_refused_naming_out(out):
         run_sweep(load_scenario(text=TINY), out=out, plots=False)
 
 
+@pytest.mark.parametrize("on_point, says", [
+    (5, r"got 5 \(int\)"),
+    ("print", r"got 'print' \(str\)"),
+    (lambda: None, r"<lambda>\(\) cannot be called so"),
+    (lambda rec, extra: None, r"<lambda>\(rec, extra\) cannot be called so"),
+])
+def test_an_on_point_that_cannot_take_a_record_is_refused_before_any_point_runs(tmp_path, on_point, says):
+    # 5 failed once the first point had run, as a bare "'int' object is not callable"
+    with pytest.raises(TypeError, match=r"^on_point: must be a function called as on_point\(record\)") as e:
+        run_sweep(load_scenario(text=TINY), out=tmp_path / "o", plots=False, on_point=on_point)
+    assert __import__("re").search(says, str(e.value))
+    assert not (tmp_path / "o").exists()
+
+
 def test_an_empty_out_is_refused_and_writes_nothing(tmp_path, monkeypatch):
     # Path("") is ".": results.csv and points/ went into the working directory
     from simaccept import ScenarioError
