@@ -340,7 +340,11 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "with sendfile left out, the other functions split read 35 % / write 16 % in the thesis against 23 % / "
         "28 % in the sim: the sim's read (3 us) is cheap and its write (4 us) dear for SPECweb99-like requests, "
         "or the thesis's read includes receive processing (2.4 processes a locked socket's backlog at "
-        "release_sock, inside the call)",
+        "release_sock, inside the call), or pure ACKs: 2.4's cleanup_rbuf acknowledges from inside read() a "
+        "connection that has left interactive mode, which its delayed-ACK timer (40 ms or more) firing before "
+        "the reply makes it do, and here a request waits a loop or more for its reply (a loop: the thesis's "
+        "~28 ms, the sim's ~93 ms; Accept-1's under 1 ms); the model charges a fixed read and no such ACK "
+        "(docs/known-defects.md, *Found on 7 Dec 2026*; not measured)",
     ("userver-specweb99-select", "inf", "fds_per_select"):
         "the sim's Accept-Inf select returns ~2,000 ready descriptors (nearly every open connection), the "
         "thesis's 886: finding its accept queue full at nearly every loop, the sim admits a whole queue per "
