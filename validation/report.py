@@ -394,14 +394,26 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "0.24 ms (2.2 us an accept), 0.6-0.7 % of them completing during it, and the loop is 73 ms "
         "(13.6-13.7 phases a second; 11,083 work items per phase in the thesis against the sim's 1,020).  So "
         "the thesis's figure needs an accept queue longer than 129 or an accept-phase that did far more than "
-        "accept; the thesis's text says neither, and the sim keeps the stated backlog",
+        "accept; the thesis's text says neither, and the sim keeps the stated backlog.  A longer queue is "
+        "possible: TUX listens with sock->ops->listen(sock, tux_max_backlog) (net/tux/accept.c, "
+        "start_listening), not listen(2), so somaxconn does not clamp it, and tux_max_backlog is 2048 unless "
+        "set before TUX starts (net/tux/proc.c; Red Hat's 2.4.21 TUX).  With a queue of 500 (`python -m "
+        "validation predict --select server=tux --select workload=specweb99 --set kernel.backlog=500 --set "
+        "kernel.somaxconn=4096`, the thesis window, 7 Dec) this row gives C_avg 458 (-9.1 %), 1,481 accepts "
+        "a second (+0.5 %) and 10,805 replies/s (-8.3 %, against -6.8 % at 128), Accept-1 unchanged, and "
+        "the one-packet rows about as at 128 (docs/known-defects.md, *Found on 7 Dec 2026: TUX and "
+        "Knot-C*): a what-if, not the stated set-up",
     ("tux-specweb99", "*", "work_items_per_phase"):
         "the sim's work item is one step on a connection (read a request, send one send-buffer chunk of the "
         "reply, close): 8.9 per accepted connection at Accept-Inf, where the thesis's TUX queued 22 (11,083 "
         "per phase / C_avg 504) and 46 per phase at Accept-1 against the sim's 8.9.  TUX queues more items per "
         "connection than the sim has steps (its write-space and ACK callbacks as a 15 KB reply drains are not "
         "modelled one by one), so the units differ by about 5; the Accept-Inf / Accept-1 ratio (thesis 241, "
-        "sim 115) follows C_avg",
+        "sim 115) follows C_avg.  TUX's source agrees on the unit: each stage of a request is an atom queued "
+        "on work_pending by itself (parse_request, http_process_message, http_post_header, http_send_body, "
+        "flush_request; net/tux/proto_http.c, main.c), five or more a request and one to close, which would "
+        "put Accept-1 near 40 items a phase (arithmetic, not run); Accept-Inf's 22 a connection is below "
+        "that floor (5 x 7.3 + 1, about 38), so there the thesis counted something else",
     ("tux-one-packet", "inf", "c_avg"):
         "batches now larger than the thesis's: 14.7 a phase at this report's seed against 9.54 (6.3 before the "
         "connect race of 2026-11-30; replies/s +3.3 %, accept rate +7.8 %).  An Accept-Inf accept-phase ends at "
