@@ -4,6 +4,7 @@
     realsys clean          remove test beds left behind by killed runs (owner pid dead)
     realsys report DIR ... [--json] [--drops-rate R]   a results folder's summary (realsys.report)
     realsys compare BEFORE AFTER [--from-rate R] [--json]   the same runs measured twice (realsys.compare)
+    realsys switch-cost [--out FILE] [--rounds R] [--iterations N]   one pthread block-and-wake (realsys.switchcost)
 
 Exit status: 0 ok, 1 run failure (the test bed, or a point that measured off its window:
 its row is kept with status failed), 2 bad scenario (the message names the key), 130 on Ctrl-C.
@@ -21,6 +22,19 @@ def main(argv: list[str] | None = None) -> int:
         return _cli(argv)
     except BrokenPipeError:             # python -m realsys report DIR | head
         return stdout_gone()
+
+
+def _count(lo: int, hi: int):
+    """An argparse type: a whole number in [lo, hi], refused by value otherwise."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"expected {lo} to {hi:,}, got {v:,}")
+        return v
+    return parse
 
 
 def _cli(argv: list[str] | None = None) -> int:
@@ -47,6 +61,13 @@ def _cli(argv: list[str] | None = None) -> int:
     r.add_argument("--out", default=None, help="results directory (default realsys/results/<scenario name>)")
     r.add_argument("--no-bpf", action="store_true", help="counter-only drop split (no bpftrace)")
     sub.add_parser("clean", help="remove stale sa-<pid>-* namespaces and realsys-* work folders whose owner is dead")
+    w = sub.add_parser("switch-cost", help="time one pthread block-and-wake on this machine (the threaded "
+                       "server's thread_switch); JSON on stdout, and into --out")
+    w.add_argument("--out", default=None, help="also write the JSON here, atomically (a machine's runs keep it "
+                   "as DIR/thread-switch.json, where machine-fit reads it)")
+    w.add_argument("--rounds", type=_count(1, 1000), default=9, help="timed rounds; the median is kept (default 9)")
+    w.add_argument("--iterations", type=_count(1000, 100_000_000), default=100_000,
+                   help="round trips per round (default 100000)")
     why = split_set(ap, argv)
     if why:                             # argparse said only "unrecognized arguments: 1"
         print(f"realsys: {why}", file=sys.stderr)
@@ -55,6 +76,24 @@ def _cli(argv: list[str] | None = None) -> int:
 
     from simaccept.scenario import ScenarioError
     log = (lambda m: print(m, file=sys.stderr, flush=True))
+    if a.cmd == "switch-cost":
+        import json
+
+        from .switchcost import measure
+        try:
+            out = measure(a.rounds, a.iterations, log)
+        except (RuntimeError, ValueError, OSError) as e:
+            print(f"realsys: switch-cost: {e}", file=sys.stderr)
+            return 1
+        text = json.dumps(out, indent=2) + "\n"
+        if a.out:
+            from simaccept.sweep import atomic_write
+            atomic_write(a.out, text)
+            log(f"realsys: wrote {a.out}")
+        sys.stdout.write(text)
+        log(f"realsys: one block-and-wake {out['switch_us']:.2f} us (round trip {out['round_trip_us']:.2f} us, "
+            f"write + read {out['calls_us']:.2f} us; medians of {out['rounds']} rounds on CPU {out['cpu']})")
+        return 0
     if a.cmd == "clean":
         if os.geteuid() != 0:   # namespaces need root, and others' work folders would be claimed, not removed
             print("realsys: clean needs root (it deletes network namespaces)", file=sys.stderr)

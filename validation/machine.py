@@ -60,7 +60,16 @@ How the profile is built
 5. *Not fitted, held out*: ``poll_*`` = the fitted select costs times the reference's
    poll/select ratios (``poll_per_ready`` 0, as for select); ``epoll_*`` = the reference's
    values times ``SYSCALL_SCALE`` (the median measured/thesis ratio of accept, read,
-   writev, close).  Knot's thread costs stay at the DEFAULTS.
+   writev, close).
+6. *The threaded server's costs* (:func:`thread_costs`): ``thread_switch`` is one pthread
+   block-and-wake timed on the machine itself (``python -m realsys switch-cost``, kept as
+   ``<results>/thread-switch.json``; :mod:`realsys.switchcost`), and Capriccio's scheduler
+   pass (``sched_base``, ``sched_per_blocked``, ``sched_per_ready``) is 0: realsys/c/knot.c's
+   threads block in the kernel, which wakes each one from its own socket's wait queue, and
+   that wake-up is inside the timed block-and-wake.  Without a measurement they stay the
+   reference's (Capriccio's 6 us, not a Linux thread).  ``tux_cold`` / ``tux_cache_touches``
+   (a connection gone cold while its thread waited) stay the reference's: nothing here
+   measures them.
 
 Runs during which another process took the server's CPU are left out (:func:`contaminated`).
 The realsys spin (``realsys.spin_us``) is added to ``user_per_request`` for every
@@ -311,6 +320,35 @@ def syscall_scale(fixed: dict[str, float], results: str | Path | None = None) ->
     thesis = load_costs(REFERENCE).us
     m = measured_syscalls(fit_dirs(results), min_rate=fit_min_rate(results))["per_call_us"]
     return statistics.median(m[k] / thesis[k] for k in ("accept", "read", "writev", "close"))
+
+
+#: Capriccio's scheduler pass, which a pthread server does not run (:func:`thread_costs`).
+SCHED_COSTS = ("sched_base", "sched_per_blocked", "sched_per_ready")
+
+
+def thread_costs(results: str | Path | None = None) -> dict[str, float]:
+    """The threaded server's costs for the machine whose runs are under ``results`` (default the
+    committed ones): ``thread_switch`` from its ``thread-switch.json`` (realsys switch-cost's
+    median, rounded to 4 decimals as the other measured costs) and the :data:`SCHED_COSTS` at 0;
+    {} (the reference's values) when the runs have no such file.  Raises ValueError naming the
+    file when it is there but not a measurement."""
+    from realsys.switchcost import FILE_NAME, read
+    path = Path(results or RESULTS) / FILE_NAME
+    if not path.exists():
+        return {}
+    return {"thread_switch": round(float(read(path)["switch_us"]), 4), **{k: 0.0 for k in SCHED_COSTS}}
+
+
+def thread_header(threads: dict[str, float]) -> str:
+    """The profile header's line on the threaded server's costs (:func:`thread_costs`)."""
+    if not threads:
+        return ("Threads (the threaded server): thread_switch and the sched_* costs are the reference's "
+                f"({REFERENCE}: Capriccio's), not this machine's: its runs have no thread-switch.json "
+                "(python -m realsys switch-cost).")
+    return (f"Threads (the threaded server): thread_switch = {threads['thread_switch']:g}, one pthread "
+            "block-and-wake timed here (thread-switch.json, python -m realsys switch-cost); "
+            + ", ".join(SCHED_COSTS) + " = 0: a pthread server runs no user-level scheduler pass, the kernel "
+            "wakes each thread from its socket (validation/machine.py, step 6).")
 
 
 def derived_costs(params: dict[str, float], fixed: dict[str, float],
@@ -571,12 +609,12 @@ def fit_record_disagrees(record: dict[str, Any], profile: str) -> str | None:
     record, and machine-check simulated with that record's link delay and printed its per-syscall
     table as the profile's.  Every cost the record gives (fitted, ``hand_set_after_fit`` over
     those, ``fixed``, ``derived``) must be the profile's to the bit (the profile is written with
-    ``repr``, so it is when they are one fit's)."""
+    ``repr``, so it is when they are one fit's), and so must its ``threads`` (:func:`thread_costs`)."""
     from simaccept.costs import load_costs
     us = load_costs(profile).us
     fit = record.get("fit") if isinstance(record.get("fit"), dict) else {}
     given: dict[str, Any] = dict(fit.get("params") or {})
-    for part in ("hand_set_after_fit", "fixed", "derived"):
+    for part in ("hand_set_after_fit", "fixed", "derived", "threads"):
         if isinstance(record.get(part), dict):
             given.update(record[part])
     for k, v in given.items():
@@ -694,6 +732,8 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
     costs = f.costs_()
     derived = derived_costs(f.params_, fixed, results)
     costs.update(derived)
+    threads = thread_costs(results)
+    costs.update(threads)
     # The calibration held the start values; with the fitted ones the kernel time per reply moves a little.
     cal["after_fit_us_per_reply"] = simulated_kernel_us_per_reply(recs, {**fixed, **f.params_}, jobs, sim_overrides,
                                                                   cache)
@@ -711,13 +751,14 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
         "Not fitted (held out): " + ", ".join(f"{k}={v:.4g}" for k, v in derived.items())
         + " (poll from fitted select x thesis poll/select ratios; epoll = thesis x syscall scale "
         f"{syscall_scale(measured, results):.3g}).",
+        thread_header(threads),
         "realsys.spin_us is added to user_per_request when a scenario is simulated (simaccept.costs.scenario_costs).",
     ] + ([f"Simulated with network.delay_ms = {link['delay_ms']:g}: half the median connect time "
           f"({1000 * link['connect_ms_p50_median']:.1f} us) of the {link['runs']} fit runs (measured_link_delay). "
           "A profile holds costs only: simulate with this delay too (machine-check applies it)."] if link else []))
     save_profile(profile_path, costs, header=header)
     lo = fit_min_rate(results)
-    out = {"profile": profile, "fit": f.summary(), "fixed": fixed, "derived": derived,
+    out = {"profile": profile, "fit": f.summary(), "fixed": fixed, "derived": derived, "threads": threads,
            "kernel_scale": cal["scale"], "kernel_calibration": cal,
            "sim_overrides": sim_overrides, "link_delay": link,
            "kernel_us_per_reply_measured": kernel_us_per_reply(recs),

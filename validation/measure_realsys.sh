@@ -3,7 +3,9 @@
 #   fit:      onepacket-select (seed 2004, every rate) + onepacket-select-reps (seeds 11-13
 #             past saturation), accept-limit 1 and inf rows only (validation/machine.py);
 #   held out: their accept-limit 10 rows, onepacket-poll, onepacket-epoll (seed 2004 and 13
-#             at every rate, 11 and 12 past saturation), onepacket-knot + onepacket-knot-reps.
+#             at every rate, 11 and 12 past saturation), onepacket-knot + onepacket-knot-reps;
+#   thread-switch.json: one pthread block-and-wake (realsys switch-cost), the threaded
+#             server's thread_switch in the profile.
 # Run as root on an otherwise idle test bed, one sweep after another (two sweeps at once
 # share the two CPUs and measure each other).  Every step resumes: finished points are kept,
 # so after an interruption rerun the script.  About 35 minutes.
@@ -41,6 +43,8 @@ if [ -n "${MORE_SEEDS:-}" ]; then
     exit 0
 fi
 
+# One pthread block-and-wake, the threaded server's thread_switch (machine-fit reads it there).
+$PY -m realsys switch-cost --out "$R"/thread-switch.json
 run scenarios/realsys/onepacket-select.toml --out "$R"/onepacket-select
 for seed in 11 12 13; do
     run scenarios/realsys/onepacket-select.toml --out "$R"/onepacket-select-reps \

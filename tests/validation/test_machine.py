@@ -35,6 +35,32 @@ def test_profile_loads():
         assert p in doc["costs"]
 
 
+def test_the_threaded_servers_costs_are_this_machines():
+    """thread_switch is the block-and-wake measured beside the runs (realsys switch-cost), and
+    Capriccio's scheduler pass is 0 (the pthread server runs none); the profile and its fit's
+    record say the same.  Runs without a measurement keep the reference's values."""
+    from realsys.switchcost import FILE_NAME, read
+    t = machine.thread_costs()
+    measured = read(machine.RESULTS / FILE_NAME)["switch_us"]
+    assert t == {"thread_switch": round(measured, 4), "sched_base": 0.0, "sched_per_blocked": 0.0,
+                 "sched_per_ready": 0.0}
+    prof, ref = load_costs("realsys-linux6").us, load_costs(machine.REFERENCE).us
+    assert {k: prof[k] for k in t} == t
+    assert ref["thread_switch"] == 6.0 and t["thread_switch"] < ref["thread_switch"]
+    assert json.loads(machine.FIT_JSON.read_text())["threads"] == t
+    text = (ROOT / "simaccept" / "costs" / "realsys-linux6.toml").read_text()
+    assert "# " + machine.thread_header(t) + "\n" in text
+
+
+def test_thread_costs_without_a_measurement_and_with_a_bad_one(tmp_path):
+    from realsys.switchcost import FILE_NAME
+    assert machine.thread_costs(tmp_path) == {}
+    assert "not this machine's" in machine.thread_header({})
+    (tmp_path / FILE_NAME).write_text('{"switch_us": -1}')
+    with pytest.raises(ValueError, match=f"{tmp_path / FILE_NAME}.*positive number, got -1"):
+        machine.thread_costs(tmp_path)
+
+
 def test_realsys_spin_is_user_work():
     m = next(m for m in load_records(ROOT / "realsys/results/onepacket-select/results.csv")
              if m.record.accept_limit == "1")
@@ -461,7 +487,7 @@ def _record_moved(tmp_path, key="user_per_request", by=1.0) -> Path:
     return f
 
 
-@pytest.mark.parametrize("part", ["params", "fixed", "derived", "hand_set_after_fit", "unknown cost"])
+@pytest.mark.parametrize("part", ["params", "fixed", "derived", "threads", "hand_set_after_fit", "unknown cost"])
 def test_a_fit_record_of_another_fit_is_told_from_its_profile(part):
     rec = json.loads(machine.FIT_JSON.read_text())
     if part == "params":

@@ -16,8 +16,10 @@ def _commands(tmp_path, **env):
     return out.stdout.splitlines()
 
 
-def test_the_full_set_is_sixteen_sweeps_into_the_six_folders(tmp_path):
+def test_the_full_set_is_the_thread_switch_then_sixteen_sweeps_into_the_six_folders(tmp_path):
     cmds = _commands(tmp_path)
+    assert cmds[0] == f"-m realsys switch-cost --out {tmp_path / 'box' / 'thread-switch.json'}"
+    cmds = cmds[1:]
     assert len(cmds) == 16 and all(c.startswith("-m realsys run scenarios/realsys/onepacket-") for c in cmds)
     outs = {c.split("--out ")[1].split()[0] for c in cmds}
     assert outs == {str(tmp_path / "box" / d) for d in ("onepacket-select", "onepacket-select-reps", "onepacket-poll",
