@@ -689,6 +689,24 @@ class Host:
         # the server runs once the waking packet (and any kernel backlog) is done
         return cpu.kbusy if cpu.kbusy > last else last
 
+    def wait_next(self, t: float, limit: float) -> float:
+        """The server blocks at ``t`` until the next event, whatever it brings: process it.
+
+        Returns the time the server can run again (after the kernel work that event
+        made), or ``limit`` when there is none before it.  For a server whose own test of
+        readiness is narrower than :meth:`wait_ready`'s, which returns at once while
+        anything at all is ready.
+        """
+        te = self.nt
+        if te >= limit:
+            return limit
+        kc = self._process_next()
+        cpu = self.cpu
+        if kc:
+            cpu.charge_kernel(te, kc)
+        last = te if te > t else t
+        return cpu.kbusy if cpu.kbusy > last else last
+
     # --------------------------------------------------------- server actions
     def accept(self, t: float):
         """accept(): the next established connection (now open), or None."""

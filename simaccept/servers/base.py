@@ -50,5 +50,17 @@ class ServerModel:
             return t_w
         return t
 
+    def sleep_next_event(self, t: float):
+        """Block at ``t`` until the host's next event (``yield from`` it); returns the time
+        the server runs again, ticking the meter on the way (and stopping at the end of
+        warm-up for its snapshot, as :meth:`sleep_until_ready`)."""
+        meter = self.meter
+        limit = meter.t_warm if (meter.warm is None and t < meter.t_warm) else meter.t_stop
+        t_w = self.host.wait_next(t, limit)
+        if t_w > t:
+            yield self.env.timeout(t_w - t)
+            meter.tick(t_w)
+        return t_w
+
     def loop(self):  # pragma: no cover - each model defines its loop
         raise NotImplementedError

@@ -45,6 +45,12 @@ connection state goes cold as TUX's does, with TUX's constants (``tux_cold``,
 finds the connection cold at both, at every policy: two ``tux_cold`` per
 connection.
 
+**A pthread server** (realsys/c/knot.c; the ``realsys-linux6`` profile) has no scheduler
+pass: the kernel wakes each thread from its own socket, at the cost of a block-and-wake
+(``thread_switch``, measured there), and an idle CPU sleeps.  With the three ``sched_*``
+costs at 0 a pass takes no time, and one that finds no thread to run waits for the host's
+next event rather than polling again at the same instant.
+
 One SimPy process plays the scheduler; threads are plain records, so a
 thousand threads cost no SimPy processes.
 """
@@ -104,6 +110,7 @@ class Knot(ServerModel):
                 n_blocked = len(blocked_on) + len(blocked_accept)
                 n_ready = len(woken) + (1 if (listening and ls.acceptq) else 0)
                 cost = c.sched_base + c.sched_per_blocked * (n_blocked + h.n_open) + c.sched_per_ready * n_ready
+                t_pass = t
                 t = h.run(t, cost, "poll")
                 if c.user_per_event:
                     t = h.run(t, c.user_per_event * n_ready, "user")
@@ -115,6 +122,15 @@ class Knot(ServerModel):
                     # wake as many accepting threads as there are connections
                     for _ in range(min(len(ls.acceptq), len(blocked_accept))):
                         runq.append(blocked_accept.popleft())
+                elif not woken and t == t_pass:
+                    # Nothing to run, and the pass took no time (no scheduler pass costs: a
+                    # pthread server, whose kernel wakes a thread from its own socket).  What
+                    # woke the scheduler is ready but no thread waits on it (a connection of a
+                    # batch not yet served), so polling again would find the same at the same
+                    # instant, for ever: wait for the next event instead.  A pass that costs
+                    # time never gets here (Capriccio's scheduler spins, pass after pass).
+                    t = yield from self.sleep_next_event(t)
+                    continue
                 if t > env.now:
                     yield env.timeout(t - env.now)
                 continue

@@ -114,3 +114,44 @@ def test_a_connection_its_thread_waits_on_goes_cold(client_ms, cold_touches):
     warm = _user_us_per_reply(client + ["costs.tux_cold=0"])
     cold = _user_us_per_reply(client + ["costs.tux_cold=6"])
     assert cold - warm == pytest.approx(6.0 * cold_touches, abs=1.5)   # 11.1 us measured at 47 ms
+
+
+
+ZERO_PASS = ["costs.sched_base=0", "costs.sched_per_blocked=0", "costs.sched_per_ready=0"]
+
+
+def _realsys_knot(rate, limit, seed):
+    """A realsys knot run (accept-limit ``limit``, ``seed``) as the validation report simulates
+    it, with realsys-linux6's costs and no scheduler-pass costs."""
+    from validation.records import load_records, scenario_for
+    m = next(m for m in load_records("realsys/results/onepacket-knot-reps/results.csv")
+             if m.record.accept_limit == limit and m.record.target_rate == rate and m.record.seed == seed)
+    rec = simulate(scenario_for(m, overrides=['costs.profile="realsys-linux6"', *ZERO_PASS]), raise_errors=True)
+    assert rec.status == "ok"
+    return rec
+
+
+def _run_bounded(args, seconds=120):
+    """_realsys_knot in a child process, given ``seconds``: the bug below was a hang, not an error."""
+    ex = ProcessPoolExecutor(max_workers=1)
+    try:
+        return ex.submit(_realsys_knot, *args).result(timeout=seconds)
+    except TimeoutError:
+        for p in list(ex._processes.values()):     # else the pool waits for the looping child
+            p.kill()
+        pytest.fail(f"the simulation {args} did not end in {seconds} s")
+    finally:
+        ex.shutdown(wait=False, cancel_futures=True)
+
+
+def test_a_scheduler_pass_that_costs_nothing_waits_for_the_next_event():
+    """With no scheduler-pass costs (a pthread server: realsys-linux6 since 7 Dec 2026), a pass
+    woken by a connection no thread waits on yet (one of a batch not yet served) found nothing
+    to run and took no time, and the loop polled again at the same instant for ever: the
+    report's realsys knot run at accept-inf, 5,000 req/s, seed 13 never ended.  The pass now
+    waits for the next event; a pass that costs time is as it was (Capriccio's spin)."""
+    inf = _run_bounded((5000.0, "inf", 13))
+    one = _run_bounded((5000.0, "1", 13))
+    for rec in (inf, one):
+        assert 2000.0 < rec.replies_per_s < 5000.0                      # past saturation, serving
+        assert rec.cpu_share_poll == 0.0                                # the passes cost nothing
