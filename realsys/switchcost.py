@@ -23,6 +23,8 @@ from .runner import provenance
 
 #: The file name a machine's measurement has beside its runs (validation.machine reads it there).
 FILE_NAME = "thread-switch.json"
+#: Far above a measurement's size (about 80 bytes a round, 1,000 rounds at most).
+MAX_BYTES = 1 << 20
 
 
 def measure(rounds: int = 9, iterations: int = 100_000, log=print) -> dict:
@@ -47,10 +49,12 @@ def measure(rounds: int = 9, iterations: int = 100_000, log=print) -> dict:
 
 def read(path: str | Path) -> dict:
     """A ``thread-switch.json`` as :func:`measure` wrote it.  Raises ValueError naming the file when it
-    is not one (no positive ``switch_us``)."""
+    is not one: not a regular file of at most :data:`MAX_BYTES`, not JSON, or no positive
+    ``switch_us``."""
+    from simaccept.sweep import read_regular
     path = Path(path)
     try:
-        d = json.loads(path.read_text())
+        d = json.loads(read_regular(path, MAX_BYTES).decode("utf-8"))
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: not a switchcost measurement ({e})") from None
     v = d.get("switch_us") if isinstance(d, dict) else None

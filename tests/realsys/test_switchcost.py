@@ -95,6 +95,13 @@ def test_read_refuses_what_is_not_a_measurement(tmp_path, text, says):
     assert says in str(e.value)
 
 
+def test_read_refuses_a_directory_by_name(tmp_path):
+    d = tmp_path / FILE_NAME
+    d.mkdir()
+    with pytest.raises(ValueError, match=f"{d}: not a switchcost measurement \\(a directory\\)"):
+        read(d)
+
+
 def test_the_committed_measurement_is_one():
     d = read(REPO / "realsys" / "results" / FILE_NAME)
     assert d["rounds"] == len(d["per_round"]) and d["provenance"]["cpu_model"].startswith("AMD EPYC")

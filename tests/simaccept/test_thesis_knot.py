@@ -116,7 +116,6 @@ def test_a_connection_its_thread_waits_on_goes_cold(client_ms, cold_touches):
     assert cold - warm == pytest.approx(6.0 * cold_touches, abs=1.5)   # 11.1 us measured at 47 ms
 
 
-
 ZERO_PASS = ["costs.sched_base=0", "costs.sched_per_blocked=0", "costs.sched_per_ready=0"]
 
 
