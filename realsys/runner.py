@@ -194,6 +194,7 @@ _FIXED_ON_THE_TEST_BED = {
     "client.loop_ms": "the generators' event loop takes what it takes: the connect race is simulated only",
     # client.orphans is not here: it switches the model of what the clients' kernel does after a
     # close, which the test bed's kernel does whatever it says (as costs switch the model's CPU).
+    # Nor is server.sndbuf_freed: the test bed's kernel frees a send buffer by the ACKs ("acked").
     "client.orphan_retries": "a closed client socket resends its request as the clients' kernel's "
                              "net.ipv4.tcp_orphan_retries says (0 there: 8 times)",
     "network.nics": "the test bed has two server NICs (veth pairs)",

@@ -107,6 +107,11 @@ class Host:
         self.delay = net["delay_ms"] / 1000.0
         self.mss = net["mss"]
         self.sndbuf = sc["server"]["sndbuf"]
+        # A reply's chunks the client may not have acknowledged yet: conn -> [(first
+        # byte leaves the NIC, last byte leaves, bytes), ...], oldest first.  Only while
+        # a reply is part-written: the client's next request acknowledges the whole reply.
+        self.unacked: dict[int, list] = {}
+        self.ack_clocked = sc["server"]["sndbuf_freed"] == "acked"
         self.cpu = CPU()
         self.costs = costs
         self.rng = rng
@@ -755,16 +760,73 @@ class Host:
         acks = (-(-(sent + nbytes) // mss) >> 1) - (-(-sent // mss) >> 1)
         return cs.k_tx_per_segment * -(-nbytes // mss) + cs.k_ack_rx * acks
 
+    def _unacked_bytes(self, t: float, c: int) -> float:
+        """Bytes of ``c``'s reply queued in its send buffer at ``t``: written, not yet
+        acknowledged.  A byte is acknowledged one round trip after it left the NIC, read
+        per byte along each chunk's time on the wire (the client ACKs every second
+        segment, so this runs ahead of the kernel by two segments at most)."""
+        rtt = 2.0 * self.delay
+        q = 0.0
+        for start, end, n in self.unacked.get(c, ()):
+            x = t - rtt - start
+            if x <= 0.0:
+                q += n
+            elif x < end - start:
+                q += n * (1.0 - x / (end - start))
+        return q
+
+    def send_space(self, t: float, c: int) -> int:
+        """Bytes a send call at ``t`` can queue on ``c``: the send buffer less what the
+        client has not acknowledged (Linux charges ``wmem_queued`` until the ACK frees
+        the skb, ``tcp_clean_rtx_queue``); at least one byte, so a call always moves.
+        With ``server.sndbuf_freed = "sent"`` the whole buffer, every time."""
+        if not self.ack_clocked:
+            return self.sndbuf
+        free = round(self.sndbuf - self._unacked_bytes(t, c), 6)    # not a rounding error's byte short
+        return int(free) if free >= 1.0 else 1
+
+    def _writable_at(self, c: int) -> float:
+        """When ``c``'s send buffer is writable again by ``tcp_poll``'s rule: free space
+        at least half of what is queued (``tcp_wspace >= tcp_min_write_space``, the
+        same test that wakes a blocked writer and TUX's write-space callback), i.e.
+        queued <= 2/3 of the buffer."""
+        chunks = self.unacked[c]
+        need = sum(n for _, _, n in chunks) - 2.0 * self.sndbuf / 3.0   # bytes to be ACKed
+        if need <= 0.0:
+            return -INF
+        rtt = 2.0 * self.delay
+        for start, end, n in chunks:
+            if need <= n:
+                return start + rtt + (end - start) * (need / n)
+            need -= n
+        return chunks[-1][1] + rtt
+
     def write(self, t: float, c: int, nbytes: int) -> int:
-        """The server hands ``nbytes`` of the current reply to the kernel at ``t``."""
-        tx_done = self.nics[self.nic_of[c]].transmit(t, nbytes, 66, self.mss)
+        """The server hands ``nbytes`` of the current reply to the kernel at ``t``
+        (at most :meth:`send_space`)."""
+        nic = self.nics[self.nic_of[c]]
+        tx_start = nic.free_at if nic.free_at > t else t
+        tx_done = nic.transmit(t, nbytes, 66, self.mss)
         rem = self.rem
         left = rem[c] - nbytes
         rem[c] = left
         if left > 0:
+            if not self.ack_clocked:
+                self.ready.pop(c, None)
+                self._push(tx_done, E_WRITABLE, c)
+                return left
+            # The rest waits for send-buffer space, which only the client's ACKs free:
+            # how much the next call writes depends on how soon the server comes back.
+            chunks = self.unacked.setdefault(c, [])
+            chunks.append((tx_start, tx_done, nbytes))
+            if len(chunks) > 1 and chunks[0][1] + 2.0 * self.delay <= t:
+                chunks[:] = [ch for ch in chunks if ch[1] + 2.0 * self.delay > t]
             self.ready.pop(c, None)
-            self._push(tx_done, E_WRITABLE, c)
+            wake = self._writable_at(c)
+            self._push(wake if wake > t else t, E_WRITABLE, c)
             return left
+        if c in self.unacked:
+            del self.unacked[c]
         # reply complete
         d = self.delay
         t_recv = tx_done + d

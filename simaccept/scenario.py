@@ -221,6 +221,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "max_conns": Key("int", 15000, "Open-connection cap (thesis: 15,000).", lo=1, hi=MAX_ACCEPT_LIMIT),
         "threads": Key("int", 1000, "Threads (knot).", lo=1, hi=1 << 20),
         "sndbuf": Key("int", 65536, "Socket send buffer bytes (big replies are written in chunks).", lo=1024, hi=1 << 30),
+        "sndbuf_freed": Key("choice", "sent", "When a reply chunk's send-buffer space is free again: \"sent\", "
+                            "once the NIC has sent the chunk (the validation report's model); \"acked\", as "
+                            "Linux does it, by the client's ACKs, a round trip after each byte left, the socket "
+                            "writable again once what is queued is at most 2/3 of server.sndbuf (tcp_poll), so "
+                            "a reply sends at most a buffer per round trip.  No congestion window either way.",
+                            choices=("sent", "acked")),
         "phase_budget_us": _pos(2000.0, ("time-budget policy: CPU budget (µs) of each accept-phase: the server's own CPU time "
                                       "in it, not the kernel packet work that preempts it.")),
         "service_dist": Key("choice", "deterministic", "Per-request user work (costs.user_per_request): "
@@ -561,7 +567,8 @@ def _unknown_section(section: Any) -> str:
 def _unknown_key(section: str, key: Any, cost_names: Iterable[str] | None = None) -> str:
     """Why ``section.key`` is refused: the same key in another section, else the section's keys
     close to it, else the section's keys (the wording of :meth:`Scenario.get`).  ``[costs]``
-    takes ``profile`` and the per-cost names (simaccept.costs.COST_NAMES), too many to list."""
+    takes ``profile`` and the per-cost names (simaccept.costs.COST_NAMES), listed as ``simaccept
+    fit --params`` lists them."""
     import difflib
     known = list(SCHEMA[section])
     if section == "costs":
@@ -573,7 +580,7 @@ def _unknown_key(section: str, key: Any, cost_names: Iterable[str] | None = None
     if close:
         return f"unknown key; did you mean {' or '.join(repr(f'{section}.{c}') for c in close)}?"
     if section == "costs":
-        return "unknown key (per-cost overrides must be names from simaccept.costs.COST_NAMES)"
+        return f"unknown key (known in [costs]: {', '.join(known)})"
     return f"unknown key (known in [{section}]: {', '.join(known)})"
 
 
@@ -628,6 +635,9 @@ def _resolve(raw: Mapping[str, Any], source: str) -> Scenario:
             except (RuntimeError, OSError, ValueError) as e:   # ~nosuchuser, a NUL byte
                 raise ScenarioError("costs.profile", f"{_fmt(p)} cannot be a file's path: {e}") from None
         elif p not in available_profiles():
+            if Path(p).is_dir():
+                raise ScenarioError("costs.profile", f"{_fmt(p)} is a directory: name a packaged profile "
+                                    f"({', '.join(available_profiles())}) or a .toml file")
             raise ScenarioError("costs.profile", f"no cost profile named {_fmt(p)}{suggest_profile(p)} (have: "
                                 f"{', '.join(available_profiles())}; or give the path of a .toml file)")
         try:

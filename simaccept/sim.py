@@ -37,7 +37,9 @@ def check_callback(name: str, f, params: tuple[str, ...]) -> None:
     came back a failed record, "TypeError: 'int' object is not callable", naming no argument."""
     call = f"{name}({', '.join(params)})"
     if not callable(f):
-        raise TypeError(f"{name}: must be a function called as {call}, got {f!r} ({type(f).__name__})")
+        got = repr(f)
+        got = got if len(got) <= 80 else got[:77] + "..."         # a long list's repr would bury the call
+        raise TypeError(f"{name}: must be a function called as {call}, got {got} ({type(f).__name__})")
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):

@@ -169,6 +169,8 @@ def _profile_file(profile: str) -> Path:
         except (RuntimeError, OSError, ValueError) as e:   # ~nosuchuser, a NUL byte, a name too long
             raise KeyError(f"cost profile path {profile!r} cannot be opened ({e})") from None
         if not found:
+            if path.is_dir():
+                raise KeyError(f"cost profile path {str(path)!r} is a directory, not a .toml file")
             raise KeyError(f"no cost profile file {str(path)!r}{suggest_profile(profile)}")
         return path
     path = HERE / f"{profile}.toml"

@@ -234,7 +234,7 @@ class Knot(ServerModel):
     def _write(self, t, conn):
         """write() the reply (copying) until done or the send buffer is full."""
         h, c = self.host, self.costs
-        chunk = min(h.rem[conn], h.sndbuf)
+        chunk = min(h.rem[conn], h.send_space(t, conn))
         t = h.run(t, c.write + c.sendfile_per_kb * (chunk / 1024.0), "write")
         k = h.reply_kernel_cost(conn, chunk)
         h.write(t, conn, chunk)

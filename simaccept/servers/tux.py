@@ -177,7 +177,7 @@ class TUX(ServerModel):
 
     def _send(self, t, conn, cold=0.0):
         h, c = self.host, self.costs
-        chunk = min(h.rem[conn], h.sndbuf)
+        chunk = min(h.rem[conn], h.send_space(t, conn))
         t = h.run(t, c.tux_per_kb * (chunk / 1024.0) + cold, "sendfile")
         k = h.reply_kernel_cost(conn, chunk)
         h.write(t, conn, chunk)

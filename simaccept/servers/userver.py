@@ -14,7 +14,8 @@ Each iteration has three phases:
 3. **work-phase** over the descriptors getevents returned, never the ones
    just accepted: read the request (then wait for writability), write the
    reply (writev for one packet; CORK + write + sendfile + UNCORK for files,
-   in chunks of the send buffer), read EOF and close.
+   each sendfile what the send buffer has free, :meth:`Host.send_space`),
+   read EOF and close.
 
 One SimPy timeout per loop iteration (the phases of one process need no
 events of their own); every system call inside is a :meth:`Host.run` that
@@ -41,7 +42,6 @@ class UServer(ServerModel):
         self.mux = srv["mux"]
         self.idle_conns = sc["workload"]["idle_conns"]
         self.one_packet = sc["workload"]["kind"] == "one-packet"
-        self.sndbuf = srv["sndbuf"]
         self.exp_service = srv["service_dist"] == "exponential"
         self.rng = host.rng
         self._draws: list[float] = []
@@ -272,7 +272,7 @@ class UServer(ServerModel):
         if first:
             t = h.run(t, c.setsockopt, "setsockopt")     # TCP_CORK
             t = h.run(t, c.write, "write")               # header
-        chunk = min(h.rem[conn], self.sndbuf)
+        chunk = min(h.rem[conn], h.send_space(t, conn))
         t = h.run(t, c.sendfile + c.sendfile_per_kb * (chunk / 1024.0), "sendfile")
         k = h.reply_kernel_cost(conn, chunk)
         left = h.write(t, conn, chunk)

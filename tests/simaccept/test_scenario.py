@@ -78,11 +78,16 @@ ROWS = [
     ("", ['costs.profile="~nosuchuser-simaccept/p.toml"'], "costs.profile", "cannot be a file's path"),
     ("", ['costs.profile="a\\u0000b.toml"'], "costs.profile", "null byte"),
     ("", ['costs.profile="' + "x" * 300 + '.toml"'], "costs.profile", "cannot be opened"),
+    # a directory, by name or as a .toml path: said so, where it was "no cost profile named"
+    ("", ['costs.profile="/"'], "costs.profile", "\"/\" is a directory: name a packaged profile ("),
+    ("", ['costs.profile="{tmp}/d.toml"'], "costs.profile", "d.toml' is a directory, not a .toml file"),
 ]
 
 
 @pytest.mark.parametrize("text,overrides,key,reason", ROWS)
-def test_bad_input_is_refused_naming_the_key(text, overrides, key, reason):
+def test_bad_input_is_refused_naming_the_key(text, overrides, key, reason, tmp_path):
+    (tmp_path / "d.toml").mkdir()
+    overrides = [o.replace("{tmp}", str(tmp_path)) for o in overrides]
     with pytest.raises(ScenarioError) as ei:
         load_scenario(text=text, overrides=overrides)
     assert ei.value.key == key
@@ -490,7 +495,7 @@ def test_a_misspelt_key_or_section_is_named():
     ("[costs]\nselect_bse = 1.0", [], "costs.select_bse", "did you mean 'costs.select_base'"),
     # nothing close: the section's keys, as Scenario.get names them
     ("[server]\nzzz = 1", [], "server.zzz", "unknown key (known in [server]: kind, mux, accept_limit,"),
-    ("[costs]\nqqqqq = 1.0", [], "costs.qqqqq", "names from simaccept.costs.COST_NAMES"),
+    ("[costs]\nqqqqq = 1.0", [], "costs.qqqqq", "unknown key (known in [costs]: profile, select_base, select_per_fd,"),
     ("", ["wrkload.rate=30000"], "wrkload", "unknown section; did you mean [workload]?"),
     ("[zzzz]\nrate = 1", [], "zzzz", "unknown section (known: scenario, kernel, network, server,"),
 ])

@@ -182,6 +182,7 @@ class _ProbeObject:
 @pytest.mark.parametrize("probe, says", [
     (5, r"got 5 \(int\)"),
     ("sample", r"got 'sample' \(str\)"),
+    (list(range(1000)), r"got \[0, 1, 2, .{50,70}\.\.\. \(list\)$"),     # the value shortened, not 4,000 characters
     (lambda env: None, r"<lambda>\(env\) cannot be called so: too many positional arguments"),
     (lambda env, host, server, every: None, r"cannot be called so: missing a required argument: 'every'"),
     (_ProbeObject, r"_ProbeObject\(\) cannot be called so"),    # the class, not an instance of it
