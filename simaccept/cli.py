@@ -140,7 +140,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--connections", default=None, metavar="FILE.csv",
                    help="also write the run's connections, one row each (first SYN, SYNs that arrived, established, "
                         "accepted, closed, done, outcome, requests, replies; times in s from the run's start, warm-up "
-                        "included; empty where a connection never got there)")
+                        "included; empty where a connection never got there); a folder in the path that does not "
+                        "exist is made")
     s = sub.add_parser("sweep", help="simulate every point of the scenario's grid")
     s.add_argument("scenario", help="scenario TOML file or bundled name; its list values are the sweep's axes")
     add_set_option(s, help="override a scenario key, as one argument: --set server.accept_limit=1; a TOML list, as "
