@@ -67,15 +67,3 @@ def arrival_times(rng: np.random.Generator, conn_rate: float, t_end: float,
     out = np.concatenate(streams)
     out.sort(kind="stable")
     return out
-
-
-def retransmit_offsets(rto: float, retries: int, horizon: float) -> list[float]:
-    """Offsets from the first send at which retransmissions go out (RTO doubling)."""
-    out, t, r = [], 0.0, rto
-    for _ in range(retries):
-        t += r
-        if t >= horizon:
-            break
-        out.append(t)
-        r *= 2
-    return out

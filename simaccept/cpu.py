@@ -26,10 +26,6 @@ class CPU:
         self.server_time: dict[str, float] = {}
         self.kernel_time: dict[str, float] = {}
 
-    def charge_server(self, category: str, cost: float) -> None:
-        st = self.server_time
-        st[category] = st.get(category, 0.0) + cost
-
     def charge_kernel(self, t: float, cost: float, category: str = "kernel_net") -> None:
         """Kernel work arriving at ``t`` while the server is blocked (idle CPU)."""
         kb = self.kbusy

@@ -175,7 +175,6 @@ class Host:
         self.ackq: collections.deque = collections.deque()
         self.heap: list = []
         self.seq = 0
-        self.kernel_cost_total = 0.0
         self.k_run = costs.k_softirq_run
         self.kend = -INF                    # when the current softirq run ends
         self.softirq_runs = 0
@@ -255,7 +254,6 @@ class Host:
                 self.kend = best + cost
             else:
                 self.kend += cost
-        self.kernel_cost_total += cost
         # _recompute_next, inlined (keep the two in step): this runs once per host
         # event, and the call alone cost 11 % of the M/M/1/K benchmark (9.74 s vs 8.65 s).
         ai, di, n = self.ai, self.di, self.n
@@ -637,14 +635,6 @@ class Host:
             return end
         return self._stretch(end)
 
-    def run_charged(self, t0: float, cost: float) -> float:
-        """:meth:`run` without the accounting (the caller charged the categories)."""
-        kb = self.cpu.kbusy
-        end = (t0 if t0 > kb else kb) + cost
-        if self.nt >= end:
-            return end
-        return self._stretch(end)
-
     def _stretch(self, end: float) -> float:
         """Process the host events that arrive before ``end``, each pushing it later."""
         kt = 0.0
@@ -795,17 +785,18 @@ class Host:
         if need <= 0.0:
             return -INF
         rtt = 2.0 * self.delay
-        for start, end, n in chunks:
-            if need <= n:
+        last = len(chunks) - 1
+        for i, (start, end, n) in enumerate(chunks):
+            # need < the bytes queued, so the last chunk holds what is left of it
+            if need <= n or i == last:
                 return start + rtt + (end - start) * (need / n)
             need -= n
-        return chunks[-1][1] + rtt
 
     def write(self, t: float, c: int, nbytes: int) -> int:
         """The server hands ``nbytes`` of the current reply to the kernel at ``t``
         (at most :meth:`send_space`)."""
         nic = self.nics[self.nic_of[c]]
-        tx_start = nic.free_at if nic.free_at > t else t
+        free_at = nic.free_at
         tx_done = nic.transmit(t, nbytes, 66, self.mss)
         rem = self.rem
         left = rem[c] - nbytes
@@ -818,7 +809,7 @@ class Host:
             # The rest waits for send-buffer space, which only the client's ACKs free:
             # how much the next call writes depends on how soon the server comes back.
             chunks = self.unacked.setdefault(c, [])
-            chunks.append((tx_start, tx_done, nbytes))
+            chunks.append((free_at if free_at > t else t, tx_done, nbytes))
             if len(chunks) > 1 and chunks[0][1] + 2.0 * self.delay <= t:
                 chunks[:] = [ch for ch in chunks if ch[1] + 2.0 * self.delay > t]
             self.ready.pop(c, None)
@@ -860,3 +851,5 @@ class Host:
         self.sst[c] = S_NONE
         self.n_open -= 1
         self.ready.pop(c, None)
+        if self.ack_clocked:
+            self.unacked.pop(c, None)       # closed mid-reply: it never writes again

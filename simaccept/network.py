@@ -11,13 +11,12 @@ from __future__ import annotations
 
 
 class NIC:
-    __slots__ = ("bytes_per_s", "delay", "free_at", "tx_bytes")
+    __slots__ = ("bytes_per_s", "delay", "free_at")
 
     def __init__(self, bandwidth_mbps: float, delay_s: float):
         self.bytes_per_s = bandwidth_mbps * 1e6 / 8.0
         self.delay = delay_s
         self.free_at = 0.0
-        self.tx_bytes = 0
 
     def transmit(self, t: float, nbytes: int, overhead_per_segment: int = 66, mss: int = 1448) -> float:
         """Queue ``nbytes`` of payload at ``t``; return when the last byte has left."""
@@ -25,7 +24,6 @@ class NIC:
         wire = nbytes + segs * overhead_per_segment
         start = self.free_at if self.free_at > t else t
         self.free_at = start + wire / self.bytes_per_s
-        self.tx_bytes += wire
         return self.free_at
 
 

@@ -99,3 +99,17 @@ def test_sent_is_the_buffer_freed_when_the_nic_has_sent_the_chunk():
     (wake,) = writable_events(h, c)
     assert wake == h.nics[h.nic_of[c]].free_at
     assert h.send_space(0.0, c) == 65536 and not h.unacked
+
+
+def test_a_connection_closed_mid_reply_leaves_no_send_buffer_behind():
+    """Only the client's ACKs free a buffer; a connection the server closes before its
+    reply is done never writes again, so its record goes at close (it stayed to the end
+    of the run)."""
+    h = host_for(**{"server.sndbuf": 65536, "network.delay_ms": 0.1})
+    c = 0
+    h.rem[c] = 200_000
+    h.n_open = 1
+    h.write(0.0, c, 65536)
+    assert c in h.unacked
+    h.close(0.0001, c)
+    assert c not in h.unacked and h.n_open == 0
