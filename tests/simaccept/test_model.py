@@ -8,6 +8,7 @@ from scipy import stats as sps
 
 from simaccept import load_scenario, simulate
 from simaccept.costs import COST_NAMES
+from simaccept.scenario import ScenarioError
 from simaccept.host import O_ABANDONED, O_COMPLETED, O_INFLIGHT, O_TIMEDOUT, Host
 
 VOLATILE = {"wall_s", "started_at"}
@@ -564,8 +565,9 @@ def test_k_timewait_is_not_a_cost():
     """TIME_WAIT is held by the side that closes first, the client in every modelled workload:
     k_timewait was a cost name nothing charged, and is refused now."""
     assert "k_timewait" not in COST_NAMES
-    with pytest.raises(Exception, match="k_timewait"):
+    with pytest.raises(ScenarioError, match="unknown key") as e:
         scen(costs__k_timewait=1.0)
+    assert e.value.key == "costs.k_timewait"
 
 
 # ------------------------------------------- defects of docs/known-defects.md (4 Dec 2026), fixed

@@ -66,7 +66,9 @@ def test_run_writes_the_spread_and_caches(tmp_path, monkeypatch):
     c = res["cells"][0]
     assert c["seeds"] == [record_seed(m.record), record_seed(m.record) + 1]
     assert all(v > 0 for v in c["values"]) and c["values"][0] != c["values"][1]   # other seed, other run
-    assert res["in_band_at_every_seed"] + res["in_band_at_no_seed"] <= 1
+    w = c["within_10pct_seeds"]
+    assert w == sum(abs(v / 8888.0 - 1.0) <= 0.10 for v in c["values"])
+    assert res["in_band_at_every_seed"] == int(w == 2) and res["in_band_at_no_seed"] == int(w == 0)
     saved = json.loads((tmp_path / "seeds.json").read_text())
     assert saved["cells"][0]["values"] == c["values"] and saved["costs"]["select_base"] > 0
     md = (tmp_path / "seeds.md").read_text()
@@ -95,7 +97,9 @@ def test_cli_refuses_bad_input(tmp_path, capsys):
     assert main(["seeds", "--seeds", "1000000000", "--out", str(tmp_path)]) == 2      # its plan ran out of memory
     assert "more than 100,000" in capsys.readouterr().err
     assert main(["seeds", "--jobs", "0", "--out", str(tmp_path)]) == 2
+    assert "--jobs: must be >= 1, got 0" in capsys.readouterr().err
     assert main(["seeds", "--profile", "no-such-profile", "--out", str(tmp_path)]) == 2
+    assert "--profile: no cost profile named 'no-such-profile'" in capsys.readouterr().err
     assert not (tmp_path / "seeds.md").exists()
 
 

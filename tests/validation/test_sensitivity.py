@@ -72,14 +72,21 @@ def test_unused_cost_is_unseen_and_used_cost_is_seen(tmp_path):
     # a chosen subset of rows cannot call a cost unidentified: the rows left out might see it
     assert res2["params"]["tux_per_kb"]["status"] == NOT_SEEN_PARTIAL and res2["partial"] is True
     assert set(res2["params"]) == {"tux_per_kb", "select_base"}
-    # the report reads the JSON back: a missing held-out cell is listed with its top cost
+    # the report reads the JSON back: a held-out cell in band is not listed among the misses,
+    # one that misses is, with its top cost (the row is marked each way: its short run's
+    # error is whatever it is)
     res["generated_at"] = "now"
+    row["ok"] = True
+    (tmp_path / "sensitivity.json").write_text(json.dumps(nan_to_null(res)))
+    assert report._sensitivity_summary(tmp_path)["misses"] == []
+    row["ok"] = False
     (tmp_path / "sensitivity.json").write_text(json.dumps(nan_to_null(res)))
     se = report._sensitivity_summary(tmp_path)
     assert "tux_per_kb" in se["unidentified"]
+    assert [m["row"] for m in se["misses"]] == [c.label]
+    assert se["misses"][0]["top_costs"][0]["cost"] == "tux_per_kb"
     md = "\n".join(report.sensitivity_markdown(se))
-    if not row["ok"]:
-        assert c.label in md and "`tux_per_kb`" in md
+    assert c.label in md and "`tux_per_kb`" in md
     assert "Not run" in "\n".join(report.sensitivity_markdown(None))
     # computed with the shipped profile: not stale; a cost changed since is named
     assert se["stale_costs"] == [] and "Stale" not in md

@@ -107,7 +107,9 @@ def test_cli_refuses_bad_cache_and_jobs(tmp_path, capsys):
     assert main(["window", "--cache", str(f), "--out", str(tmp_path)]) == 2
     assert "not a directory" in capsys.readouterr().err
     assert main(["window", "--jobs", "0", "--out", str(tmp_path)]) == 2
+    assert "--jobs: must be >= 1, got 0" in capsys.readouterr().err
     assert main(["window", "--profile", "no-such-profile", "--out", str(tmp_path)]) == 2
+    assert "--profile: no cost profile named 'no-such-profile'" in capsys.readouterr().err
 
 
 def test_failed_simulation_is_refused_with_the_row(tmp_path, monkeypatch, capsys):
