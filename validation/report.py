@@ -285,7 +285,10 @@ MISS_NOTES: dict[tuple[str, str, str], str] = {
         "cost implies*).  Nor is it the send buffer: with Linux 2.4's default (tcp_wmem 16 KB) in place of the "
         "model's 64 KB (`server.sndbuf`; `python -m validation predict` at the rows' seeds, 2026-12-06) every "
         "policy is 3.7-4.4 % slower and the spread stays: Accept-1 / 10 / Inf +7.8 / -14.5 / -19.1 % (at 64 KB "
-        "+12.8 / -10.7 / -16.0 %), Accept-1's select returning 21.3 fds (thesis 21.6; 17.1 at 64 KB)",
+        "+12.8 / -10.7 / -16.0 %), Accept-1's select returning 21.3 fds (thesis 21.6; 17.1 at 64 KB); "
+        "nor when the buffer is freed: freed by the client's ACKs, as Linux does (`server.sndbuf_freed = "
+        "\"acked\"`, `predict` at the rows' seeds, 2026-12-07), Accept-1 / 10 / Inf serve 10,024 / 10,261 / "
+        "10,325 replies/s against 10,024 / 10,240 / 10,289 (docs/known-defects.md, *the μserver's reply path*)",
     ("userver-specweb99-select", "1", "accept_rate"): "as its throughput at 26,000 (too few open connections, see there)",
     ("userver-specweb99-select", "1", "select_calls_per_s"): "as its throughput (one select per accept)",
     ("userver-specweb99-select", "10", "replies_per_s"):
@@ -1628,6 +1631,15 @@ SAME_RESULTS: dict[str, tuple[str, str, str, dict[str, tuple[str, ...]]]] = {
                           "scenario.py": ("SCHEMA", "_resolve", "_unknown_key"), "servers/knot.py": ("Knot",),
                           "servers/tux.py": ("TUX",), "servers/userver.py": ("UServer",),
                           "sim.py": ("check_callback",)}),
+    # a tidy: dead code out (Host.run_charged and kernel_cost_total, CPU.charge_server, NIC.tx_bytes,
+    # clients.retransmit_offsets), Host._writable_at without its unreachable fallback, Host.write
+    # reading the NIC's start only for "acked", Host.close dropping an unacked record.  The whole
+    # report simulated again from an empty cache at a7c085f782ec1d3f: every cell of both tables
+    # identical (docs/guarantees.md, *Determinism*)
+    "316ef89650fec0ec": ("47b6685896a128f91279e719ec748043265cb234", "a7c085f782ec1d3f",
+                         "442fa9578d27e65b84f7ee3cd6d8c4d68347ded0",
+                         {"clients.py": ("retransmit_offsets",), "cpu.py": ("CPU",), "host.py": ("Host",),
+                          "network.py": ("NIC",)}),
 }
 
 
