@@ -90,7 +90,7 @@ def _merge_hist(hs: list[dict]) -> dict:
 
 
 SUM_KEYS = ("attempts", "established", "requests", "replies", "replies_ok", "replies_in_window", "replies_recv_in_window", "timeouts",
-            "timeouts_connect", "timeouts_reply", "resets", "refused", "local_errors", "other_errors",
+            "timeouts_connect", "timeouts_reply", "resets", "refused", "local_errors", "unlaunched", "other_errors",
             "conns_done", "open_at_end", "bytes", "reconnects", "achieved_rate", "achieved_rate_mid", "target_rate")
 
 

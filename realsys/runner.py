@@ -407,9 +407,15 @@ def launch_lag_note(g: dict) -> str | None:
 
 def generator_error(g: dict) -> str | None:
     """None unless our generators failed to launch more than 1 % of their connections
-    themselves (no socket, no port, no file descriptor, --max-conns open): the load offered
-    was then below the rate asked for, and the point would be read as that rate's."""
+    themselves (no socket, no port, no file descriptor, --max-conns open), or never launched
+    some that were due (``unlaunched``: still behind a second after the schedule's end): the
+    load offered was then below the rate asked for, and the point would be read as that rate's."""
     bad, n = g.get("local_errors", 0) or 0, g.get("attempts", 0) or 0
+    late = g.get("unlaunched", 0) or 0
+    if late:
+        return (f"the load generators fell behind their schedule and never launched {late} of their "
+                f"{n + late} connections: the offered load was below the rate asked for (more generator "
+                f"processes, realsys.procs, or a lower rate)")
     if n == 0 or bad <= 0.01 * n:
         return None
     return (f"the load generators could not launch {bad} of their {n} connections (out of sockets, ports "

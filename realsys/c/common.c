@@ -69,21 +69,35 @@ static int add_file(int dirfd, const char *name, const char *rel, const struct s
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -1;
+    /* out of memory at start-up: the old block kept, nothing half-entered (a NULL path
+     * reached strcmp in docroot_find), the descriptor not leaked */
     if (nfiles == capfiles) {
-        capfiles = capfiles ? capfiles * 2 : 64;
-        files = realloc(files, capfiles * sizeof *files);
-        if (!files)
+        size_t cap = capfiles ? capfiles * 2 : 64;
+        struct file *grown = realloc(files, cap * sizeof *files);
+        if (!grown) {
+            close(fd);
             return -1;
+        }
+        files = grown;
+        capfiles = cap;
     }
     struct file *f = &files[nfiles];
     f->path = strdup(rel);
     f->fd = fd;
     f->size = st->st_size;
     f->data = NULL;
+    if (!f->path) {
+        close(fd);
+        return -1;
+    }
     if ((size_t)st->st_size <= writev_max) {
         f->data = malloc((size_t)st->st_size + 1);
-        if (!f->data || pread(fd, f->data, (size_t)st->st_size, 0) != st->st_size)
+        if (!f->data || pread(fd, f->data, (size_t)st->st_size, 0) != st->st_size) {
+            free(f->data);
+            free(f->path);
+            close(fd);
             return -1;
+        }
     }
     unsigned h = hash_str(rel) & ((1u << HBITS) - 1);
     while (htab[h])

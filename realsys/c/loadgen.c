@@ -2,9 +2,11 @@
  *
  * Connections start at scheduled instants whatever the server does: deterministic
  * (httperf --rate) or Poisson inter-arrivals.  A one-shot absolute timerfd wakes the
- * loop at the next arrival; arrivals that are due are all launched (catch-up), and the
- * lag between schedule and launch is recorded so one can see whether the generator
- * kept up.  Each connection has a timeout like httperf's --timeout: from the first SYN
+ * loop at the next arrival; arrivals that are due are all launched (catch-up, at most 64
+ * between two looks at the sockets), and the lag between schedule and launch is recorded
+ * so one can see whether the generator kept up.  One still behind a second after the
+ * schedule's end stops launching and counts the arrivals left as unlaunched (a --rate
+ * past what one process launches), so the run's bound holds.  Each connection has a timeout like httperf's --timeout: from the first SYN
  * until the connection is established, then again from the request's issue to its
  * reply (--timeout-from connect, the default: httperf's core.c cancels its connect
  * watchdog at establishment and arms one for the request), or from the first SYN to
@@ -41,6 +43,7 @@
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -577,9 +580,17 @@ static size_t parse_head(struct lconn *c)
     char *e = memmem(c->hbuf, c->hlen, "\r\n\r\n", 4);
     if (!e) return 0;
     size_t hl = (size_t)(e - c->hbuf) + 4;
+    /* "HTTP/1.x " and three digits, 100-599; anything else is 0, which the caller fails as
+     * a protocol error: atoi read "XTTP/1.1 200", "HTTP/1.1 abc" and "HTTP/2 500" as 0, and
+     * reply_done counted each a 3xx success */
     c->status = 0;
-    if (c->hlen >= 12 && memcmp(c->hbuf, "HTTP/1.", 7) == 0)
-        c->status = atoi(c->hbuf + 9);
+    if (hl >= 13 && memcmp(c->hbuf, "HTTP/1.", 7) == 0 && c->hbuf[7] >= '0' && c->hbuf[7] <= '9' &&
+        c->hbuf[8] == ' ' && isdigit((unsigned char)c->hbuf[9]) && isdigit((unsigned char)c->hbuf[10]) &&
+        isdigit((unsigned char)c->hbuf[11]) && (c->hbuf[12] == ' ' || c->hbuf[12] == '\r')) {
+        int s = (c->hbuf[9] - '0') * 100 + (c->hbuf[10] - '0') * 10 + (c->hbuf[11] - '0');
+        if (s >= 100 && s <= 599)
+            c->status = s;
+    }
     /* An HTTP/1.0 reply keeps the connection only with "Connection: keep-alive" (RFC 9112
      * sec. 9.3): without it the server closes after the reply, as after Connection: close.
      * The next request had gone on it and met the close (a reset). */
@@ -639,6 +650,7 @@ static void on_readable(struct lconn *c)
                 if (c->hlen == sizeof c->hbuf) { fail(c, EPROTO); return; }
                 continue;
             }
+            if (!c->status) { fail(c, EPROTO); return; }   /* not an HTTP/1.x status line */
             c->hdr_done = 1;
             size_t extra = c->hlen - hl;
             if (c->have_cl) {
@@ -711,6 +723,28 @@ static void expire(uint64_t now)
     }
 }
 
+/* Launches between two looks at the sockets when the schedule is overdue. */
+#define LAUNCH_BURST 64
+/* How far past the schedule's end a generator still launches what was due before it. */
+#define GIVE_UP_NS 1000000000ull
+static uint64_t unlaunched;              /* arrivals due that were never launched (GIVE_UP_NS) */
+
+/* Returns how many arrivals the schedule still holds from t_next (due, not launched) to
+ * t_end, stepping it as the launch loop does. */
+static uint64_t count_unlaunched(uint64_t t_next, double gap_ns)
+{
+    uint64_t n = 0;
+    for (;;) {
+        n++;
+        double g = poisson ? -log(rng_unit()) * gap_ns : gap_ns;
+        if ((double)t_next + g >= (double)t_end)
+            return n;
+        t_next += (uint64_t)(g < 1 ? 1 : g);
+        if (t_next >= t_end)
+            return n;
+    }
+}
+
 static volatile sig_atomic_t stop_now;   /* the signal that stopped the run, or 0 */
 static void on_sig(int s) { stop_now = s; }
 /* stop_now read once, after the run loop, with the signals blocked from then on: a signal
@@ -760,11 +794,11 @@ static void write_json(FILE *o, double window)
             (unsigned long long)S.st2, (unsigned long long)S.st3, (unsigned long long)S.st4,
             (unsigned long long)S.st5);
     fprintf(o, " \"timeouts\": %llu, \"timeouts_connect\": %llu, \"timeouts_reply\": %llu, \"resets\": %llu, "
-               "\"refused\": %llu, \"local_errors\": %llu, \"other_errors\": %llu, \"conns_done\": %llu, "
+               "\"refused\": %llu, \"local_errors\": %llu, \"unlaunched\": %llu, \"other_errors\": %llu, \"conns_done\": %llu, "
                "\"bytes\": %llu, \"reconnects\": %llu,\n",
             (unsigned long long)S.timeouts, (unsigned long long)S.timeouts_connect,
             (unsigned long long)S.timeouts_reply, (unsigned long long)S.resets, (unsigned long long)S.refused,
-            (unsigned long long)S.local_errors, (unsigned long long)S.other_errors,
+            (unsigned long long)S.local_errors, (unsigned long long)unlaunched, (unsigned long long)S.other_errors,
             (unsigned long long)S.conns_done, (unsigned long long)S.bytes, (unsigned long long)S.reconnects);
     stats_hists_json(o, &S);
     /* The warmup's connections are discarded from every count but one: a reply to one of
@@ -866,6 +900,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "loadgen: --server is required\n");
         usage(2);
     }
+    /* each of these ran the whole duration with every launch a local_error, exit 0 and not a
+     * word (0.0.0.0 quietly meant this host) */
+    uint32_t sa = ntohl(server.sin_addr.s_addr);
+    if (sa == 0 || sa == 0xffffffffu || (sa >> 28) == 0xe)
+        opt_refuse("loadgen", "server", "expected a unicast address a server listens on (not 0.0.0.0, "
+                   "broadcast or multicast)", srv);
+    for (int i = 0; i < nbinds; i++) {
+        struct sockaddr_in b = { .sin_family = AF_INET, .sin_addr = binds[i] };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && bind(fd, (struct sockaddr *)&b, sizeof b) < 0) {
+            char a[INET_ADDRSTRLEN], why[160];
+            inet_ntop(AF_INET, &binds[i], a, sizeof a);
+            snprintf(why, sizeof why, "cannot bind %s (%s): expected addresses of this host", a, strerror(errno));
+            opt_refuse("loadgen", "bind", why, a);
+        }
+        if (fd >= 0) close(fd);
+    }
     server.sin_family = AF_INET;
     server.sin_port = htons((uint16_t)port);
     host_hdr = srv;
@@ -916,7 +967,18 @@ int main(int argc, char **argv)
     struct epoll_event evs[1024];
     while (!stop_now) {
         uint64_t now = now_ns();
-        while (launching && t_next <= now) {
+        if (launching && now >= t_end + GIVE_UP_NS) {
+            /* a --rate past what one process launches: catching up ran a 1 s run 14 s, and
+             * its connections' replies waited behind the launches, counted as timeouts */
+            unlaunched = count_unlaunched(t_next, gap_ns);
+            launching = 0;
+            fprintf(stderr, "loadgen: %llu connections due by the schedule's end were never launched: the "
+                            "generator fell %.1f s behind it (--rate %g is more than this process launches)\n",
+                    (unsigned long long)unlaunched, GIVE_UP_NS / 1e9, rate);
+        }
+        /* a burst at most, then the sockets: a generator behind its schedule read no reply
+         * while it launched the whole backlog at once */
+        for (int burst = 0; launching && t_next <= now && burst < LAUNCH_BURST; burst++) {
             launch(t_next);
             double g = poisson ? -log(rng_unit()) * gap_ns : gap_ns;
             /* compared in double first: at a tiny --rate the gap overflows uint64_t, and the

@@ -517,6 +517,19 @@ def test_bad_delays_are_refused_by_name(cbuild, opt, val):
     assert p.returncode == 2 and opt.lstrip("-") in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["--server", "0.0.0.0"], "--server: expected a unicast address"),
+    (["--server", "255.255.255.255"], "--server: expected a unicast address"),
+    (["--server", "224.0.0.1"], "--server: expected a unicast address"),
+    (["--server", "127.0.0.1", "--bind", "127.0.0.1,198.51.100.1"], "--bind: cannot bind 198.51.100.1"),
+])
+def test_addresses_no_connection_can_use_are_refused(cbuild, argv, says):
+    # each ran the whole duration, every launch a local_error, exit 0 and not a word
+    p = subprocess.run([str(cbuild / "loadgen"), *argv, "--rate", "10", "--duration", "30"], capture_output=True,
+                       text=True, timeout=10)
+    assert p.returncode == 2 and says in p.stderr, p.stderr
+
+
 @pytest.mark.parametrize("alpha,first_share", [("0", (0.05, 0.25)), ("3", (0.75, 1.0))])
 def test_zipf_alpha_sets_how_often_a_class_s_first_file_is_asked_for(cbuild, tmp_path, alpha, first_share):
     # workload.zipf_alpha reaches loadgen as --zipf (a realsys run once dropped it): within a
@@ -724,3 +737,118 @@ def test_httperf_argv_keeps_every_digit_of_its_numbers(kind, tmp_path):
     echo = next(line for line in p.stdout.splitlines() if line.startswith("httperf "))
     parsed = dict(re.findall(r"--(rate|timeout)=(\S+)", echo))
     assert {k: float(v) for k, v in parsed.items()} == {"rate": 2.5e-6, "timeout": 2.5e-4}, echo
+
+
+class HeadServer:
+    """Answers each connection's first request with ``head`` (threads), for the status line."""
+
+    def __init__(self, head: bytes):
+        self.head = head
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(c,), daemon=True).start()
+
+    def _answer(self, c):
+        with c:
+            try:
+                c.recv(4096)
+                c.sendall(self.head)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
+@pytest.mark.parametrize("head, replies", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", True),
+    (b"HTTP/1.0 404\r\nContent-Length: 0\r\n\r\n", True),         # no reason phrase: still a status
+    (b"XTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", False),
+    (b"HTTP/1.1 abc\r\nContent-Length: 0\r\n\r\n", False),
+    (b"HTTP/2 500 X\r\nContent-Length: 0\r\n\r\n", False),
+    (b"HTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n", False),
+    (b"HTTP/1.1 20\r\nContent-Length: 0\r\n\r\n", False),
+])
+def test_a_reply_without_an_http1_status_line_is_an_error_not_a_reply(cbuild, tmp_path, head, replies):
+    # atoi read each bad one as status 0, and the reply was counted a 3xx success
+    out = tmp_path / "g.json"
+    argv = [str(cbuild / "loadgen"), "--server", "127.0.0.1", "--rate", "40", "--duration", "0.5",
+            "--timeout", "2", "--arrivals", "deterministic", "--out", str(out)]
+    g, _ = _run_against(_Noted(HeadServer(head)), argv, out)
+    assert g["attempts"] == 20, g
+    if replies:
+        assert g["replies"] == 20 and g["other_errors"] == 0, g
+    else:
+        assert g["replies"] == 0 and g["other_errors"] == 20 and sum(g["status"].values()) == 0, g
+
+
+class _Noted:
+    """A server as _run_against takes one (its connections are not noted)."""
+
+    def __init__(self, server):
+        self.server, self.conns = server, []
+
+    def __enter__(self):
+        self.server.__enter__()
+        self.port = self.server.port
+        return self
+
+    def __exit__(self, *exc):
+        self.server.__exit__(*exc)
+
+
+def test_a_rate_past_what_one_process_launches_gives_up_a_second_after_the_schedule(cbuild, tmp_path):
+    # At 100,000 conn/s one process fell behind and launched its whole backlog before it read a
+    # reply: a 1 s run took 14 s (its bound is duration + 2 timeouts + 1 s) and its own stall
+    # came out as the server's timeouts.  It now launches in bursts, reading between them,
+    # and a second past the schedule's end counts what is left as unlaunched.
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "index.html").write_text("hi\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = subprocess.Popen([str(cbuild / "userver"), "--addr", "127.0.0.1", "--port", str(port), "--mux", "epoll",
+                            "--backlog", "4096", "--accept-limit", "inf", "--docroot", str(root)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(port)
+        out, duration, timeout, rate = tmp_path / "g.json", 0.5, 1.0, 1_000_000
+        t = time.monotonic()
+        p = subprocess.run([str(cbuild / "loadgen"), "--server", "127.0.0.1", "--port", str(port), "--rate",
+                            str(rate), "--duration", str(duration), "--warmup", "0", "--timeout", str(timeout),
+                            "--arrivals", "deterministic", "--uri", "/index.html", "--out", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        wall = time.monotonic() - t
+    finally:
+        srv.kill()
+        srv.wait()
+    assert p.returncode == 0, p.stderr
+    g = json.loads(out.read_text())
+    assert g["unlaunched"] > 0 and "were never launched" in p.stderr, (g["unlaunched"], p.stderr)
+    assert abs(g["attempts"] + g["unlaunched"] - rate * duration) <= 1, (g["attempts"], g["unlaunched"])
+    # the give-up second and the hard end's two timeouts and a second, with 2 s for a busy machine
+    assert wall < duration + 1 + 2 * timeout + 1 + 2, wall
+
+
+def _wait_listening(port: int, within_s: float = 5.0) -> None:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"nothing listening on {port}")

@@ -369,14 +369,22 @@ def test_a_run_without_bpftrace_says_so_once(cbuild, tmp_path, monkeypatch):
     ({"attempts": 10000, "local_errors": 50}, False),
     ({"attempts": 10000, "local_errors": 300}, True),     # e.g. socket() past the open-files cap
     ({"attempts": 0}, False),                             # httperf: no such count
+    ({"attempts": 10000, "local_errors": 0, "unlaunched": 1}, True),   # behind its schedule past its end
 ])
 def test_generator_error(g, fails):
     # local_errors never reached the record or the console: a generator out of descriptors
     # offered less than the rate asked for, and the point read as that rate's
     why = generator_error(g)
     assert (why is not None) == fails
-    if fails:
+    if fails and "unlaunched" in g:
+        assert "never launched 1 of their 10001 connections" in why
+    elif fails:
         assert "could not launch 300 of their 10000 connections" in why
+
+
+def test_merge_sums_the_unlaunched():
+    from realsys.loadgen import merge
+    assert merge([{"unlaunched": 3}, {"unlaunched": 4}, {}])["unlaunched"] == 7
 
 
 @pytest.mark.root
