@@ -29,7 +29,7 @@ figures: $(STAMP)
 # Debian packages and C binaries for realsys (needs root; a no-op when present).
 deps:
 	@if [ "$$(id -u)" = 0 ] && [ -x realsys/install-deps.sh ]; then realsys/install-deps.sh; \
-	 else echo "deps: not root or no installer; realsys tests will be skipped"; fi
+	 else echo "deps: not root or no installer: the realsys tests need root, and under make test their skips fail (as another user: .venv/bin/python -m pytest tests -m 'not root')"; fi
 
 cbuild:
 	@if [ -f realsys/c/Makefile ]; then $(MAKE) -s -C realsys/c all; fi

@@ -80,17 +80,31 @@ def _cli(argv: list[str] | None = None) -> int:
         import json
 
         from .switchcost import measure
+        if a.out is not None:
+            # checked before the minute of timing: a bad --out failed after it, with a traceback
+            from pathlib import Path
+
+            from simaccept.cli import _out_problem
+            why = _out_problem(Path(a.out))
+            if why:
+                print(f"realsys: switch-cost: --out {a.out!r}: {why}", file=sys.stderr)
+                return 2
         try:
             out = measure(a.rounds, a.iterations, log)
         except (RuntimeError, ValueError, OSError) as e:
             print(f"realsys: switch-cost: {e}", file=sys.stderr)
             return 1
         text = json.dumps(out, indent=2) + "\n"
-        if a.out:
+        sys.stdout.write(text)          # first: a write that fails keeps the measurement on stdout
+        sys.stdout.flush()
+        if a.out is not None:
             from simaccept.sweep import atomic_write
-            atomic_write(a.out, text)
+            try:
+                atomic_write(a.out, text)
+            except OSError as e:
+                print(f"realsys: switch-cost: --out {a.out!r}: cannot write: {e.strerror or e}", file=sys.stderr)
+                return 1
             log(f"realsys: wrote {a.out}")
-        sys.stdout.write(text)
         log(f"realsys: one block-and-wake {out['switch_us']:.2f} us (round trip {out['round_trip_us']:.2f} us, "
             f"write + read {out['calls_us']:.2f} us; medians of {out['rounds']} rounds on CPU {out['cpu']})")
         return 0

@@ -23,7 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from .report import series_label
+from .report import _check_numbers, series_label
 from .runner import ResultsFileError, read_rows
 
 
@@ -51,7 +51,9 @@ def _by_key(path: Path) -> dict:
     series (another --set realsys.spin_us) paired every point with the other series.  A rerun's
     finished row replaces a failed one."""
     out: dict = {}
-    for r in read_rows(path):
+    rows = read_rows(path)
+    _check_numbers(path, rows)          # a finished row's NaN paired as nothing, exit 0
+    for r in rows:
         k = _key(r)
         old = out.get(k)
         if old is not None and old.get("status") == "ok" and r.get("status") == "ok" and \

@@ -76,6 +76,8 @@ def _series(rows):
 
 #: The columns a summary computes with, each a number (or empty: not measured) in an ok row.
 _NUMERIC = ("target_rate", "replies_per_s", "conn_attempts_per_s", "duration_s", "select_calls_per_s")
+#: The columns every finished row has measured, finite: a target, a window and what it gave.
+_MEASURED = ("target_rate", "replies_per_s", "duration_s")
 
 
 def _finite_or_null(o):
@@ -101,9 +103,13 @@ def _check_numbers(path: Path, rows) -> None:
             if v in (None, "") and k not in ("target_rate", "replies_per_s"):
                 continue
             try:
-                float(v)
+                x = float(v)
             except (TypeError, ValueError):
                 raise ResultsFileError(f"{path}: line {i}, column {k}: {v!r} is not a number") from None
+            # "nan" passed float(): "peak nan replies/s", exit 0; a zero duration, a rate of nothing
+            if k in _MEASURED and not (math.isfinite(x) and (x > 0 if k != "replies_per_s" else x >= 0)):
+                raise ResultsFileError(f"{path}: line {i}, column {k}: {v!r} in a finished row (status ok): "
+                                       f"must be a finite number {'>= 0' if k == 'replies_per_s' else '> 0'}")
 
 
 #: A point file is a few kB; anything past this is not one (``/dev/zero`` read until MemoryError).
@@ -290,9 +296,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def _main(argv=None, prog: str = "python -m realsys.report") -> int:
     ap = _parser(prog)
     a = ap.parse_args(argv)
+    if a.drops_rate is not None and not (math.isfinite(a.drops_rate) and a.drops_rate > 0):
+        ap.error(f"--drops-rate {a.drops_rate:g}: must be a finite target rate > 0 (req/s)")
     for d in a.dirs:        # a typo must not read as an empty result
         if not (Path(d) / "results.csv").is_file():
             ap.error(f"{d}: no results.csv there (a results directory of python -m realsys run --out DIR)")
+        if (Path(d) / "results.csv").stat().st_size == 0:     # it read as "0 finished rows"
+            ap.error(f"{d}: results.csv is empty (not even a header)")
     rc = 0
     for d in a.dirs:
         try:

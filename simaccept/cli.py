@@ -1,4 +1,4 @@
-"""Command line: simaccept run | sweep | figures | fit | predict | scenarios.
+"""Command line: simaccept run | sweep | figures | fit | predict | scenarios | keys.
 
 Exit status: 0 success, 1 the run failed, 2 bad input (unknown scenario key,
 wrong type, out-of-range value, unreadable file) -- refused before anything
@@ -108,6 +108,27 @@ def _check_out_dir(p: Path, path: str, option: str) -> None:
     why = write_problem(anc, "simaccept")
     if why:
         raise ScenarioError(option, why)
+
+
+def _out_problem(out: Path) -> str | None:
+    """Why ``--out`` cannot be written (checked before anything runs), or None: its directory
+    must exist and take a new file, and ``out`` itself must not be a directory."""
+    if str(out) in ("", "."):
+        return "give a file name"
+    try:
+        return _out_file_problem(out)
+    except (OSError, ValueError) as e:      # a name too long, a NUL byte: a traceback, exit 1
+        return f"cannot use it: {getattr(e, 'strerror', None) or e}"
+
+
+def _out_file_problem(out: Path) -> str | None:
+    if out.is_dir():
+        return "is a directory; give a file name"
+    if not out.parent.is_dir():
+        if out.parent.exists():
+            return f"{str(out.parent)!r} is not a directory"
+        return f"directory {str(out.parent)!r} does not exist"
+    return write_problem(out.parent, out.name)
 
 
 def write_problem(d: Path, name: str) -> str | None:
@@ -620,7 +641,7 @@ def _main(args) -> int:
             points = Path(args.out) / "points"
             cached = points.is_dir() and any(points.glob("*.json"))
             simulated = []          # run_sweep calls on_point for the points it simulates, not those it reuses
-            args.started = time.time()
+            args.started, args.simulated = time.time(), simulated
             from .sweep import failed_points_message
             recs = run_sweep(sc, args.out, jobs=args.jobs, dask=args.dask, progress=not args.no_progress,
                              parquet=args.parquet, on_point=simulated.append, warn=False)
@@ -678,7 +699,7 @@ def _main(args) -> int:
     except KeyboardInterrupt as e:
         by = f" by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else ""
         if args.cmd in ("sweep", "figures"):    # they cache each finished point under OUT
-            print(f"interrupted{by}; finished points are kept (rerun to resume){_stale_results(args)}",
+            print(f"interrupted{by}; {_kept_points(args)} (rerun to resume){_stale_results(args)}",
                   file=sys.stderr)
         elif args.cmd in ("fit", "predict") and getattr(args, "cache", None):
             print(f"interrupted{by}; {'no profile' if args.cmd == 'fit' else 'nothing'} written; finished "
@@ -692,6 +713,23 @@ def _main(args) -> int:
         print(f"error: {e}{_stale_results(args)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _kept_points(args) -> str:
+    """Which finished points an interrupted sweep or figures run kept, and where ("finished
+    points are kept" was said when none had finished, and named no folder)."""
+    if args.cmd != "sweep":
+        return f"finished points are kept under {args.out} (one folder per figure)"
+    points = Path(args.out) / "points"
+    new = sum(r.status == "ok" for r in getattr(args, "simulated", ()))
+    try:
+        there = sum(1 for _ in points.glob("*.json"))
+    except OSError:
+        there = new
+    earlier = f"; {points} holds {there} in all" if there != new else ""
+    if not new:
+        return f"no point finished in this run{earlier}"
+    return f"the {new} point{'' if new == 1 else 's'} finished in this run {'is' if new == 1 else 'are'} kept in {points}{earlier}"
 
 
 def _stale_results(args) -> str:

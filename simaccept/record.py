@@ -71,7 +71,8 @@ class RunRecord:
     connect_ms_mean: float = math.nan
     client_timeouts: float = math.nan      # per second
     client_resets: float = math.nan        # per second
-    # CPU shares (fractions of the measured wall time) --------------------------
+    # CPU shares (fractions of the measured wall time; a threaded server's blocking call
+    # sums its threads' time in the call, waiting included, and can exceed 1) ---------
     cpu_share_select: float = math.nan
     cpu_share_poll: float = math.nan
     cpu_share_epoll: float = math.nan

@@ -56,7 +56,7 @@ import math
 import sys
 from pathlib import Path
 
-from simaccept.cli import _out_dir, add_fit_args, add_loss_args, add_predict_args, add_set_option, split_set, write_problem
+from simaccept.cli import _out_dir, _out_problem, add_fit_args, add_loss_args, add_predict_args, add_set_option, split_set
 from simaccept.scenario import ScenarioError
 from simaccept.sweep import SweepError
 
@@ -65,27 +65,6 @@ from .records import select_records, why_none_selected
 
 def _err(msg: str) -> None:
     print(f"error: {msg}", file=sys.stderr)
-
-
-def _out_problem(out: Path) -> str | None:
-    """Why ``--out`` cannot be written (checked before anything runs), or None: its directory
-    must exist and take a new file, and ``out`` itself must not be a directory."""
-    if str(out) in ("", "."):
-        return "give a file name"
-    try:
-        return _out_file_problem(out)
-    except (OSError, ValueError) as e:      # a name too long, a NUL byte: a traceback, exit 1
-        return f"cannot use it: {getattr(e, 'strerror', None) or e}"
-
-
-def _out_file_problem(out: Path) -> str | None:
-    if out.is_dir():
-        return "is a directory; give a file name"
-    if not out.parent.is_dir():
-        if out.parent.exists():
-            return f"{str(out.parent)!r} is not a directory"
-        return f"directory {str(out.parent)!r} does not exist"
-    return write_problem(out.parent, out.name)
 
 
 def _same_file(a, b) -> bool:
@@ -247,7 +226,7 @@ def machine_fit_target(args) -> dict:
         raise ValueError(f"--profile: {profile!r} is the name of a profile shipped with simaccept, which would be "
                          "used in place of yours; give another name")
     if results is not None and not results.is_dir():
-        raise ValueError(f"--results: {results}: no such directory")
+        raise ValueError(f"--results: {results}: {'not a directory' if results.exists() else 'no such directory'}")
     missing = [d / "results.csv" for d in machine.fit_dirs(results) if not (d / "results.csv").is_file()]
     if missing:
         # --results realsys/results/onepacket-select (one run folder) looked for
@@ -308,7 +287,7 @@ def machine_check_main(args) -> int:
         return 2
     from .machine import resolve_profile
     if not Path(args.results).is_dir():
-        _err(f"--results: {args.results}: no such directory")
+        _err(f"--results: {args.results}: {'not a directory' if Path(args.results).exists() else 'no such directory'}")
         return 2
     profile = resolve_profile(args.results, args.profile)
     if profile is None:
@@ -368,7 +347,12 @@ def fit_main(args) -> int:
     if isinstance(selectors, str):          # one selector given as a plain string
         selectors = [selectors]
     args.select = selectors
-    base_profile = getattr(args, "base_profile", None) or "thesis-2004"
+    base_profile = getattr(args, "base_profile", None)
+    if base_profile is not None and not str(base_profile).strip():
+        # "" was taken for the default: a whole fit from thesis-2004's costs
+        _err("--base-profile: an empty name (leave --base-profile out for thesis-2004)")
+        return 2
+    base_profile = base_profile or "thesis-2004"
     try:
         read_profile(base_profile)
     except (KeyError, ValueError) as e:
@@ -893,8 +877,27 @@ def _cli(argv=None) -> int:
         return 1
     except KeyboardInterrupt as e:      # as `simaccept`: no traceback (report, window, seeds, sensitivity and
                                         # fit --cache keep their finished simulations)
-        _err(f"interrupted by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else "interrupted")
+        by = f" by {signal.Signals(e.signum).name}" if isinstance(e, Terminated) else ""
+        _err(f"interrupted{by}{_kept(args)}")
         return 128 + e.signum if isinstance(e, Terminated) else 130
+
+
+def _kept(args) -> str:
+    """What an interrupted command kept, for its last line ("interrupted" alone left the user to
+    guess whether an hour of simulations was lost)."""
+    cache = getattr(args, "cache", None)
+    if cache is None and args.cmd not in ("fit", "predict"):
+        import importlib
+        module, name = {"machine-fit": ("machine", "FIT_CACHE"), "machine-check": ("machine", "CHECK_CACHE"),
+                        "thesis-fit": ("thesis_fit", "FIT_CACHE")}.get(
+            args.cmd, (args.cmd.replace("-", "_"), "DEFAULT_CACHE"))
+        try:
+            cache = getattr(importlib.import_module(f"validation.{module}"), name)
+        except (ImportError, AttributeError):
+            cache = None
+    if cache is None:
+        return f"; nothing written ({args.cmd} keeps no partial results without --cache DIR)"
+    return f"; finished simulations are kept in {cache} (run the same command again to reuse them)"
 
 
 def _main(args) -> int:

@@ -482,8 +482,36 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
     A sweep's row (source ``sim`` with a ``point`` label) is simulated as that sweep point, with
     its random stream (:func:`_sweep_point`).  A bad value in the row's ``config`` is a
     :class:`RecordError` naming file, line and column; a bad ``overrides`` one a ScenarioError.
-    Raises :class:`NotSimulable` when the record names no server or no target rate.
+    Raises :class:`NotSimulable` when the record names no server or no target rate.  The scenario
+    is refused as :func:`~simaccept.sim.simulate` would refuse it (a sweep axis, a setting its
+    server's model does not read) here, where the error can say whose it is: a ScenarioError
+    for a key ``overrides`` set, a RecordError for the row's own.
     """
+    sc = _scenario_for(record, base_dir, overrides, seed, rate)
+    # a worker's simulate() raised these: a traceback from predict, and from fit a message
+    # naming neither the record nor the option that set the key
+    e = (ScenarioError(sc.axes[0][0], "is a sweep axis (a list); a record is simulated at one point: "
+                       "give one value") if sc.axes else _modelled_error(sc))
+    if e is not None:
+        if e.key in {str(o).split("=", 1)[0].strip() for o in overrides}:
+            raise e
+        m = _as_measured(record)
+        raise RecordError(f"{m.label} cannot be simulated as measured: {e}", path=m.path, line=m.line or None)
+    return sc
+
+
+def _modelled_error(sc: Scenario) -> ScenarioError | None:
+    """What :func:`simaccept.sim.check_modelled` refuses in the point ``sc``, or None."""
+    from simaccept.sim import check_modelled
+    try:
+        check_modelled(sc.resolved())
+    except ScenarioError as e:
+        return e
+    return None
+
+
+def _scenario_for(record, base_dir, overrides, seed, rate) -> Scenario:
+    """:func:`scenario_for`, before its refusals."""
     r = _as_measured(record).record
     if not r.server:
         raise NotSimulable("no server (client-side demand row)")

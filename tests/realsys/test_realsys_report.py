@@ -84,6 +84,29 @@ def test_a_damaged_number_is_exit_2_naming_line_and_column(tmp_path, capsys):
     assert rc == 2 and "line 2, column replies_per_s: 'abc' is not a number" in err, err
 
 
+@pytest.mark.parametrize("column,value", [("replies_per_s", "nan"), ("duration_s", "0"), ("target_rate", "inf"),
+                                          ("replies_per_s", "-3")])
+def test_a_finished_row_measuring_nothing_is_exit_2(tmp_path, capsys, column, value):
+    # "nan" passed float(): "peak nan replies/s", exit 0; a zero-length window was summarized
+    d = _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0)])
+    csv_path = d / "results.csv"
+    lines = csv_path.read_text().splitlines()
+    cells = lines[1].split(",")
+    cells[lines[0].split(",").index(column)] = value
+    csv_path.write_text("\n".join([lines[0], ",".join(cells)]) + "\n")
+    rc, _, err = _main_exit([str(d)], capsys)
+    assert rc == 2 and f"line 2, column {column}: {value!r} in a finished row (status ok)" in err, err
+    from realsys.compare import main as compare_main
+    assert compare_main([str(d), str(d)]) == 2
+    assert f"line 2, column {column}" in capsys.readouterr().err
+
+
+def test_an_empty_results_file_is_named_empty(tmp_path, capsys):
+    (tmp_path / "results.csv").write_text("")
+    rc, _, err = _main_exit([str(tmp_path)], capsys)
+    assert rc == 2 and "results.csv is empty" in err, err
+
+
 def test_a_row_cut_short_is_exit_2(tmp_path, capsys):
     # a file cut off mid-row was summarized without a word
     d = _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0), _rec("workload.rate=600.0", "1", 600.0, 590.0)])
@@ -95,10 +118,14 @@ def test_a_row_cut_short_is_exit_2(tmp_path, capsys):
 
 @pytest.mark.parametrize("rate", ["-5", "nan", "99999"])
 def test_a_drops_rate_with_no_point_is_exit_2(tmp_path, capsys, rate):
-    # the drops section was left out without a word, which read as no drops
+    # the drops section was left out without a word, which read as no drops; a rate that
+    # cannot be one was told it had no point past saturation
     d = _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0), _rec("workload.rate=600.0", "1", 600.0, 400.0)])
     rc, _, err = _main_exit([str(d), "--drops-rate", rate], capsys)
-    assert rc == 2 and "has no finished point past saturation at that rate" in err and "600" in err, err
+    if rate == "99999":
+        assert rc == 2 and "has no finished point past saturation at that rate" in err and "600" in err, err
+    else:
+        assert rc == 2 and f"--drops-rate {rate}: must be a finite target rate > 0" in err, err
 
 
 def test_failed_rows_are_counted_and_none_finished_is_exit_1(tmp_path, capsys):

@@ -70,13 +70,19 @@ def test_the_cli_writes_the_measurement_that_read_accepts(cbuild, tmp_path):
 
 
 @pytest.mark.parametrize("argv, says", [
+    (["--out", "{file}/x.json"], "'{file}' is not a directory"),
+    (["--out", "{dir}"], "is a directory; give a file name"),
+    (["--out", ""], "--out '': give a file name"),
     (["--rounds", "0"], "argument --rounds: expected 1 to 1,000, got 0"),
     (["--iterations", "1e5"], "argument --iterations: expected a whole number, got '1e5'"),
 ])
-def test_the_cli_refuses_bad_counts_by_name(argv, says):
-    p = subprocess.run([sys.executable, "-m", "realsys", "switch-cost", *argv], capture_output=True, text=True,
-                       cwd=REPO, timeout=60)
-    assert p.returncode == 2 and says in p.stderr, p.stderr
+def test_the_cli_refuses_bad_counts_by_name(argv, says, tmp_path):
+    # a bad --out was found after the timing, as a traceback, and the measurement was lost
+    (tmp_path / "f").write_text("")
+    fill = {"file": str(tmp_path / "f"), "dir": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "realsys", "switch-cost", "--iterations", "100000000",
+                        *[a.format(**fill) for a in argv]], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert p.returncode == 2 and says.format(**fill) in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("text, says", [

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from simaccept import cli, simulate
+from simaccept.record import RunRecord
 from simaccept.scenario import ScenarioError
 
 # simaccept.sweep is also the name of a function the package exports: take the module.
@@ -127,7 +128,8 @@ def test_sweep_unreachable_dask_scheduler_is_a_clean_error(tmp_path, spec, capsy
     assert "error: --dask: " in err and "tcp://127.0.0.1:1" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("cmd,kept", [("sweep", True), ("predict", False), ("run", False)])
+@pytest.mark.parametrize("cmd,kept", [("sweep", "no point finished in this run"), ("predict", "nothing written"),
+                                      ("run", "nothing written")])
 def test_interrupt_message_says_what_is_kept(tmp_path, spec, monkeypatch, capsys, cmd, kept):
     # Ctrl-C used to print "finished points are kept" for every command, though only
     # sweep (and figures) cache points; an interrupted predict or fit keeps nothing.
@@ -143,7 +145,25 @@ def test_interrupt_message_says_what_is_kept(tmp_path, spec, monkeypatch, capsys
             "run": ["run", str(spec), "--set", "workload.rate=2000"]}[cmd]
     assert cli.main(argv) == 130
     err = capsys.readouterr().err
-    assert ("finished points are kept" in err) == kept and "interrupted" in err
+    assert kept in err and "interrupted" in err and "are kept" not in err
+
+
+def test_interrupted_sweep_counts_the_points_it_kept(tmp_path, spec, monkeypatch, capsys):
+    # "finished points are kept" was said with none finished, and named no folder
+    out = tmp_path / "o"
+    (out / "points").mkdir(parents=True)
+    (out / "points" / "earlier.json").write_text("{}")
+
+    def two_then_ctrl_c(sc, out_dir, *, on_point=None, **kw):
+        for i in range(2):
+            (out / "points" / f"p{i}.json").write_text("{}")
+            on_point(RunRecord(status="ok"))
+        on_point(RunRecord(status="failed"))     # not kept: a failed point is run again
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweep, "run_sweep", two_then_ctrl_c)
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert f"the 2 points finished in this run are kept in {out / 'points'}; {out / 'points'} holds 3 in all" in err
 
 
 def test_pool_is_no_bigger_than_the_points_left(tmp_path, monkeypatch):

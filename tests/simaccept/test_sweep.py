@@ -402,7 +402,8 @@ def test_a_terminated_sweep_stops_its_workers_and_keeps_finished_points(tmp_path
     p.send_signal(sig)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 128 + sig, (p.returncode, err)
-    assert f"interrupted by {signal.Signals(sig).name}; finished points are kept" in err, err
+    assert f"interrupted by {signal.Signals(sig).name}; the 2 points finished in this run are kept in {points} " \
+        f"(rerun to resume)" in err, err
     assert _gone(workers), "a worker outlived the sweep"
     assert len(list(points.glob("*.json"))) == 2 and not list(points.glob(".*.tmp"))
 

@@ -161,6 +161,11 @@ SELECT = "realsys/results/onepacket-select/results.csv"
      "--rows: given more than once"),                                            # traced twice
     (["phases", "--rows", "a,a"], "--rows: given more than once: a"),
     (["report", "--real-profile", ""], "--real-profile: an empty name"),         # no realsys section
+    (["fit", "--records", SELECT, "--params", "user_per_request", "--base-profile", "", "--out",
+      "out/never-written.toml"], "--base-profile: an empty name"),              # a whole fit from thesis-2004
+    (["machine-fit", "--results", SELECT, "--profile", "realsys-x"], f"--results: {SELECT}: not a directory"),
+    (["machine-check", "--results", SELECT, "--profile", "realsys-linux6", "--out", "out/never"],
+     f"--results: {SELECT}: not a directory"),                                   # "no such directory"
     (["report", "--real", SELECT, "--real", "./" + SELECT, "--real-profile", "realsys-linux6"],
      "is the file given before as"),                                             # held out twice
 ])
@@ -281,3 +286,54 @@ def test_a_partial_analysis_does_not_replace_the_committed_page(monkeypatch, arg
     monkeypatch.setattr(importlib.import_module(module), "run", run)
     assert vmain(argv) == 130
     assert str(seen["out"]) == str(report.PARTIAL_OUT if partial else report.DEFAULT_OUT), argv
+
+
+KNOT = "realsys/results/onepacket-knot/results.csv"
+
+
+@pytest.mark.parametrize("cmd", ["predict", "fit"])
+@pytest.mark.parametrize("records, over, says", [
+    (None, "scenario.duration=[1, 2]", "scenario key 'scenario.duration': is a sweep axis (a list); a record is "
+                                       "simulated at one point: give one value"),
+    (KNOT, "workload.idle_conns=5", "scenario key 'workload.idle_conns': only the userver model holds idle"),
+    (KNOT, 'server.service_dist="exponential"', "scenario key 'server.service_dist': only the userver model"),
+])
+def test_a_set_the_simulation_would_refuse_is_exit_2_before_any_run(one_run_csv, capsys, monkeypatch, cmd,
+                                                                     records, over, says):
+    # found by an audit on 2026-12-07: predict raised it in a worker, a 30-line traceback; fit
+    # said it with advice for the Python API (load_scenario(..., overrides=[...]))
+    import validation.fitter as fitter
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(fitter, "_simulate_json", lambda *a, **k: pytest.fail("a simulation ran"))
+    argv = [cmd, "--records", records or str(one_run_csv), "--set", over]
+    argv += (["--profile", "realsys-linux6"] if cmd == "predict" else
+             ["--params", "user_per_request", "--base-profile", "realsys-linux6", "--out", "out/never-written.toml"])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and "load_scenario" not in err, err
+    assert not (ROOT / "out" / "never-written.toml").exists()
+
+
+@pytest.mark.parametrize("cmd", ["predict", "fit"])
+def test_a_record_whose_own_config_is_a_sweep_is_named_by_file_and_line(tmp_path, capsys, monkeypatch, cmd):
+    import csv
+    import json
+
+    import validation.fitter as fitter
+    monkeypatch.setattr(fitter, "_simulate_json", lambda *a, **k: pytest.fail("a simulation ran"))
+    rows = list(csv.DictReader(open(ROOT / KNOT, newline="")))[:2]
+    doc = json.loads(rows[1]["config"])
+    doc["client"]["timeout"] = [1, 2]
+    rows[1]["config"] = json.dumps(doc)
+    bad = tmp_path / "r.csv"
+    with open(bad, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    argv = [cmd, "--records", str(bad)]
+    argv += (["--profile", "realsys-linux6"] if cmd == "predict" else
+             ["--params", "user_per_request", "--base-profile", "realsys-linux6", "--out", str(tmp_path / "p.toml")])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:3: knot/one-packet/-/accept-" in err and "cannot be simulated as measured: scenario key " \
+        "'client.timeout': is a sweep axis" in err and "Traceback" not in err, err
