@@ -113,9 +113,19 @@ def _cli(argv: list[str] | None = None) -> int:
             print("realsys: clean needs root (it deletes network namespaces)", file=sys.stderr)
             return 1
         from .runner import clean_work
-        from .testbed import clean_stale
-        removed = clean_stale(log)
-        folders = clean_work(log)
+        from .testbed import TestBedBusy, _lock_or_busy, clean_stale
+        try:
+            # under the test bed's lock: a clean that read a mark before a new run reused its
+            # dead owner's pid judged the new run's namespaces stale and deleted them
+            lock = _lock_or_busy()
+        except TestBedBusy as e:
+            print(f"realsys: clean: {e}; a run cleans what dead runs left when it starts", file=sys.stderr)
+            return 1
+        try:
+            removed = clean_stale(log)
+            folders = clean_work(log)
+        finally:
+            os.close(lock)
         cgroups = [x for x in removed if x.startswith("/")]      # clean_stale's cgroups are paths, namespaces names
         log(f"realsys: removed {len(removed) - len(cgroups)} stale namespace(s), {len(cgroups)} cgroup(s) "
             f"and {len(folders)} work folder(s)")

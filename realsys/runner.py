@@ -319,8 +319,10 @@ def read_rows(path: Path) -> list[dict]:
 
 def append_record(path: Path, rec: RunRecord) -> None:
     """Rewrite path with one more row: temp file + os.replace, so the file on disk always
-    holds complete rows only."""
+    holds complete rows only.  ResultsFileError for a file with columns this version does not
+    write (a newer one's): the rewrite would drop them from every row."""
     rows = read_rows(path)
+    check_known_columns(path, rows)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
     w.writeheader()
@@ -329,6 +331,16 @@ def append_record(path: Path, rec: RunRecord) -> None:
     d = rec.to_dict()
     w.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()})
     atomic_write(path, buf.getvalue())
+
+
+def check_known_columns(path: Path, rows: list[dict]) -> None:
+    """ResultsFileError if the rows have a column this version does not write (a newer
+    version's file): a row added to it would drop that column from every row."""
+    unknown = [c for c in (rows[0] if rows else {}) if c not in COLUMNS]
+    if unknown:
+        raise ResultsFileError(f"{path}: columns this version does not write ({', '.join(unknown[:5])}"
+                               f"{', ...' if len(unknown) > 5 else ''}): adding a row would drop them from every "
+                               f"row; give another --out, or run the version that wrote it")
 
 
 def done_keys(rows: list[dict]) -> set[tuple[str, str]]:
@@ -340,14 +352,18 @@ def _nan(x) -> float:
     return math.nan if x is None else float(x)
 
 
-def _sysctls_for(v: dict) -> dict[str, str]:
+def _sysctls_for(v: dict, defaults: dict[str, str]) -> dict[str, str]:
+    """The server namespace's sysctls for the point ``v``; a key it leaves at -1 gets the
+    namespace's own value (``defaults``, read when the bed was built), not the last point's."""
     k = v["kernel"]
     out = {"net.ipv4.tcp_syncookies": "1" if k["syncookies"] else "0", "net.ipv4.tcp_abort_on_overflow": "0",
            "net.core.somaxconn": str(k["somaxconn"] if k["somaxconn"] != -1 else 4096)}
-    if k["max_syn_backlog"] != -1:
-        out["net.ipv4.tcp_max_syn_backlog"] = str(k["max_syn_backlog"])
-    if k["synack_retries"] != -1:
-        out["net.ipv4.tcp_synack_retries"] = str(k["synack_retries"])
+    for key, name in (("max_syn_backlog", "net.ipv4.tcp_max_syn_backlog"),
+                      ("synack_retries", "net.ipv4.tcp_synack_retries")):
+        if k[key] != -1:
+            out[name] = str(k[key])
+        elif defaults.get(name):
+            out[name] = defaults[name]
     return out
 
 
@@ -576,7 +592,7 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
     pdir = work / h
     pdir.mkdir(parents=True, exist_ok=True)
     docroot = make_docroot(work / f"docroot-{wl['reply_bytes']}", wl["reply_bytes"], rs["docroot_files"])
-    tb.set_sysctls(_sysctls_for(v))
+    tb.set_sysctls(_sysctls_for(v, getattr(tb, "sysctl_defaults", {})))
     sysctls = tb.read_sysctls(SYSCTL_KEYS)
     stats_path = pdir / "server.json"
     kind = sv["kind"]
@@ -664,6 +680,12 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                 tb.stop(p, signal.SIGKILL)
         t_gens = time.monotonic()
         bpf = (tracer.stop() or None) if tracer.available else None
+        if bpf is not None and t_lg_real - t_lg > WINDOW_SLACK * dur:
+            # bpftrace's window was fixed before it attached (up to 30 s): counted that much
+            # earlier than the counters' and the server's, its split mixed two windows unsaid
+            bpf = None
+            tracer.note = (f"the load started {t_lg_real - t_lg:.1f} s after bpftrace's window was set (it was "
+                           f"slow to attach): its window is not the counters', counter-only split for this point")
         extra["timing_s"] = {"generators_drain": t_gens - t_after, "bpftrace_stop": time.monotonic() - t_gens,
                              "window_start_late": late_start, "window_end_late": late_end}
         fds_open = len(os.listdir(f"/proc/{server.pid}/fd")) if server.poll() is None else -1
@@ -860,6 +882,7 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
             raise ResultsFileError(f"{str(out_dir / 'points')!r} exists and is not a directory; a run keeps each "
                                    "point's details in that folder: move it away")
         rows = read_rows(out_dir / "results.csv") if out_dir.is_dir() else []
+        check_known_columns(out_dir / "results.csv", rows)      # before a point is measured, not after
         other = sorted({r.get("source") or "" for r in rows} - {"real"})
         if other:
             # a sweep's rows carry the same point and config: they counted as measured, and the
@@ -914,9 +937,12 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                         raise ScenarioError(getattr(e, "key", "?"), getattr(e, "reason", str(e))) from None
                     # the point's details first, then its row: a row on disk always
                     # has its complete point file (both written atomically)
-                    atomic_write(out_dir / "points" / f"{pt.content_hash(simulator=False)}.json",
-                                 json.dumps(extra, indent=1, default=str, allow_nan=True))
-                    append_record(csv_path, rec)
+                    # both or neither: a Ctrl-C between them kept the point file and not its
+                    # row, and the next run measured the point again
+                    with stop_signals_held("realsys: keeping the point", log):
+                        atomic_write(out_dir / "points" / f"{pt.content_hash(simulator=False)}.json",
+                                     json.dumps(extra, indent=1, default=str, allow_nan=True))
+                        append_record(csv_path, rec)
                     recs.append(rec)
                     note = extra.get("bpftrace_note")
                     if note and note not in said and not (note == "bpftrace disabled" and not use_bpf):

@@ -58,6 +58,8 @@ SUBNETS = ("198.18.1", "198.18.2")
 SERVER_HOST = 1
 CLIENT_HOST = 2
 POOL = range(10, 250)          # extra client source addresses per subnet
+#: Server-namespace sysctls a scenario may leave at the kernel's default (kernel.* = -1).
+DEFAULTED_SYSCTLS = ("net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_synack_retries")
 
 
 class _forked_real_time:
@@ -420,8 +422,12 @@ class TestBed:
             _run(["ip", "netns", "exec", cns, "sh", "-ec", "; ".join(sh)])
         # An anchor process per namespace: /proc/<anchor>/net/* reads that namespace's counters.
         for ns in self.created:
-            p = self.spawn(ns, ["sleep", "86400"], cpu=None)
+            # infinity: after 86400 s the sleeper was a zombie and /proc/<pid>/net/* gave ENOENT
+            p = self.spawn(ns, ["sleep", "infinity"], cpu=None)
             self.anchors[ns] = p.pid
+        #: The new server namespace's own values of the sysctls a point may leave at their default
+        #: (-1): set back at every point, else a point ran with the previous point's value.
+        self.sysctl_defaults = self.read_sysctls(DEFAULTED_SYSCTLS)
         self.log(f"testbed: up in {time.monotonic() - t0:.2f}s: {', '.join(self.created)}")
 
     def set_sysctls(self, values: dict[str, str], ns: str | None = None) -> None:
@@ -452,13 +458,15 @@ class TestBed:
         SIGINT, SIGTERM and SIGHUP arriving meanwhile are held and acted on once everything
         is removed (a KeyboardInterrupt or TestBedInterrupted raised then), so an impatient
         second Ctrl-C cannot cut the teardown short and leave the test bed up."""
-        with stop_signals_held("testbed: tearing down", self._say):
-            try:
+        try:
+            with stop_signals_held("testbed: tearing down", self._say):
                 self._teardown()
-            finally:
-                for sig, h in self._old_handlers.items():
-                    signal.signal(sig, h)
-                self._old_handlers.clear()
+        finally:
+            # after the hold is lifted: restored inside it, they were undone by its own restore,
+            # and SIGTERM raised TestBedInterrupted in a process with no bed up
+            for sig, h in self._old_handlers.items():
+                signal.signal(sig, h)
+            self._old_handlers.clear()
 
     def _teardown(self) -> None:
         try:

@@ -85,6 +85,53 @@ def test_append_is_complete_rows(tmp_path):
     assert not list(tmp_path.glob(".*tmp"))
 
 
+def test_a_newer_versions_columns_are_not_dropped(tmp_path, capsys):
+    # the rewrite kept COLUMNS only: a column another version wrote went from every row
+    p = tmp_path / "results.csv"
+    append_record(p, RunRecord(source="real", point="p0", replies_per_s=1.0))
+    lines = p.read_text().splitlines()
+    p.write_text("\n".join([lines[0] + ",newer_column", lines[1] + ",7"]) + "\n")
+    from realsys.runner import ResultsFileError
+    with pytest.raises(ResultsFileError, match="columns this version does not write \\(newer_column\\)"):
+        append_record(p, RunRecord(source="real", point="p1", replies_per_s=2.0))
+    assert p.read_text().splitlines()[1].endswith(",7")
+    assert cli.main(["run", SMOKE, "--out", str(tmp_path)]) == 2       # refused before anything runs
+    assert "--out: " in capsys.readouterr().err and p.read_text().splitlines()[1].endswith(",7")
+
+
+def test_a_point_at_the_kernels_default_gets_the_namespaces_value_not_the_last_points():
+    # a sweep kernel.max_syn_backlog=[256, -1] ran its second point at 256
+    from realsys.runner import _sysctls_for
+    v = {"kernel": {"syncookies": False, "somaxconn": 128, "max_syn_backlog": -1, "synack_retries": 3}}
+    got = _sysctls_for(v, {"net.ipv4.tcp_max_syn_backlog": "4096", "net.ipv4.tcp_synack_retries": "5"})
+    assert got["net.ipv4.tcp_max_syn_backlog"] == "4096" and got["net.ipv4.tcp_synack_retries"] == "3"
+    v["kernel"]["max_syn_backlog"] = 256
+    assert _sysctls_for(v, {"net.ipv4.tcp_max_syn_backlog": "4096"})["net.ipv4.tcp_max_syn_backlog"] == "256"
+
+
+@pytest.mark.root
+def test_the_bed_reads_its_namespaces_defaults_before_any_point(tmp_path):
+    from realsys.testbed import DEFAULTED_SYSCTLS, TestBed
+    with TestBed() as tb:
+        assert set(tb.sysctl_defaults) == set(DEFAULTED_SYSCTLS) and all(tb.sysctl_defaults.values())
+        tb.set_sysctls({"net.ipv4.tcp_max_syn_backlog": "317"})      # no kernel's default
+        assert tb.read_sysctls(["net.ipv4.tcp_max_syn_backlog"])["net.ipv4.tcp_max_syn_backlog"] == "317"
+        assert tb.sysctl_defaults["net.ipv4.tcp_max_syn_backlog"] != "317"
+
+
+@pytest.mark.root
+def test_a_point_at_minus_one_runs_with_the_namespaces_own_syn_backlog(cbuild, tmp_path):
+    over = ["kernel.max_syn_backlog=[317, -1]", "workload.rate=300", "scenario.duration=0.3",
+            "scenario.warmup=0.1", "realsys.settle_s=0"]
+    recs = run_scenario(SMOKE, over, str(tmp_path), log=lambda m: None, use_bpf=False)
+    assert [r.status for r in recs] == ["ok", "ok"]
+    seen = {}
+    for f in (tmp_path / "points").glob("*.json"):
+        d = json.loads(f.read_text())
+        seen[json.loads(d["config"])["kernel"]["max_syn_backlog"]] = d["sysctls"]["net.ipv4.tcp_max_syn_backlog"]
+    assert seen[317] == "317" and seen[-1] != "317", seen
+
+
 @pytest.mark.root
 def test_resume_skips_finished_points(cbuild, tmp_path):
     over = ["workload.rate=[300,400]", "scenario.duration=0.5", "scenario.warmup=0.1"]

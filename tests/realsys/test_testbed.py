@@ -362,3 +362,40 @@ def test_a_missing_program_is_named_before_anything_is_built(monkeypatch):
         with TestBed():
             pass
     assert _ours(os.getpid()) == []
+
+
+def test_a_refused_bed_gives_the_signal_handlers_back(tmp_path):
+    # teardown put them back inside its signal hold, whose own restore then re-installed the
+    # bed's: after any bed, even a refused one, SIGTERM raised TestBedInterrupted
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    lock = testbed._lock_or_busy()
+    try:
+        with pytest.raises(testbed.TestBedBusy):
+            with TestBed():
+                pass
+    finally:
+        os.close(lock)
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    with TestBed():
+        pass
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_clean_waits_for_no_bed_to_be_up(capsys):
+    # clean took no lock: one that read a dead run's mark while a new run reused its pid
+    # deleted the new run's namespaces
+    from realsys import cli as rcli
+    lock = testbed._lock_or_busy()
+    try:
+        assert rcli.main(["clean"]) == 1
+        assert "another test bed is up on this machine" in capsys.readouterr().err
+    finally:
+        os.close(lock)
+    assert rcli.main(["clean"]) == 0
+
+
+def test_the_anchors_sleep_for_as_long_as_the_bed_is_up():
+    # "sleep 86400": a bed up for a day had zombie anchors, and its counters read ENOENT
+    with TestBed() as tb:
+        for pid in tb.anchors.values():
+            assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"infinity"]
