@@ -563,8 +563,8 @@ def predict_main(args) -> int:
             failed.append((label, (s.error or "").splitlines()[0] if s.error else s.status))
             continue
         for k in metrics:
-            meas, pred = float(getattr(m.record, k)), simulated_as_measured(s, m.record, k)
-            if pred != float(getattr(s, k)) and not (math.isnan(pred) and math.isnan(float(getattr(s, k)))):
+            meas, pred, raw = float(getattr(m.record, k)), simulated_as_measured(s, m.record, k), float(getattr(s, k))
+            if not (pred == raw or math.isnan(pred) and math.isnan(raw)):
                 converted.add(k)
             err = (pred - meas) / abs(meas) if math.isfinite(meas) and meas != 0 and math.isfinite(pred) else math.nan
             rows.append({"row": label, "seed": _seed_text(float(s.seed) if seed_set else m.record.seed),

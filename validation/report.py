@@ -70,7 +70,7 @@ from simaccept.record import RunRecord
 from simaccept.scenario import load_scenario, model_fingerprint as _model_fingerprint
 from simaccept.sweep import atomic_write, failed_points_message, run_sweep
 
-from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, time_split
+from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, simulated_as_measured, time_split
 from .sensitivity import format_factor, moved_cells, one_way_costs, one_way_sentence
 from .specweb_idle import outside_per_kib_markdown, per_kb_reads
 from .records import (DOCS_OUT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window, scenario_for,
@@ -809,10 +809,8 @@ def compare(m: Measured, sim: RunRecord | None, line: list[RunRecord],
     nan = math.nan
     for metric in ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select", "fd_rate",
                    "work_items_per_phase", "open_conns_mean"):
-        pred = getattr(sim, metric) if ok else nan
-        if metric == "c_avg" and ok and r.server == "userver":
-            pred = userver_c_avg(sim)
-        add(metric, m.get(metric), pred)
+        # the thesis's μserver C_avg per loop, as fit and predict read it (userver_c_avg)
+        add(metric, m.get(metric), simulated_as_measured(sim, r, metric) if ok else nan)
     if r.workload == "one-packet":
         # One request per connection, so every accept the replies do not account for is a connection the
         # server accepted and never completed: the text under table 4.8 reads them as httperf's timed-out
