@@ -494,29 +494,56 @@ def _list_hint(e: ScenarioError, overrides, cmd: str | None) -> str:
     """For a refused ``simaccept sweep --set workload.rate=10000,20000``: how a list (a sweep
     axis) is written.  The value was taken as the string "10000,20000", refused as "must be a
     number".  Only for sweep (run takes one point) and a refused value, not an unknown key;
-    not when the refusal says it already."""
-    if cmd != "sweep" or not e.reason.startswith("must be") or "a sweep axis is a list" in e.reason:
+    not when the refusal says it already.  For ``--set server.policy=[accept-limit,queue-aware]``
+    (any command): TOML reads no bare word, so the whole text was one string, refused as an
+    unknown policy; the hint shows the words quoted."""
+    if e.reason.startswith("unknown key") or "a sweep axis is a list" in e.reason:
         return ""
-    import json
-    import tomllib
     for item in overrides:
         key, _, text = item.partition("=")
         text = text.strip()
-        if key.strip() == e.key and "," in text and not text.startswith(("[", '"', "'")):
-            parts = []
-            for part in (p.strip() for p in text.split(",")):
-                try:                    # a number, inf, true stays; a word is quoted, as TOML wants it
-                    tomllib.loads(f"v = {part}")
-                    parts.append(part)
-                except tomllib.TOMLDecodeError:
-                    parts.append(json.dumps(part))
-            listed = "[" + ",".join(parts) + "]"
-            try:
-                tomllib.loads(f"v = {listed}")
-            except tomllib.TOMLDecodeError:
-                return ""
-            return f" (a list, a sweep axis, is written in brackets: --set '{key.strip()}={listed}')"
+        if key.strip() != e.key:
+            continue
+        if text.startswith("[") and text.endswith("]"):
+            if _key_kind(e.key) not in ("str", "choice"):     # quoting a word for a number leads to the next refusal
+                continue
+            listed = _quoted_list(text[1:-1])
+            if listed is not None and listed != text:
+                return f" (TOML quotes a word in a list: --set '{key.strip()}={listed}')"
+        elif (cmd == "sweep" and e.reason.startswith("must be") and "," in text
+              and not text.startswith(("[", '"', "'"))):
+            listed = _quoted_list(text)
+            if listed is not None:
+                return f" (a list, a sweep axis, is written in brackets: --set '{key.strip()}={listed}')"
     return ""
+
+
+def _key_kind(dotted: str) -> str | None:
+    """The schema's kind of ``section.key`` (None for a cost or an unknown key)."""
+    from .scenario import SCHEMA
+    section, _, key = dotted.partition(".")
+    spec = SCHEMA.get(section, {}).get(key)
+    return spec.kind if spec is not None else None
+
+
+def _quoted_list(text: str) -> str | None:
+    """``text``'s comma-separated items as a TOML list, bare words quoted (a number, inf or
+    true stays as written); None if even that is not TOML."""
+    import json
+    import tomllib
+    parts = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            tomllib.loads(f"v = {part}")
+            parts.append(part)
+        except tomllib.TOMLDecodeError:
+            parts.append(json.dumps(part))
+    listed = "[" + ",".join(parts) + "]"
+    try:
+        tomllib.loads(f"v = {listed}")
+    except tomllib.TOMLDecodeError:
+        return None
+    return listed
 
 
 def _axes_reason(axes) -> str:

@@ -442,6 +442,23 @@ def test_a_comma_separated_choice_shows_a_list_that_parses(spec, tmp_path, capsy
     assert dict(load_scenario(text="", overrides=[shown]).axes)["server.kind"] == ["userver", "tux"]
 
 
+@pytest.mark.parametrize("cmd", ["run", "sweep"])
+def test_a_bracketed_list_of_bare_words_shows_them_quoted(cmd, spec, tmp_path, capsys):
+    # TOML reads no bare word: the whole text was one string, refused as an unknown policy
+    # without a word on the quotes
+    import re
+    out = ["--out", str(tmp_path / "o")] if cmd == "sweep" else []
+    assert cli.main([cmd, str(spec), *out, "--set", "server.policy=[accept-limit, queue-aware]"]) == 2
+    err = capsys.readouterr().err
+    shown = re.search(r"--set '([^']*)'", err).group(1)
+    assert shown == 'server.policy=["accept-limit","queue-aware"]', err
+    from simaccept.scenario import load_scenario
+    assert dict(load_scenario(text="", overrides=[shown]).axes)["server.policy"] == ["accept-limit", "queue-aware"]
+    # a number's key is not told to quote a word: that is refused next
+    assert cli.main([cmd, str(spec), *out, "--set", "workload.rate=[1000, abc]"]) == 2
+    assert "quotes" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv,shown", [
     # a bundled name without its folder is the scenario, not the value
     (["run", "--set", "server.accept_limit", "tux-onepacket"], "--set server.accept_limit=VALUE"),
