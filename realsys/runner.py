@@ -43,6 +43,7 @@ from . import C_DIR, kernel
 from .docroot import HEADER_TEMPLATE, SPECWEB_FILES, make_docroot
 from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
                       write_wsesslog)
+from .rowconfig import resolved_now
 from .servers import PORT, ServerConfigError, death_signal, nginx_binary, nginx_event_methods, nginx_version, server_argv
 from .testbed import (CPU_QUOTA_MIN, TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record,
                       stop_signals_held)
@@ -344,7 +345,14 @@ def check_known_columns(path: Path, rows: list[dict]) -> None:
 
 
 def done_keys(rows: list[dict]) -> set[tuple[str, str]]:
-    return {(r.get("point", ""), r.get("config", "")) for r in rows if r.get("status") == "ok"}
+    """(point label, config) of each ok row, its config as this version writes it
+    (:func:`realsys.rowconfig.resolved_now`), to compare with a point's ``(point_label(),
+    to_json())``.  Compared as written, a row measured before a key was added was not
+    recognised, and a resumed run measured its point again (on 7 Dec 2026, all 1,050 rows of
+    the committed folders)."""
+    defaults = load_scenario(text="").values
+    return {(r.get("point", ""), resolved_now(r.get("config", ""), defaults))
+            for r in rows if r.get("status") == "ok"}
 
 
 # --------------------------------------------------------------------------- one point

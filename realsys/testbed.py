@@ -384,9 +384,16 @@ class TestBed:
     def _add_ns(self, ns: str) -> None:
         if ns in list_namespaces():
             raise TestBedError(f"namespace {ns} already exists and is not ours to reuse")
-        _run(["ip", "netns", "add", ns])
+        # marked before it is made: a run killed between the two left a namespace without its
+        # owner's start time, which clean_stale could then not tell from a reused pid's
         self.created.append(ns)
         self._mark()
+        try:
+            _run(["ip", "netns", "add", ns])
+        except BaseException:
+            self.created.remove(ns)
+            self._mark()
+            raise
 
     def _build(self) -> None:
         t0 = time.monotonic()
@@ -571,9 +578,9 @@ class TestBed:
         else:
             raise TestBedError("no cpu cgroup controller: cannot apply realsys.cpu_quota")
         if cg not in self.cgroups:
-            cg.mkdir(exist_ok=True)
-            self.cgroups.append(cg)
+            self.cgroups.append(cg)         # marked before it is made, as a namespace is
             self._mark()
+            cg.mkdir(exist_ok=True)
         for name, val in files.items():
             (cg / name).write_text(val)
         for pid in pids:
