@@ -116,8 +116,8 @@ def test_cli_sweep_writes_csv_and_plots(tmp_path):
     recs = read_csv(tmp_path / "o" / "results.csv")
     assert len(recs) == 6 and all(x.status == "ok" for x in recs)
     # without matplotlib no figure is drawn; under make test (which installs it) one must be
-    if __import__("importlib").util.find_spec("matplotlib") or os.environ.get("SIMACCEPT_STRICT_SKIPS") == "1":
-        assert (tmp_path / "o" / "throughput.png").stat().st_size > 1000
+    pytest.importorskip("matplotlib")      # no figure without it; make test installs it, and fails this skip
+    assert (tmp_path / "o" / "throughput.png").stat().st_size > 1000
 
 
 def test_cli_run_json_and_bad_input(tmp_path):

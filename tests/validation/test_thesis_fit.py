@@ -36,6 +36,11 @@ def test_shipped_profile_is_the_recorded_fit():
         start = load_costs(str(start_file)).us
         for k, v in rec["fit"]["start"].items():
             assert start[k] == pytest.approx(v, rel=1e-12)
+        # a refit from a file changes only the costs it fits (and TUX's hand-set pair); the
+        # rule below, against the hand profile, exempts every FIT_PARAMS, so a k_syn this
+        # refit left out could have differed from its start unseen
+        moved = {k for k in fitted if fitted[k] != start[k]}
+        assert moved <= set(rec["fit"]["params"]) | set(thesis_fit.TUX_HAND_SET), moved
     assert set(rec["fit"]["params"]) <= set(thesis_fit.FIT_PARAMS)
     assert partial or set(rec["fit"]["params"]) == set(thesis_fit.FIT_PARAMS)
     for k, v in rec["fit"]["params"].items():
