@@ -10,8 +10,8 @@
   measurement, per-table summaries, plots, ``docs/validation/summary.json``;
 * :mod:`validation.cli`: ``simaccept fit``, ``simaccept predict`` and ``python -m validation``.
 """
-from .fitter import CostFitter, FitError
+from .fitter import CostFitter, FitError, NotFittedError
 from .records import Measured, NotSimulable, RecordError, load_records, load_thesis, scenario_for, select_records
 
-__all__ = ["CostFitter", "FitError", "Measured", "NotSimulable", "RecordError", "load_records",
+__all__ = ["CostFitter", "FitError", "NotFittedError", "Measured", "NotSimulable", "RecordError", "load_records",
            "load_thesis", "scenario_for", "select_records"]

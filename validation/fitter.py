@@ -71,6 +71,7 @@ none of the chosen metrics) raises :class:`FitError`; nothing is swallowed.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import datetime as _dt
 import json
@@ -108,6 +109,11 @@ NOT_METRICS = ("target_rate", "duration_s", "seed", "wall_s")
 
 class FitError(RuntimeError):
     """The fit did not converge, its Jacobian is singular, or a simulation failed."""
+
+
+class NotFittedError(ValueError, AttributeError):
+    """A fitted attribute or :meth:`CostFitter.predict` before a fit (or after one that raised):
+    scikit-learn's ``NotFittedError`` has the same two bases."""
 
 
 class NoRecordsError(FitError):
@@ -361,6 +367,19 @@ def stderr_progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _own(v: Any) -> Any:
+    """A constructor argument as the fitter keeps it: a mapping or an iterable copied (numpy
+    scalars and strings as Python's), anything else (a str, None, a number) as it is, for the
+    checks to name."""
+    def plain(x):
+        return x.item() if isinstance(x, np.generic) else x
+    if isinstance(v, Mapping):
+        return {plain(k): plain(x) for k, x in v.items()}
+    if v is None or isinstance(v, (str, bytes)) or not isinstance(v, _Iterable):
+        return v
+    return [plain(x) for x in v]
+
+
 def _cost_items(spec: Mapping[str, Any] | Iterable[str] | None, what: str = "overrides") -> dict[str, float]:
     """``{"a": 1}`` or ``["a=1", "costs.b=2"]`` -> {name: value}.  Raises ValueError naming
     ``what`` (the argument) and the cost for an unknown name, a value that is not a finite
@@ -462,9 +481,13 @@ class CostFitter:
     :param loss, f_scale: scipy's loss (``"linear"`` or a robust one of :data:`LOSSES`) and the
         residual where a robust one bends.
 
-    After :meth:`fit`: ``params_`` and ``stderr_`` ({cost: µs}), ``cov_``, ``result_`` (scipy's
+    ``start`` ({cost: µs}, the base profile's with ``overrides``) is set at construction.  After
+    :meth:`fit`: ``params_`` and ``stderr_`` ({cost: µs}), ``cov_``, ``result_`` (scipy's
     ``OptimizeResult``), ``records_`` (those fitted), ``residual_names_``, ``residual_norm_`` and
-    ``start_residual_norm_``, ``stopped_at_max_nfev_``."""
+    ``start_residual_norm_``, ``stopped_at_max_nfev_``.  A fit that raises (no convergence, a
+    singular Jacobian) leaves ``result_``, ``records_`` and ``residual_names_`` to look into, and
+    no ``params_``: :meth:`predict`, :meth:`save` and the other fitted reads raise
+    :class:`NotFittedError`."""
 
     def __init__(self, params: Sequence[str], bounds=None, weights: Mapping[str, float] | None = None,
                  metrics: Sequence[str] = DEFAULT_METRICS, base_profile: str = "thesis-2004",
@@ -473,7 +496,13 @@ class CostFitter:
                  ftol: float = 1e-3, xtol: float = 1e-3, gtol: float = 1e-8, base_dir=None, verbose: int = 0,
                  accept_max_nfev: bool = False, cache: str | Path | None = None, loss: str = "linear",
                  f_scale: float = 1.0):
-        # as given, for get_params / set_params (bounds and overrides are stored resolved)
+        # as given, for get_params / set_params (bounds and overrides are stored resolved), but
+        # copies: a generator of params was spent by the checks below, and a list the caller
+        # went on to change changed what set_params rebuilt (scikit-learn's clone rebuilds
+        # from get_params too)
+        params, metrics, weights, overrides, sim_overrides = (
+            _own(params), _own(metrics), _own(weights), _own(overrides), _own(sim_overrides))
+        bounds = copy.deepcopy(bounds)
         self._init_args = {k: v for k, v in locals().items() if k != "self"}
         for name, v in (("params", params), ("metrics", metrics), ("sim_overrides", sim_overrides),
                         ("overrides", overrides)):
@@ -544,8 +573,9 @@ class CostFitter:
                 raise ValueError("sim_overrides: costs.profile: give the profile as base_profile "
                                  "(--base-profile), so the saved profile records it")
             elif key.removeprefix("costs.") in params:
-                raise ValueError(f"sim_overrides: {key}: a fitted cost; its start value is the base "
-                                 f"profile's (or a fixed override's, for another start)")
+                raise ValueError(f"sim_overrides: {key}: a fitted cost, started at the base profile's "
+                                 "value; to start it elsewhere, give as the base profile a .toml file "
+                                 "with that value (or, from Python, overrides={cost: µs})")
             else:
                 self.overrides.update(_cost_items([o], "sim_overrides"))
         # each key's name, type and range, as any scenario takes it: a misspelt key ("scenario.durat")
@@ -595,7 +625,7 @@ class CostFitter:
             start_costs = load_costs(base_profile, self.overrides).us
         except KeyError as e:       # an unknown profile: a bad argument, named like the others
             raise ValueError(f"base_profile: {e.args[0] if e.args else e}") from None
-        self.start_ = {p: float(start_costs[p]) for p in params}
+        self.start = {p: float(start_costs[p]) for p in params}
         self.bounds = self._bounds(bounds)
         self._checked = self._config()
 
@@ -681,14 +711,14 @@ class CostFitter:
         bad = [f"{p} ({a:g}, {b:g})" for p, a, b in zip(self.params, lo, hi) if not 0 <= a < b]
         if bad:
             raise ValueError(f"bounds: need 0 <= lower < upper for every parameter; not so for {', '.join(bad)}")
-        x0 = np.array([self.start_[p] for p in self.params])
+        x0 = np.array([self.start[p] for p in self.params])
         if np.any(x0 < lo) or np.any(x0 > hi):
             outside = [p for p, v, a, b in zip(self.params, x0, lo, hi) if not a <= v <= b]
             raise ValueError(f"bounds: start value(s) outside them: {', '.join(outside)}")
         return lo, hi
 
     def _scale(self) -> np.ndarray:
-        return np.array([self.start_[p] if self.start_[p] > 0 else 1.0 for p in self.params])
+        return np.array([self.start[p] if self.start[p] > 0 else 1.0 for p in self.params])
 
     def _cost_overrides(self, values: Mapping[str, float]) -> list[str]:
         allc = dict(self.overrides)
@@ -960,11 +990,11 @@ class CostFitter:
         """
         kept = {k: self.__dict__[k] for k in self._PER_CALL if k in self.__dict__}
         try:
-            recs = self._prepare(records)
-            v = dict(self.start_)
             unknown = set(values or {}) - set(self.params)
             if unknown:
-                raise FitError(f"values for parameters not fitted here: {sorted(unknown)}")
+                raise ValueError(f"values: for parameters not fitted here: {sorted(unknown)}")
+            recs = self._prepare(records)
+            v = dict(self.start)
             v.update(values or {})
             u = np.array([v[p] for p in self.params]) / self._scale()
             with self._pooled(1):
@@ -1020,7 +1050,7 @@ class CostFitter:
         scale = self._scale()
         lo, hi = self.bounds
         self._ubounds = (lo / scale, hi / scale)
-        u0 = np.array([self.start_[p] for p in self.params]) / scale
+        u0 = np.array([self.start[p] for p in self.params]) / scale
         with self._pooled(len(self.params) + 1):
             kw = {} if self.max_nfev is None else {"max_nfev": self.max_nfev}
             res = least_squares(self._fun, u0, jac=self._jac, bounds=self._ubounds, method="trf", x_scale=1.0,
@@ -1038,11 +1068,15 @@ class CostFitter:
             seen.add(group[parts[-2]] if len(parts) >= 3 and parts[-2] in group else parts[-1])
         self.unmeasured_metrics_ = [k for k in self.metrics if k not in seen]
         self.stopped_at_max_nfev_ = res.status == 0
-        if not res.success and not (self.accept_max_nfev and res.status == 0):
-            raise FitError(f"least_squares did not converge: status {res.status}: {res.message}")
         J = np.asarray(res.jac, float)
         col_norm = np.linalg.norm(J, axis=0)
         dead = [p for p, c in zip(self.params, col_norm) if not c > 1e-12]
+        if not res.success and not (self.accept_max_nfev and res.status == 0):
+            # a cost that changes nothing was named only after a converged fit; a budget spent
+            # first gave "did not converge" alone, after the whole wait
+            why = (f"; parameter(s) {', '.join(dead)} changed none of the fitted metrics at the last "
+                   "Jacobian: leave them out" if dead and J.size else "")
+            raise FitError(f"least_squares did not converge: status {res.status}: {res.message}{why}")
         if dead:
             raise FitError(f"singular Jacobian: parameter(s) {', '.join(dead)} change none of the fitted "
                            f"metrics ({', '.join(self.metrics)}) on these records")
@@ -1072,7 +1106,7 @@ class CostFitter:
     # ------------------------------------------------------------------ use
     def _check_fitted(self):
         if not hasattr(self, "params_"):
-            raise RuntimeError("CostFitter is not fitted yet; call .fit(records) first")
+            raise NotFittedError("CostFitter is not fitted yet; call .fit(records) first")
 
     def costs_(self) -> dict[str, float]:
         """Every cost of the fitted profile: base profile, fixed overrides, fitted values."""
@@ -1085,7 +1119,10 @@ class CostFitter:
         A :class:`~simaccept.scenario.Scenario` is simulated as given, costs apart: a sweep's point
         keeps its coordinates and so its random stream (the same as ``simulate(point)`` draws),
         and the fit's ``sim_overrides`` are not applied to it.  A record is simulated as the fit
-        simulated the records, ``sim_overrides`` included."""
+        simulated the records, ``sim_overrides`` included.  The record returned is the
+        simulation's own: the fit compared :func:`simulated_as_measured` (a thesis μserver
+        row's ``c_avg`` per loop; a count scaled to the record's window), as ``predict`` on the
+        command line prints it; apply it to compare with a record as the fit did."""
         self._check_fitted()
         from simaccept.sim import simulate
         over = self._cost_overrides(self.params_)
@@ -1133,7 +1170,7 @@ class CostFitter:
             "Fitted (value +- 1 stderr from the Jacobian, start):",
         ]
         lo, hi = self.bounds
-        lines += [f"  {p} = {self.params_[p]:.6g} +- {self.stderr_[p]:.3g}  (start {self.start_[p]:.6g})"
+        lines += [f"  {p} = {self.params_[p]:.6g} +- {self.stderr_[p]:.3g}  (start {self.start[p]:.6g})"
                   + self._caveat(p, lo[i], hi[i]) for i, p in enumerate(self.params)]
         if self.skipped_:
             lines.append(f"Skipped {len(self.skipped_)} record(s): " +
@@ -1143,7 +1180,7 @@ class CostFitter:
     def _caveat(self, p: str, lo: float, hi: float) -> str:
         """What a reader of one fitted line must know: a value on its bound (its stderr then
         says nothing of how far the fit wanted to go), or a stderr without spare residuals."""
-        v, tol = self.params_[p], 1e-6 * max(1.0, abs(self.start_[p]))
+        v, tol = self.params_[p], 1e-6 * max(1.0, abs(self.start[p]))
         # scipy's own word first: trf leaves an iterate strictly inside, farther from the bound
         # than any tolerance (0.00038 of bound 0 for a start of 11)
         active = int(self.result_.active_mask[self.params.index(p)])
@@ -1178,7 +1215,7 @@ class CostFitter:
     def summary(self) -> dict[str, Any]:
         """The fit as JSON-ready values (what ``thesis-fit`` and ``machine-fit`` keep)."""
         self._check_fitted()
-        return {"params": self.params_, "stderr": self.stderr_, "start": self.start_,
+        return {"params": self.params_, "stderr": self.stderr_, "start": self.start,
                 "residual_norm": self.residual_norm_, "start_residual_norm": self.start_residual_norm_,
                 "nfev": int(self.result_.nfev), "n_sims": self.n_sims_, "n_cached": self.n_cached_, "status": int(self.result_.status),
                 "stopped_at_max_nfev": self.stopped_at_max_nfev_,

@@ -112,7 +112,7 @@ def check(jobs: int = 2, sim_overrides=(), verbose: int = 0, metrics=FIT_METRICS
     f = CostFitter(params=list(FIT_PARAMS), metrics=list(metrics), base_profile=PROFILE, n_jobs=jobs,
                    verbose=verbose, sim_overrides=list(sim_overrides), cache=FIT_CACHE)
     names, r = f.residuals(fit_records())
-    return {"profile": PROFILE, "sim_overrides": list(sim_overrides), "values": dict(f.start_),
+    return {"profile": PROFILE, "sim_overrides": list(sim_overrides), "values": dict(f.start),
             "residuals": dict(zip(names, map(float, r))), "residual_norm": float(np.linalg.norm(r)),
             "n_sims": f.n_sims_}
 

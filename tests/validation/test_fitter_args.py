@@ -119,7 +119,8 @@ def test_a_failed_refit_leaves_no_earlier_fit_behind():
     with pytest.raises(FitError, match="underdetermined"):
         f.fit(one)                  # one residual for two costs
     assert not hasattr(f, "params_") and not hasattr(f, "stderr_")
-    with pytest.raises(RuntimeError, match="not fitted"):
+    from validation.fitter import NotFittedError
+    with pytest.raises(NotFittedError, match="not fitted"):
         f.save("/nonexistent/never-written.toml")
 
 
@@ -261,7 +262,7 @@ def test_predict_of_a_sweep_point_keeps_its_random_stream():
                                                     "scenario.warmup=0.1", "scenario.duration=0.3"])
     point = sc.points()[0]
     f = CostFitter(params=["select_base"])
-    f.params_ = dict(f.start_)          # fitted to nothing: the base profile's costs, as simulate's
+    f.params_ = dict(f.start)          # fitted to nothing: the base profile's costs, as simulate's
     got, want = f.predict(point), simulate(point)
     assert got.point == want.point == "workload.rate=12000.0"
     assert got.replies_per_s == want.replies_per_s and got.resp_ms_mean == want.resp_ms_mean
@@ -376,9 +377,18 @@ def test_get_params_and_set_params_as_scikit_learn_estimators_have_them():
     assert f.get_params()["params"] == ["user_per_request"] and f.get_params()["bounds"] is None
     clone = CostFitter(**f.get_params())
     assert clone.get_params() == f.get_params()
+    # its own copies: a generator of names was spent by the checks, and set_params then
+    # refused it; a list changed after construction changed what set_params rebuilt
+    g = CostFitter(params=(p for p in ["user_per_request", "k_syn_drop"]), base_profile="realsys-linux6")
+    assert g.set_params(max_nfev=5).params == ["user_per_request", "k_syn_drop"]
+    names = ["user_per_request"]
+    h = CostFitter(params=names, base_profile="realsys-linux6")
+    names.append("accept")
+    assert h.set_params(max_nfev=5).params == ["user_per_request"]
+    assert "start_" not in vars(h)        # a trailing _ is for what fit() sets (scikit-learn's check_is_fitted)
     from simaccept.costs import load_costs
     assert f.set_params(params=["k_syn_drop"]) is f
-    assert f.start_ == {"k_syn_drop": load_costs("realsys-linux6").us["k_syn_drop"]}
+    assert f.start == {"k_syn_drop": load_costs("realsys-linux6").us["k_syn_drop"]}
     with pytest.raises(ValueError, match="weights: replies_per_s: a finite number"):
         f.set_params(weights={"replies_per_s": math.nan})
     assert f.weights == {} and f.params == ["k_syn_drop"]      # a refused value changes nothing

@@ -17,6 +17,7 @@ import pytest
 import simaccept
 from simaccept.costs import load_costs
 from validation import CostFitter, FitError
+from validation.fitter import NotFittedError
 from validation.records import Measured, scenario_for
 
 TRUE = {"select_base": 11.0, "k_syn_drop": 6.0}
@@ -53,7 +54,7 @@ def test_recovers_known_costs_within_5pct(synthetic, tmp_path):
     f.fit(synthetic)
     wall = time.perf_counter() - t0
     for k, v in TRUE.items():
-        assert f.start_[k] == pytest.approx(1.3 * v)
+        assert f.start[k] == pytest.approx(1.3 * v)
         assert abs(f.params_[k] / v - 1) < 0.05, (k, f.params_[k], v, f.summary())
         assert math.isfinite(f.stderr_[k]) and f.stderr_[k] >= 0
     assert f.result_.success
@@ -79,9 +80,19 @@ def test_singular_jacobian_is_raised(synthetic):
         f.fit(synthetic[:2])
 
 
+def test_a_cost_that_changes_nothing_is_named_when_the_budget_runs_out(synthetic):
+    # it was named only after a converged fit: a spent budget said "did not converge" alone
+    f = CostFitter(params=["select_base", "thread_switch"], metrics=("replies_per_s",), n_jobs=2, max_nfev=1)
+    with pytest.raises(FitError, match="did not converge.*thread_switch changed none"):
+        f.fit(synthetic[:2])
+    assert not hasattr(f, "params_") and f.result_.status == 0
+
+
 def test_predict_without_fit_refused():
-    with pytest.raises(RuntimeError, match="not fitted"):
+    # scikit-learn's NotFittedError has the same two bases
+    with pytest.raises(NotFittedError, match="not fitted") as e:
         CostFitter(params=["select_base"]).predict(Measured(simaccept.RunRecord()))
+    assert isinstance(e.value, ValueError) and isinstance(e.value, AttributeError)
 
 
 def test_residuals_without_fitting(synthetic):
@@ -93,7 +104,7 @@ def test_residuals_without_fitting(synthetic):
     assert max(abs(r)) < 1e-12
     _, r2 = f.residuals(synthetic, values={"select_base": 1.3 * TRUE["select_base"]})
     assert r2[0] < -0.01 and r2[0] < r2[-1]          # Accept-1 @ 20,000 loses the most
-    with pytest.raises(FitError, match="not fitted here"):
+    with pytest.raises(ValueError, match="not fitted here"):
         f.residuals(synthetic, values={"thread_switch": 1.0})
     g = CostFitter(params=list(TRUE), metrics=("replies_per_s",), n_jobs=1, sim_overrides=["scenario.duration=2"])
     _, r3 = g.residuals(synthetic[:1], values=TRUE)
