@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from .report import _check_numbers, series_label
+from .rowconfig import resolved_now
 from .runner import ResultsFileError, read_rows
 
 
@@ -43,6 +44,26 @@ def _num(v) -> float:
 
 def _key(r: dict) -> tuple[str, str]:
     return r["point"], r.get("seed") or ""
+
+
+def _config_diff(a: str, b: str, defaults: dict) -> list[str]:
+    """The ``section.key`` names whose values differ between two rows' configs, each read as
+    this version writes it (a key one row predates at its default); ``["config"]`` when either
+    is not a JSON table."""
+    try:
+        da, db = json.loads(resolved_now(a, defaults)), json.loads(resolved_now(b, defaults))
+    except ValueError:
+        return [] if a == b else ["config"]
+    if not (isinstance(da, dict) and isinstance(db, dict)):
+        return [] if a == b else ["config"]
+    out = []
+    for sec in sorted(set(da) | set(db)):
+        va, vb = da.get(sec), db.get(sec)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += [f"{sec}.{k}" for k in sorted(set(va) | set(vb), key=str) if va.get(k) != vb.get(k)]
+        elif va != vb:
+            out.append(sec)
+    return out
 
 
 def _by_key(path: Path) -> dict:
@@ -83,6 +104,11 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
         raise ValueError(f"no results folder in both {before} ({', '.join(bf) or 'none'}) and "
                          f"{after} ({', '.join(af) or 'none'})")
     pairs, unpaired = [], {"before_only": 0, "after_only": 0, "not_ok": 0}
+    # pairs whose configs differ (another realsys.spin_us, scenario.duration): compared, but
+    # said, since the table reads as the same runs measured twice
+    differs: dict[str, int] = {}
+    from simaccept.scenario import load_scenario
+    defaults = load_scenario(text="").values
     for name in common:
         rb, ra = _by_key(bf[name] / "results.csv"), _by_key(af[name] / "results.csv")
         unpaired["before_only"] += len(rb.keys() - ra.keys())
@@ -100,6 +126,8 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
                     # a text column (host, error) gave a table of dashes and exit 0
                     raise ValueError(f"{name}: --metric {metric!r} is not a numeric column (a row holds {x[:40]!r})")
             ok = math.isfinite(vb) and vb > 0 and math.isfinite(va)
+            for key in _config_diff(b.get("config") or "", a.get("config") or "", defaults):
+                differs[key] = differs.get(key, 0) + 1
             pairs.append({"folder": name, "series": series_label(b), "point": k[0], "seed": k[1],
                           "target_rate": _num(b.get("target_rate")),
                           "before": vb if math.isfinite(vb) else None, "after": va if math.isfinite(va) else None,
@@ -124,6 +152,7 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
     return {"before": str(before), "after": str(after), "metric": metric, "from_rate": from_rate,
             "folders": common, "folders_before_only": sorted(set(bf) - set(af)),
             "folders_after_only": sorted(set(af) - set(bf)), "unpaired": unpaired,
+            "config_differs": dict(sorted(differs.items())),
             "overall": {"all": summary(pairs), "past": summary([p for p in pairs if past(p)])},
             "series": rows, "pairs": pairs}
 
@@ -146,6 +175,10 @@ def markdown(c: dict) -> str:
     for r in c["series"]:
         L.append(f"| {r['folder']} | {r['series']} | {f(r['all'])} | {f(r['past'])} |")
     L.append(f"| **all** | | {f(c['overall']['all'])} | {f(c['overall']['past'])} |")
+    if c.get("config_differs"):
+        n = max(c["config_differs"].values())
+        L += ["", f"Not the same runs measured twice: the configs of up to {n} of the {len(c['pairs'])} pairs "
+                  "differ, in " + ", ".join(f"{k} ({v})" for k, v in c["config_differs"].items()) + "."]
     return "\n".join(L) + "\n"
 
 

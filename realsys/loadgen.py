@@ -85,8 +85,13 @@ def _merge_hist(hs: list[dict]) -> dict:
                 return _bucket_mid(b)
         return math.nan
     scale = 1000.0 if hs and hs[0].get("unit") == "ms" else 1.0
-    return {"count": n, "mean": total / n if n else math.nan, "p50": q(0.5) / scale, "p99": q(0.99) / scale,
-            "max": mx}
+
+    def at_most_max(v):
+        # a bucket's middle (buckets are 2^(1/4) wide) can lie past the largest sample:
+        # a launch lag's p99 of 480.8 ms beside its max of 452.0
+        return min(v, mx) if mx > 0 and not math.isnan(v) else v
+    return {"count": n, "mean": total / n if n else math.nan, "p50": at_most_max(q(0.5) / scale),
+            "p99": at_most_max(q(0.99) / scale), "max": mx}
 
 
 SUM_KEYS = ("attempts", "established", "requests", "replies", "replies_ok", "replies_in_window", "replies_recv_in_window", "timeouts",

@@ -289,7 +289,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--drops-rate", type=float, default=None, metavar="REQ_PER_S",
                     help="target rate whose queue drops are broken down per policy; it must be one of the folder's "
                          "rates past saturation (default: the third of them, or the highest when fewer)")
-    ap.add_argument("--json", action="store_true", help="print each folder's summary as one JSON object")
+    ap.add_argument("--json", action="store_true", help="print the folder's summary as one JSON object; "
+                    "with several folders, one JSON list of them, in the order given")
     return ap
 
 
@@ -304,6 +305,7 @@ def _main(argv=None, prog: str = "python -m realsys.report") -> int:
         if (Path(d) / "results.csv").stat().st_size == 0:     # it read as "0 finished rows"
             ap.error(f"{d}: results.csv is empty (not even a header)")
     rc = 0
+    summaries: list[dict] = []
     for d in a.dirs:
         try:
             s = summarize(d, a.drops_rate)
@@ -315,8 +317,8 @@ def _main(argv=None, prog: str = "python -m realsys.report") -> int:
                      f"(rates past saturation: {', '.join(f'{r:g}' for r in s['rates_past_saturation']) or 'none'})")
         if not s["rows_ok"]:
             rc = 1
-        if a.json:
-            print(json.dumps(_finite_or_null(s), indent=1, default=str, allow_nan=False))
+        if a.json:      # several were printed one after another: no JSON reader took them
+            summaries.append(_finite_or_null(s))
             continue
         print(f"== {d}")
         if s["rows_failed"] or not s["rows_ok"]:
@@ -331,9 +333,14 @@ def _main(argv=None, prog: str = "python -m realsys.report") -> int:
         lag = s["generator_launch_lag"]
         if lag["points"]:
             print(f"  generator launch lag p99: median {lag['p99_ms_median']:.1f} ms, max {lag['p99_ms_max']:.1f} ms "
-                  f"({lag['worst_point']}); {lag['points_over_note']} of {lag['points']} points over "
+                  + (f"({lag['worst_point']})" if lag["worst_point"] else "")
+                  + f"; {lag['points_over_note']} of {lag['points']} points over "
                   f"{lag['note_ms']:g} ms")
-        print(f"  saturation at {s['saturation_rate']}; past it: {s['rates_past_saturation']}")
+        if s["saturation_rate"] is None:     # it printed "saturation at None; past it: []"
+            print("  no saturation: every policy replied at least 97 % of the target rate at every rate")
+        else:
+            print(f"  saturation at {s['saturation_rate']:g} req/s; past it: "
+                  + ", ".join(f"{r:g}" for r in s["rates_past_saturation"]))
         for k, rr in s["ratios_past_saturation"].items():
             print(f"  {k}: " + ", ".join(f"{r:g}: {v:.3f}" for r, v in rr.items()))
         if s.get("drops"):
@@ -345,9 +352,15 @@ def _main(argv=None, prog: str = "python -m realsys.report") -> int:
                       + (f"  accepted-unanswered-in-window {t['accepted_unanswered_pct']:.2f} %"
                          + (f" (open at its end {t['open_conns_at_end']})" if t.get("open_conns_at_end") is not None
                             else "")
+                         # accepts less replies in one window: the window's replies to warm-up
+                         # accepts make it negative (-0.04 % beside 389 open read as a contradiction)
+                         + (" (below 0: replies in the window to connections accepted before it)"
+                            if t["accepted_unanswered_pct"] < 0 else "")
                          if t.get("accepted_unanswered_pct") is not None else "")
                       + ("  [counters only, no bpftrace: AcceptQFull includes ListenOverflow]"
                          if t.get("source") == "counters only" else ""))
+    if a.json:
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=1, default=str, allow_nan=False))
     return rc
 
 

@@ -446,6 +446,33 @@ def generator_error(g: dict) -> str | None:
             f"or file descriptors; gen-N.log says which): the offered load was below the rate asked for")
 
 
+def offered_error(g: dict, conn_rate: float, dur: float, arrivals: str) -> str | None:
+    """None if our generators launched, in the middle 80 % of the window (``achieved_rate_mid``,
+    summed over processes), within 1 - :data:`HTTPERF_MIN_LAUNCHED` (5 %) of ``conn_rate``, or two
+    launches of the count due there if that is more; with Poisson arrivals, within four standard
+    deviations of the window's count if that is wider.
+    A generator past what its CPU can launch falls behind, and since 7 Dec 2026 (its catch-up
+    in bursts of 64) offers the window less: 28,771 conn/s of 35,000 (two processes, a 2 s
+    window), recorded ok at 27,994 replies/s and read as the server's peak.  A generator
+    catching up from the warm-up offers it more: 26,568 of 25,000.  Every committed loadgen row
+    launched 98.5-100.9 % of its rate."""
+    got = g.get("achieved_rate_mid")
+    if got is None or conn_rate <= 0 or dur <= 0 or (isinstance(got, float) and math.isnan(got)):
+        return None
+    n = conn_rate * 0.8 * dur           # launches due in the middle 80 %
+    # a count of whole launches is off by up to one (two: both ends) of its due number
+    tol = max(1 - HTTPERF_MIN_LAUNCHED, 2 / n)
+    if arrivals == "poisson":
+        tol = max(tol, 4 / math.sqrt(n))
+    off = got / conn_rate - 1
+    if abs(off) <= tol:
+        return None
+    return (f"the load generators launched {got:.0f} conn/s in the window's middle 80 %, {abs(off):.0%} "
+            f"{'below' if off < 0 else 'above'} the {conn_rate:g} asked for: they fell behind their schedule "
+            f"{'' if off < 0 else 'and caught up in the window '}(the launch lag is in the point's JSON), so the "
+            f"load offered was not the rate asked for; use more generator processes (realsys.procs) or a lower rate")
+
+
 def httperf_error(res: list[dict], returncodes: list[int | None], conn_rate: float,
                   launched_per_s: float) -> str | None:
     """None if every httperf process printed its summary and together they launched at least
@@ -516,7 +543,8 @@ class runner_on_time:
             os.sched_setscheduler(0, policy, param)
 
 
-def window_error(dur: float, late_start: float, late_end: float, server_wall_s: float | None) -> str | None:
+def window_error(dur: float, late_start: float, late_end: float, server_wall_s: float | None,
+                 httperf: bool = False) -> str | None:
     """None if the point measured the window it was asked for; else why not, in a sentence.
 
     The runner marks the window with its own clock (SIGUSR1 and the first counter read at the
@@ -530,14 +558,24 @@ def window_error(dur: float, late_start: float, late_end: float, server_wall_s: 
     runner marked each end (s); ``server_wall_s``: the time the server's statistics cover
     (None for nginx, which keeps none).  A point fails when either end is more than
     :data:`WINDOW_SLACK` x ``dur`` late or the server's statistics cover that much less than
-    ``dur``: its rates would be of another window, or of none."""
+    ``dur``: its rates would be of another window, or of none.  ``httperf``: whether httperf
+    generated the load (the usual cause then); a window under a second allows its marks a few
+    ms at most (0.01 s: 0.5 ms, where marking takes 1-5 ms), and the cause was put on httperf
+    even for a 10 ms window of loadgen."""
     slack = WINDOW_SLACK * dur
     worst = max(late_start, late_end)
     if worst > slack:
         which = "start" if late_start >= late_end else "end"
-        return (f"the runner marked the measured window's {which} {worst:.2f} s late (allowed "
-                f"{slack:.2f} s of a {dur:g} s window): the clients' CPU was saturated (httperf "
-                f"busy-polls; use fewer realsys.procs)")
+
+        def secs(x):
+            return f"{x * 1e3:.1f} ms" if x < 0.1 else f"{x:.2f} s"
+        why = ("the clients' CPU was saturated (httperf busy-polls; use fewer realsys.procs)" if httperf else
+               "the clients' CPU was busy (fewer realsys.procs or a lower rate)")
+        if dur < 1.0:
+            why = (f"a {dur:g} s window leaves too little for marking it, which takes a few ms: lengthen "
+                   f"scenario.duration (1 s or more); or {why}")
+        return (f"the runner marked the measured window's {which} {secs(worst)} late (allowed "
+                f"{secs(slack)} of a {dur:g} s window): {why}")
     if server_wall_s is not None and server_wall_s < dur - slack:
         return (f"the server's statistics cover {server_wall_s:.2f} s of the {dur:g} s window: "
                 f"it saw no event for the rest (no load reached it)")
@@ -744,8 +782,9 @@ def run_point(tb: TestBed, pt: Scenario, work: Path, *, use_bpf: bool = True, lo
                if rs["httperf"] else None)
            or (status_error(g["status"]) if "status" in g else None)
            or generator_error(g)
+           or (None if rs["httperf"] else offered_error(g, conn_rate, dur, wl["arrivals"]))
            or server_error(kind, died, stop_status, snap, pdir / "server.log", pdir / "nginx" / "error.log")
-           or window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None))
+           or window_error(dur, late_start, late_end, snap.get("wall_s") if snap else None, rs["httperf"]))
     if why:
         rec.status, rec.error = "failed", why
     sirq = netrx_check(tb, sirq0, sirq1)

@@ -123,3 +123,26 @@ def test_the_readme_says_an_httperf_rows_replies_are_the_servers_window_count():
     para = text[text.index("`replies_per_s`: 2xx"):text.index("`conn_attempts_per_s`: the achieved")]
     assert "the server's own count of 2xx replies sent in the" in " ".join(para.split())
     assert "`realsys.httperf = true` it, `client_timeouts`" not in " ".join(para.split())
+
+
+def test_pairs_of_other_configs_are_said_to_be(tmp_path):
+    # a folder measured at another realsys.spin_us and window paired point for point, and the
+    # table read as the same runs measured twice (a review's 1.410)
+    from simaccept.scenario import load_scenario
+    pt = load_scenario("realsys/onepacket-select", ["workload.rate=4800", "server.accept_limit=1"]).points()[0]
+    other = load_scenario("realsys/onepacket-select", ["workload.rate=4800", "server.accept_limit=1",
+                                                       "realsys.spin_us=100", "scenario.duration=2"]).points()[0]
+    r1, r2 = _rec("1", 4800.0, 3400.0), _rec("1", 4800.0, 4800.0)
+    r1.config, r2.config = pt.to_json(), other.to_json()
+    _folder(tmp_path / "a", "sel", [r1])
+    _folder(tmp_path / "b", "sel", [r2])
+    c = compare(tmp_path / "a", tmp_path / "b")
+    assert c["config_differs"] == {"realsys.spin_us": 1, "scenario.duration": 1}
+    assert "Not the same runs measured twice" in markdown(c) and "realsys.spin_us (1)" in markdown(c)
+    # the same config, one row written before client.orphans existed: no difference
+    old = json.loads(pt.to_json())
+    del old["client"]["orphans"]
+    r2.config = json.dumps(old)
+    _folder(tmp_path / "c", "sel", [r2])
+    c = compare(tmp_path / "a", tmp_path / "c")
+    assert c["config_differs"] == {} and "Not the same" not in markdown(c)

@@ -243,6 +243,18 @@ def test_merge_marks_a_point_with_one_interrupted_generator():
     assert merge([dict(base), dict(base)])["interrupted"] is False
 
 
+def test_a_merged_percentile_is_never_past_the_largest_sample():
+    # a bucket's middle (buckets 2^(1/4) wide) lay past the max: launch lag p99 480.8 ms, max 452.0
+    from realsys.loadgen import _bucket_mid, merge
+    b = 76
+    assert _bucket_mid(b) > 452_000
+    h = {"count": 1, "mean": 452_000.0, "max": 452_000.0, "buckets_us": [[b, 0, 1]]}
+    lag = merge([{"launch_lag_us": h}])["launch_lag_us"]
+    assert lag["p50"] == lag["p99"] == lag["max"] == 452_000.0
+    ms = {"count": 1, "mean": 452.0, "max": 452.0, "unit": "ms", "buckets_us": [[b, 0, 1]]}
+    assert merge([{"resp_ms": ms}])["resp_ms"]["p99"] == 452.0
+
+
 def test_merge_keeps_the_warmup_block_of_every_generator(generated):
     from realsys.loadgen import merge
     slow = json.loads(json.dumps(generated))

@@ -281,6 +281,25 @@ def test_report_json_is_json_with_null_for_what_one_run_cannot_give(capsys):
     assert s
 
 
+def test_report_json_of_several_folders_is_one_document(capsys):
+    # each folder's object was printed after the other: "Extra data" to any JSON reader
+    from realsys.report import main
+    res = Path(__file__).resolve().parents[2] / "realsys" / "results"
+    assert main([str(res / "onepacket-select"), str(res / "onepacket-poll"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert isinstance(s, list) and len(s) == 2
+    assert s[0]["rows_ok"] == 24 and s[0]["saturation_rate"] == 4000.0
+
+
+def test_a_folder_that_never_saturated_says_so(tmp_path, capsys):
+    # it printed "saturation at None; past it: []"
+    from realsys.report import main
+    _folder(tmp_path, [_rec("workload.rate=500.0", "1", 500.0, 500.0), _rec("workload.rate=900.0", "1", 900.0, 899.0)])
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "no saturation: every policy replied at least 97 %" in out and "None" not in out
+
+
 def test_an_empty_duration_the_check_lets_through_is_no_traceback(tmp_path, capsys):
     # _check_numbers takes an empty duration_s as not measured; the drops table then float()ed it
     import csv

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from realsys import cli, runner
-from realsys.runner import (append_record, generator_error, httperf_error, httperf_launches_in_window, launch_error, read_rows,
+from realsys.runner import (append_record, generator_error, httperf_error, offered_error, httperf_launches_in_window, launch_error, read_rows,
                             run_scenario, server_error, status_error, window_error)
 from realsys.servers import nginx_binary
 from simaccept.record import COLUMNS, RunRecord
@@ -168,6 +168,15 @@ def test_window_error(late_start, late_end, wall, fails):
         assert why is None
     else:
         assert why is not None and fails in why
+
+
+def test_window_error_names_a_short_window_and_httperf_only_when_it_ran():
+    # a 10 ms window of loadgen was put on httperf's busy-polling, in "0.00 s" units
+    why = window_error(0.01, 0.002, 0.0, None, httperf=False)
+    assert "start 2.0 ms late (allowed 0.5 ms of a 0.01 s window)" in why
+    assert "lengthen scenario.duration" in why and "httperf" not in why
+    assert "httperf busy-polls" in window_error(4.0, 0.26, 0.0, None, httperf=True)
+    assert "httperf" not in window_error(4.0, 0.26, 0.0, None, httperf=False)
 
 
 @pytest.mark.root
@@ -427,6 +436,32 @@ def test_generator_error(g, fails):
         assert "never launched 1 of their 10001 connections" in why
     elif fails:
         assert "could not launch 300 of their 10000 connections" in why
+
+
+@pytest.mark.parametrize("mid, rate, dur, arrivals, fails", [
+    (28770.7, 35000.0, 2.0, "deterministic", True),     # a review's run: recorded ok, read as the peak
+    (0.9848 * 4383.6, 4383.6, 4.0, "deterministic", False),   # the lowest of the 1,022 committed rows
+    (0.96 * 5000.0, 5000.0, 2.0, "deterministic", False),
+    (0.94 * 5000.0, 5000.0, 2.0, "deterministic", True),
+    (0.90 * 500.0, 500.0, 2.0, "poisson", False),       # 800 expected: 4 sd is 14 %
+    (0.80 * 500.0, 500.0, 2.0, "poisson", True),
+    (0.94 * 50000.0, 50000.0, 2.0, "poisson", True),    # 4 sd is 2 %: the 5 % floor holds
+    (26568.0, 25000.0, 2.0, "deterministic", True),     # caught up from the warm-up into the window
+    (1.0085 * 4000.0, 4000.0, 4.0, "deterministic", False),   # the highest of the committed rows
+    (1.10 * 500.0, 500.0, 2.0, "poisson", False),
+    (9 / 0.4, 20.0, 0.5, "deterministic", False),       # 8 due in the middle 80 %, 9 counted
+    (40 / 3.2, 10.0, 4.0, "deterministic", True),       # 32 due, 40 counted: off by more than two
+    (float("nan"), 5000.0, 2.0, "deterministic", False),  # an interrupted run: nothing to judge
+    (None, 5000.0, 2.0, "deterministic", False),        # an older generator's JSON
+])
+def test_offered_error(mid, rate, dur, arrivals, fails):
+    # a generator past what its CPU launches falls behind, and the window is offered less
+    g = {} if mid is None else {"achieved_rate_mid": mid}
+    why = offered_error(g, rate, dur, arrivals)
+    assert (why is not None) == fails, why
+    if fails:
+        assert f"{mid:.0f} conn/s in the window's middle 80 %" in why and "realsys.procs" in why
+        assert ("below" if mid < rate else "above") in why
 
 
 def test_merge_sums_the_unlaunched():
