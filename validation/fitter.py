@@ -111,6 +111,12 @@ class FitError(RuntimeError):
     """The fit did not converge, its Jacobian is singular, or a simulation failed."""
 
 
+class _UnmeasurableTrial(FitError):
+    """A simulation at the point tried measured nothing of the server (its record failed with a
+    ``MeasurementError``, e.g. a receive livelock at a bold step of k_syn_drop): no bug, a point
+    the fit cannot use."""
+
+
 class NotFittedError(ValueError, AttributeError):
     """A fitted attribute or :meth:`CostFitter.predict` before a fit (or after one that raised):
     scikit-learn's ``NotFittedError`` has the same two bases."""
@@ -484,7 +490,9 @@ class CostFitter:
     ``start`` ({cost: µs}, the base profile's with ``overrides``) is set at construction.  After
     :meth:`fit`: ``params_`` and ``stderr_`` ({cost: µs}), ``cov_``, ``result_`` (scipy's
     ``OptimizeResult``), ``records_`` (those fitted), ``residual_names_``, ``residual_norm_`` and
-    ``start_residual_norm_``, ``stopped_at_max_nfev_``.  A fit that raises (no convergence, a
+    ``start_residual_norm_``, ``stopped_at_max_nfev_``, ``rejected_trials_`` (trial steps whose
+    simulation measured nothing, a ``MeasurementError`` such as a receive livelock: scipy got a
+    non-finite residual there and tried nearer; the header lists them).  A fit that raises (no convergence, a
     singular Jacobian) leaves ``result_``, ``records_`` and ``residual_names_`` to look into, and
     no ``params_``: :meth:`predict`, :meth:`save` and the other fitted reads raise
     :class:`NotFittedError`."""
@@ -816,8 +824,11 @@ class CostFitter:
         for m, group in zip(self._recs, sims):
             for sim in group:
                 if sim.status != "ok":
-                    raise FitError(f"simulation of {m.label} (rate {sim.target_rate:g}) failed: "
-                                   f"{sim.error.splitlines()[0] if sim.error else ''}")
+                    # a MeasurementError's record carries no traceback: the model's outcome, not a bug
+                    unmeasurable = sim.error.startswith("MeasurementError:") and "\n" not in sim.error.strip()
+                    raise (_UnmeasurableTrial if unmeasurable else FitError)(
+                        f"simulation of {m.label} (rate {sim.target_rate:g}) failed: "
+                        f"{sim.error.splitlines()[0] if sim.error else ''}")
             if is_peak_row(m):
                 # only the peak metric applies to a peak row (it has no rate of its own)
                 (metric, target, w), = self._targets(m)
@@ -851,7 +862,18 @@ class CostFitter:
         return np.asarray(res, float)
 
     def _fun(self, u):
-        f = self._run_many([np.asarray(u, float)])[0]
+        try:
+            f = self._run_many([np.asarray(u, float)])[0]
+        except _UnmeasurableTrial as e:
+            if self._first_f is None:       # the start itself: nothing to fall back on
+                raise FitError(str(e)) from None
+            # A trial step scipy may take back: a non-finite residual makes trf shrink its trust
+            # region and try nearer (scipy/optimize/_lsq/trf.py), where raising ended the fit.
+            vals = np.asarray(u, float) * self._scale()
+            self.rejected_trials_.append(({p: float(v) for p, v in zip(self.params, vals)}, str(e)))
+            if self.verbose:
+                print(f"[fit] step rejected: {e}", file=sys.stderr, flush=True)
+            return np.full(len(self._first_f), np.inf)
         if self._first_f is None:
             self._first_f = f
         return f
@@ -977,6 +999,7 @@ class CostFitter:
         self._first_f = None
         self.n_sims_ = 0
         self.n_cached_ = 0
+        self.rejected_trials_: list[tuple[dict, str]] = []
         return recs
 
     def residuals(self, records: Iterable[RunRecord | Measured],
@@ -1005,7 +1028,7 @@ class CostFitter:
                 self.__dict__.update(kept)
 
     #: What :meth:`_prepare` resets for one fit or residuals call.
-    _PER_CALL = ("skipped_", "n_sims_", "n_cached_", "_recs", "_memo", "_first_f")
+    _PER_CALL = ("skipped_", "n_sims_", "n_cached_", "_recs", "_memo", "_first_f", "rejected_trials_")
 
     def _residual_names(self, recs: list[Measured]) -> list[str]:
         """"label:metric" per residual, in the residual vector's order; a label that several records
@@ -1175,6 +1198,11 @@ class CostFitter:
         if self.skipped_:
             lines.append(f"Skipped {len(self.skipped_)} record(s): " +
                          "; ".join(f"{a} ({b})" for a, b in self.skipped_))
+        if self.rejected_trials_:
+            vals, why = self.rejected_trials_[0]
+            lines.append(f"Rejected {len(self.rejected_trials_)} trial step(s) whose simulation measured nothing "
+                         f"(scipy tried nearer), first at " + ", ".join(f"{k}={v:.4g}" for k, v in vals.items())
+                         + f": {why}")
         return "\n".join(lines)
 
     def _caveat(self, p: str, lo: float, hi: float) -> str:

@@ -4,6 +4,7 @@ fresh-user audit of the fit-your-own-runs workflow (each test says what happened
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simaccept.cli import main
@@ -534,3 +535,23 @@ def test_a_bad_simulation_override_is_refused_at_construction(over, why):
     with pytest.raises(ScenarioError) as e:
         CostFitter(params=["user_per_request"], sim_overrides=[over])
     assert str(e.value).startswith(why), str(e.value)
+
+
+def test_a_trial_step_that_measures_nothing_is_taken_back_not_the_end_of_the_fit():
+    # k_syn_drop = 200 livelocks the server (no call ends in a 1 s window: a MeasurementError):
+    # at a trial step the fit raised and ended; now scipy gets a non-finite residual and
+    # shrinks its step (trf), and the fit says so.  At the start there is nothing to go back to.
+    recs = _onepacket(2)
+    f = CostFitter(params=["k_syn_drop"], base_profile="realsys-linux6", metrics=["replies_per_s"],
+                   sim_overrides=["scenario.duration=1"])
+    f._prepare(recs)
+    scale = f._scale()
+    with f._pooled(1):
+        with pytest.raises(FitError, match="MeasurementError: no server call ended"):
+            f._fun(np.array([200.0]) / scale)
+        ok = f._fun(np.array([20.0]) / scale)
+        bad = f._fun(np.array([200.0]) / scale)
+    assert np.all(np.isfinite(ok)) and len(ok) == 2
+    assert bad.shape == ok.shape and np.all(np.isinf(bad))
+    (vals, why), = f.rejected_trials_
+    assert vals == {"k_syn_drop": pytest.approx(200.0)} and "receive livelock" in why
