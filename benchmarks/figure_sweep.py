@@ -85,6 +85,7 @@ def main():
                    workers_cpu_s=round(child_cpu, 2), idle_wall_estimate_s=round(child_cpu / jobs, 2),
                    ratio_to_bar=round(wall / BAR, 3), failed=len(failed), replies_digest=digest,
                    replies_per_s=replies, **mach))
+    return 1 if failed else 0       # failed points were printed, and it exited 0
 
 
 if __name__ == "__main__":

@@ -57,6 +57,10 @@ def main():
     sc = simaccept.load_scenario(SCENARIO, overrides=ov)
     print(f"point: {SCENARIO.relative_to(_common.ROOT)} with {' '.join(ov)} (mux {sc['server']['mux']})")
     OUT.mkdir(parents=True, exist_ok=True)
+    # an earlier run's files go first: an interrupted run left its own cProfile beside the
+    # earlier run's pyinstrument files, nothing telling them apart
+    for old in OUT.glob("profile-*"):
+        old.unlink()
 
     gc.collect()
     w0, c0 = time.perf_counter(), time.process_time()
@@ -74,8 +78,9 @@ def main():
     rec_c = simaccept.simulate(sc, raise_errors=True)
     pr.disable()
     cp_wall = time.perf_counter() - w0
+    same = {"cProfile": key(rec_c) == key(rec)}
     print(f"cProfile:     {cp_wall:6.2f} s wall ({cp_wall / plain_wall:.2f}x plain); "
-          f"same record: {key(rec_c) == key(rec)}")
+          f"same record: {same['cProfile']}")
     atomic_write(OUT / "profile-cprofile.pstats", lambda tmp: pr.dump_stats(tmp))
     buf = io.StringIO()
     st = pstats.Stats(pr, stream=buf)
@@ -110,8 +115,6 @@ def main():
         from pyinstrument import Profiler
     except ImportError:
         print("\npyinstrument not installed: skipped (pip install pyinstrument)")
-        for old in OUT.glob("profile-pyinstrument.*"):      # an earlier run's, beside this run's cProfile
-            old.unlink()
     else:
         gc.collect()
         p = Profiler(interval=0.001)
@@ -120,8 +123,9 @@ def main():
         rec_p = simaccept.simulate(sc, raise_errors=True)
         p.stop()
         pi_wall = time.perf_counter() - w0
+        same["pyinstrument"] = key(rec_p) == key(rec)
         print(f"\npyinstrument: {pi_wall:6.2f} s wall ({pi_wall / plain_wall:.2f}x plain); "
-              f"same record: {key(rec_p) == key(rec)}")
+              f"same record: {same['pyinstrument']}")
         text = p.output_text(unicode=True, color=False, show_all=False)
         atomic_write(OUT / "profile-pyinstrument.txt", text)
         atomic_write(OUT / "profile-pyinstrument.html", p.output_html())
@@ -135,7 +139,12 @@ def main():
                    cpu_s=round(plain_cpu, 3), us_cpu_per_conn=round(1e6 * plain_cpu / n, 3),
                    cprofile_wall_s=round(cp_wall, 3),
                    pyinstrument_wall_s=round(pi_wall, 3) if pi_wall else None,
-                   top5=top[:5], **mach))
+                   top5=top[:5], same_record=same, **mach))
+    if not all(same.values()):      # it printed "same record: False" and exited 0
+        print(f"profile: a profiled run gave another record than the plain one: "
+              f"{', '.join(k for k, v in same.items() if not v)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
