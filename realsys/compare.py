@@ -107,6 +107,7 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
     # pairs whose configs differ (another realsys.spin_us, scenario.duration): compared, but
     # said, since the table reads as the same runs measured twice
     differs: dict[str, int] = {}
+    n_differ = 0
     from simaccept.scenario import load_scenario
     defaults = load_scenario(text="").values
     for name in common:
@@ -126,7 +127,9 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
                     # a text column (host, error) gave a table of dashes and exit 0
                     raise ValueError(f"{name}: --metric {metric!r} is not a numeric column (a row holds {x[:40]!r})")
             ok = math.isfinite(vb) and vb > 0 and math.isfinite(va)
-            for key in _config_diff(b.get("config") or "", a.get("config") or "", defaults):
+            keys = _config_diff(b.get("config") or "", a.get("config") or "", defaults)
+            n_differ += bool(keys)
+            for key in keys:
                 differs[key] = differs.get(key, 0) + 1
             pairs.append({"folder": name, "series": series_label(b), "point": k[0], "seed": k[1],
                           "target_rate": _num(b.get("target_rate")),
@@ -152,7 +155,7 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
     return {"before": str(before), "after": str(after), "metric": metric, "from_rate": from_rate,
             "folders": common, "folders_before_only": sorted(set(bf) - set(af)),
             "folders_after_only": sorted(set(af) - set(bf)), "unpaired": unpaired,
-            "config_differs": dict(sorted(differs.items())),
+            "config_differs": dict(sorted(differs.items())), "pairs_config_differs": n_differ,
             "overall": {"all": summary(pairs), "past": summary([p for p in pairs if past(p)])},
             "series": rows, "pairs": pairs}
 
@@ -176,9 +179,9 @@ def markdown(c: dict) -> str:
         L.append(f"| {r['folder']} | {r['series']} | {f(r['all'])} | {f(r['past'])} |")
     L.append(f"| **all** | | {f(c['overall']['all'])} | {f(c['overall']['past'])} |")
     if c.get("config_differs"):
-        n = max(c["config_differs"].values())
-        L += ["", f"Not the same runs measured twice: the configs of up to {n} of the {len(c['pairs'])} pairs "
-                  "differ, in " + ", ".join(f"{k} ({v})" for k, v in c["config_differs"].items()) + "."]
+        L += ["", f"Not the same runs measured twice: the configs of {c['pairs_config_differs']} of the "
+                  f"{len(c['pairs'])} pairs differ, in "
+              + ", ".join(f"{k} ({v} pairs)" for k, v in c["config_differs"].items()) + "."]
     return "\n".join(L) + "\n"
 
 

@@ -102,6 +102,11 @@ SUM_KEYS = ("attempts", "established", "requests", "replies", "replies_ok", "rep
 def merge(results: list[dict]) -> dict:
     """Sum counts of several loadgen processes and merge their histograms."""
     out: dict = {k: sum(r.get(k, 0) or 0 for r in results) for k in SUM_KEYS}
+    # a rate no process could give (an interrupted run's middle window that never ran: null)
+    # summed as 0, "100 % below the rate asked for", and a part of the processes' as theirs alone
+    mids = [r.get("achieved_rate_mid") for r in results]
+    if not results or not all(isinstance(m, (int, float)) and math.isfinite(m) for m in mids):
+        out["achieved_rate_mid"] = None
     out["window_s"] = max((r.get("window_s", 0) for r in results), default=math.nan)
     # one generator stopped by a signal makes the whole point a partial one
     out["interrupted"] = any(r.get("interrupted", False) for r in results)

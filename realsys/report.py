@@ -74,6 +74,8 @@ def _series(rows):
     return out
 
 
+#: A rate is past saturation once some policy replies to less than this share of it.
+SATURATED = 0.97
 #: The columns a summary computes with, each a number (or empty: not measured) in an ok row.
 _NUMERIC = ("target_rate", "replies_per_s", "conn_attempts_per_s", "duration_s", "select_calls_per_s")
 #: The columns every finished row has measured, finite: a target, a window and what it gave.
@@ -216,9 +218,9 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
         summary["policies"][lab] = {"peak_replies_per_s": rep[peak_r], "peak_at_rate": peak_r,
                                     "replies_per_s": rep, "replies_per_s_sd": sd, "runs_per_rate":
                                     {r: len(pts[r]) for r in rates}, "generator_max_rel_error": worst}
-    # saturation: the lowest rate where some policy replies < 97 % of the target
+    # saturation: the lowest rate where some policy replies < SATURATED of the target
     all_rates = sorted({r for pts in ser.values() for r in pts})
-    sat = next((r for r in all_rates if any(r in p and _mean(p[r], "replies_per_s") < 0.97 * r
+    sat = next((r for r in all_rates if any(r in p and _mean(p[r], "replies_per_s") < SATURATED * r
                                             for p in ser.values())), None)
     summary["saturation_rate"] = sat
     past = [r for r in all_rates if sat is not None and r >= sat]
@@ -337,7 +339,7 @@ def _main(argv=None, prog: str = "python -m realsys.report") -> int:
                   + f"; {lag['points_over_note']} of {lag['points']} points over "
                   f"{lag['note_ms']:g} ms")
         if s["saturation_rate"] is None:     # it printed "saturation at None; past it: []"
-            print("  no saturation: every policy replied at least 97 % of the target rate at every rate")
+            print(f"  no saturation: every policy replied at least {100 * SATURATED:.0f} % of the target rate at every rate")
         else:
             print(f"  saturation at {s['saturation_rate']:g} req/s; past it: "
                   + ", ".join(f"{r:g}" for r in s["rates_past_saturation"]))

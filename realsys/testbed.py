@@ -391,8 +391,9 @@ class TestBed:
         try:
             _run(["ip", "netns", "add", ns])
         except BaseException:
-            self.created.remove(ns)
-            self._mark()
+            if ns not in list_namespaces():     # a Ctrl-C after the add: it is ours to tear down
+                self.created.remove(ns)
+                self._mark()
             raise
 
     def _build(self) -> None:

@@ -507,6 +507,11 @@ def _list_hint(e: ScenarioError, overrides, cmd: str | None) -> str:
         if text.startswith("[") and text.endswith("]"):
             if _key_kind(e.key) not in ("str", "choice"):     # quoting a word for a number leads to the next refusal
                 continue
+            try:        # TOML read it: its words are quoted, and the refusal is of a value
+                tomllib.loads(f"v = {text}")
+                continue
+            except tomllib.TOMLDecodeError:
+                pass
             listed = _quoted_list(text[1:-1])
             if listed is not None and listed != text:
                 return f" (TOML quotes a word in a list: --set '{key.strip()}={listed}')"

@@ -137,8 +137,8 @@ def test_pairs_of_other_configs_are_said_to_be(tmp_path):
     _folder(tmp_path / "a", "sel", [r1])
     _folder(tmp_path / "b", "sel", [r2])
     c = compare(tmp_path / "a", tmp_path / "b")
-    assert c["config_differs"] == {"realsys.spin_us": 1, "scenario.duration": 1}
-    assert "Not the same runs measured twice" in markdown(c) and "realsys.spin_us (1)" in markdown(c)
+    assert c["config_differs"] == {"realsys.spin_us": 1, "scenario.duration": 1} and c["pairs_config_differs"] == 1
+    assert "the configs of 1 of the 1 pairs differ" in markdown(c) and "realsys.spin_us (1 pairs)" in markdown(c)
     # the same config, one row written before client.orphans existed: no difference
     old = json.loads(pt.to_json())
     del old["client"]["orphans"]

@@ -243,6 +243,14 @@ def test_merge_marks_a_point_with_one_interrupted_generator():
     assert merge([dict(base), dict(base)])["interrupted"] is False
 
 
+def test_a_mid_window_rate_one_process_lacks_is_none_not_a_partial_sum():
+    # a null (an interrupted run's middle window that never ran) summed as 0: "100 % below"
+    from realsys.loadgen import merge
+    assert merge([{"achieved_rate_mid": 100.0}, {"achieved_rate_mid": 200.0}])["achieved_rate_mid"] == 300.0
+    assert merge([{"achieved_rate_mid": 100.0}, {"achieved_rate_mid": None}])["achieved_rate_mid"] is None
+    assert merge([{"achieved_rate_mid": None}])["achieved_rate_mid"] is None
+
+
 def test_a_merged_percentile_is_never_past_the_largest_sample():
     # a bucket's middle (buckets 2^(1/4) wide) lay past the max: launch lag p99 480.8 ms, max 452.0
     from realsys.loadgen import _bucket_mid, merge

@@ -449,14 +449,15 @@ def test_generator_error(g, fails):
     (26568.0, 25000.0, 2.0, "deterministic", True),     # caught up from the warm-up into the window
     (1.0085 * 4000.0, 4000.0, 4.0, "deterministic", False),   # the highest of the committed rows
     (1.10 * 500.0, 500.0, 2.0, "poisson", False),
-    (9 / 0.4, 20.0, 0.5, "deterministic", False),       # 8 due in the middle 80 %, 9 counted
+    (0.5 * 35000.0, 35000.0, 1.0, "deterministic", False),   # a middle window under 1 s is not judged
     (40 / 3.2, 10.0, 4.0, "deterministic", True),       # 32 due, 40 counted: off by more than two
+    (35 / 3.2, 10.0, 4.0, "deterministic", False),      # 32 due, 35 counted by two processes: two each
     (float("nan"), 5000.0, 2.0, "deterministic", False),  # an interrupted run: nothing to judge
     (None, 5000.0, 2.0, "deterministic", False),        # an older generator's JSON
 ])
 def test_offered_error(mid, rate, dur, arrivals, fails):
     # a generator past what its CPU launches falls behind, and the window is offered less
-    g = {} if mid is None else {"achieved_rate_mid": mid}
+    g = {} if mid is None else {"achieved_rate_mid": mid, "procs": 2}
     why = offered_error(g, rate, dur, arrivals)
     assert (why is not None) == fails, why
     if fails:

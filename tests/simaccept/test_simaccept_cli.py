@@ -457,6 +457,10 @@ def test_a_bracketed_list_of_bare_words_shows_them_quoted(cmd, spec, tmp_path, c
     # a number's key is not told to quote a word: that is refused next
     assert cli.main([cmd, str(spec), *out, "--set", "workload.rate=[1000, abc]"]) == 2
     assert "quotes" not in capsys.readouterr().err
+    # words already quoted: the refusal is of a value, and quotes are no help (a review saw the hint)
+    assert cli.main([cmd, str(spec), *out, "--set", 'server.policy=["accept-limit", "nonexistent"]']) == 2
+    err = capsys.readouterr().err
+    assert 'unknown policy "nonexistent"' in err and "quotes" not in err
 
 
 @pytest.mark.parametrize("argv,shown", [
