@@ -112,9 +112,14 @@ class FitError(RuntimeError):
 
 
 class _UnmeasurableTrial(FitError):
-    """A simulation at the point tried measured nothing of the server (its record failed with a
-    ``MeasurementError``, e.g. a receive livelock at a bold step of k_syn_drop): no bug, a point
-    the fit cannot use."""
+    """A simulation at the point tried measured nothing of the server: no server call ended in
+    its window (simaccept.sim's ``MeasurementError`` of a receive livelock, e.g. at a bold step
+    of k_syn_drop): the model's outcome there, not a bug, and a point the fit cannot use."""
+
+
+#: The start of the one failure :class:`_UnmeasurableTrial` takes (an empty window, the other
+#: MeasurementError, means a bug: simulate() prevents it).
+UNMEASURABLE = "MeasurementError: no server call ended"
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -491,8 +496,9 @@ class CostFitter:
     :meth:`fit`: ``params_`` and ``stderr_`` ({cost: µs}), ``cov_``, ``result_`` (scipy's
     ``OptimizeResult``), ``records_`` (those fitted), ``residual_names_``, ``residual_norm_`` and
     ``start_residual_norm_``, ``stopped_at_max_nfev_``, ``rejected_trials_`` (trial steps whose
-    simulation measured nothing, a ``MeasurementError`` such as a receive livelock: scipy got a
-    non-finite residual there and tried nearer; the header lists them).  A fit that raises (no convergence, a
+    simulation measured nothing, a receive livelock: scipy got a non-finite residual there and
+    tried nearer, or a Jacobian step was differenced from the other side; the header and
+    :meth:`summary` list them).  A fit that raises (no convergence, a
     singular Jacobian) leaves ``result_``, ``records_`` and ``residual_names_`` to look into, and
     no ``params_``: :meth:`predict`, :meth:`save` and the other fitted reads raise
     :class:`NotFittedError`."""
@@ -510,7 +516,10 @@ class CostFitter:
         # from get_params too)
         params, metrics, weights, overrides, sim_overrides = (
             _own(params), _own(metrics), _own(weights), _own(overrides), _own(sim_overrides))
-        bounds = copy.deepcopy(bounds)
+        try:
+            bounds = copy.deepcopy(bounds)
+        except TypeError:               # a generator: left for the bounds check to name
+            pass
         self._init_args = {k: v for k, v in locals().items() if k != "self"}
         for name, v in (("params", params), ("metrics", metrics), ("sim_overrides", sim_overrides),
                         ("overrides", overrides)):
@@ -650,8 +659,14 @@ class CostFitter:
         return {k: frozen(getattr(self, k)) for k in self._CONFIG}
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments, as given (scikit-learn's estimator interface)."""
-        return dict(self._init_args)
+        """The constructor's arguments, as given (scikit-learn's estimator interface): copies,
+        so that changing one changes nothing set_params rebuilds."""
+        return copy.deepcopy(self._init_args)
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """scikit-learn's ``check_is_fitted`` asks this: a failed fit or a ``residuals`` call
+        leaves attributes ending in ``_`` (``result_``, ``skipped_``), but no ``params_``."""
+        return hasattr(self, "params_")
 
     def set_params(self, **params: Any) -> "CostFitter":
         """Change constructor arguments, checked again as at construction (a refused one changes
@@ -825,7 +840,7 @@ class CostFitter:
             for sim in group:
                 if sim.status != "ok":
                     # a MeasurementError's record carries no traceback: the model's outcome, not a bug
-                    unmeasurable = sim.error.startswith("MeasurementError:") and "\n" not in sim.error.strip()
+                    unmeasurable = sim.error.startswith(UNMEASURABLE) and "\n" not in sim.error.strip()
                     raise (_UnmeasurableTrial if unmeasurable else FitError)(
                         f"simulation of {m.label} (rate {sim.target_rate:g}) failed: "
                         f"{sim.error.splitlines()[0] if sim.error else ''}")
@@ -896,7 +911,24 @@ class CostFitter:
             p[j] += h
             steps.append(p[j] - u[j])
             pts.append(p)
-        f0, *fs = self._run_many([u] + pts)
+        try:
+            f0, *fs = self._run_many([u] + pts)
+        except _UnmeasurableTrial:
+            # a step into a receive livelock (the centre, just accepted, is memoised and measured):
+            # each point again, one that measures nothing differenced from the other side
+            f0, fs = self._run_many([u])[0], []
+            for j, p in enumerate(pts):
+                try:
+                    fs.append(self._run_many([p])[0])
+                except _UnmeasurableTrial:
+                    q = u.copy()
+                    q[j] -= steps[j]
+                    if not lb[j] <= q[j] <= ub[j]:
+                        raise
+                    fs.append(self._run_many([q])[0])       # that side too: the fit ends with it
+                    steps[j] = -steps[j]
+                    self.rejected_trials_.append(({k: float(v) for k, v in zip(self.params, p * self._scale())},
+                                                  "a Jacobian step, taken from the other side"))
         J = np.empty((len(f0), len(u)))
         for j, (fj, h) in enumerate(zip(fs, steps)):
             J[:, j] = (fj - f0) / h
@@ -1249,4 +1281,6 @@ class CostFitter:
                 "stopped_at_max_nfev": self.stopped_at_max_nfev_,
                 **({"loss": self.loss, "f_scale": self.f_scale} if self.loss != "linear" else {}),
                 "records": [m.label for m in self.records_], "skipped": self.skipped_,
+                **({"rejected_trials": [{"values": v, "why": w} for v, w in self.rejected_trials_]}
+                   if self.rejected_trials_ else {}),
                 "residuals": dict(zip(self.residual_names_, map(float, self.result_.fun)))}

@@ -387,6 +387,8 @@ def test_get_params_and_set_params_as_scikit_learn_estimators_have_them():
     names.append("accept")
     assert h.set_params(max_nfev=5).params == ["user_per_request"]
     assert "start_" not in vars(h)        # a trailing _ is for what fit() sets (scikit-learn's check_is_fitted)
+    h.get_params()["params"].append("k_syn_drop")       # a copy: the fitter's own list is untouched
+    assert h.set_params(max_nfev=6).params == ["user_per_request"] and not h.__sklearn_is_fitted__()
     from simaccept.costs import load_costs
     assert f.set_params(params=["k_syn_drop"]) is f
     assert f.start == {"k_syn_drop": load_costs("realsys-linux6").us["k_syn_drop"]}
@@ -537,7 +539,7 @@ def test_a_bad_simulation_override_is_refused_at_construction(over, why):
     assert str(e.value).startswith(why), str(e.value)
 
 
-def test_a_trial_step_that_measures_nothing_is_taken_back_not_the_end_of_the_fit():
+def test_a_trial_point_that_measures_nothing_gives_scipy_a_non_finite_residual():
     # k_syn_drop = 200 livelocks the server (no call ends in a 1 s window: a MeasurementError):
     # at a trial step the fit raised and ended; now scipy gets a non-finite residual and
     # shrinks its step (trf), and the fit says so.  At the start there is nothing to go back to.
@@ -555,3 +557,22 @@ def test_a_trial_step_that_measures_nothing_is_taken_back_not_the_end_of_the_fit
     assert bad.shape == ok.shape and np.all(np.isinf(bad))
     (vals, why), = f.rejected_trials_
     assert vals == {"k_syn_drop": pytest.approx(200.0)} and "receive livelock" in why
+
+
+def test_a_fit_goes_on_past_a_step_into_a_receive_livelock():
+    # A record whose replies only a k_syn_drop near the livelock's edge gives (1 % of the
+    # measured): from 100 the first step (208) livelocks the server, and so does a Jacobian
+    # step later.  The fit ended at the first; now scipy shrinks the step, the Jacobian
+    # differences from the other side, and the fit converges, saying so.
+    import dataclasses
+    from validation.records import Measured
+    rec = _onepacket(1)[0].record
+    low = Measured(dataclasses.replace(rec, replies_per_s=0.01 * rec.replies_per_s))
+    f = CostFitter(params=["k_syn_drop"], base_profile="realsys-linux6", metrics=["replies_per_s"],
+                   sim_overrides=["scenario.duration=1"], overrides={"k_syn_drop": 100.0}, max_nfev=12)
+    f.fit([low])
+    assert f.result_.success and f.residual_norm_ < 0.05 < f.start_residual_norm_
+    assert f.rejected_trials_ and all(v["k_syn_drop"] > f.params_["k_syn_drop"] for v, _ in f.rejected_trials_)
+    assert "no server call ended" in f.rejected_trials_[0][1]
+    assert f"Rejected {len(f.rejected_trials_)} trial step(s)" in f.header()
+    assert len(f.summary()["rejected_trials"]) == len(f.rejected_trials_)
