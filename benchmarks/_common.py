@@ -101,3 +101,14 @@ def quick_flag(argv=None) -> bool:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="short run for development")
     return ap.parse_args(argv).quick
+
+
+def run(main) -> int:
+    """``main()``'s exit status for ``sys.exit``.  Ctrl-C ends a benchmark with 130 and a line
+    saying so, not a traceback (a benchmark that can summarise what finished, as sim_rate's
+    repetitions, does so itself first)."""
+    try:
+        return main() or 0
+    except KeyboardInterrupt:
+        print("\ninterrupted: no summary; the lines above are what finished", file=sys.stderr)
+        return 130

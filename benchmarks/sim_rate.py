@@ -134,13 +134,23 @@ def main():
     # engine ceiling, measured before and after (load varies)
     bare_a = bare_simpy(n_bare)
     best = {c: None for c in configs}
-    for r in range(reps):
-        for c in configs:
-            res = timed_run(scs[c])
-            if best[c] is None or res[0] < best[c][0]:
-                best[c] = res
-            print(f"  rep {r + 1}: {c[0]:6s} accept-limit {c[1]:>3s}: {res[2]} conns in {res[0]:.2f} s wall"
-                  f" ({res[1]:.2f} s CPU)", flush=True)
+    reps_done = 0
+    try:
+        for r in range(reps):
+            for c in configs:
+                res = timed_run(scs[c])
+                if best[c] is None or res[0] < best[c][0]:
+                    best[c] = res
+                print(f"  rep {r + 1}: {c[0]:6s} accept-limit {c[1]:>3s}: {res[2]} conns in {res[0]:.2f} s wall"
+                      f" ({res[1]:.2f} s CPU)", flush=True)
+            reps_done = r + 1
+    except KeyboardInterrupt:
+        # the repetitions that finished are summarised (they were lost with a traceback);
+        # none finished: nothing to summarise
+        if not reps_done:
+            raise
+        print(f"interrupted: summarising the {reps_done} of {reps} repetition(s) that finished "
+              "(Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
     bare_b = bare_simpy(n_bare)
     bare_wall = max(bare_a[0], bare_b[0])
     bare_cpu = max(bare_a[1], bare_b[1])
@@ -206,8 +216,10 @@ def main():
                    simpy_events_per_conn=round(top["simpy_ev_per_conn"], 4),
                    bare_simpy_events_per_s=round(bare_wall),
                    events_per_s_over_bare=round(top["ev_per_s"] / bare_wall, 3),
-                   warmup_s=warmup, duration_s=duration, reps=reps, **mach))
+                   warmup_s=warmup, duration_s=duration, reps=reps_done,
+                   **({"interrupted": True} if reps_done < reps else {}), **mach))
+    return 130 if reps_done < reps else 0       # summarised, but stopped by Ctrl-C
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_common.run(main))
