@@ -45,7 +45,7 @@ WARM = 1.0
 B = 20
 
 
-def load_test_model():
+def load_oracle():
     # the oracle's module alone: test_model.py imports pytest and hypothesis, which the
     # bench extra does not install
     p = _common.ROOT / "tests" / "simaccept" / "mm1k_oracle.py"
@@ -181,7 +181,7 @@ def main():
     m = Machine("mm1k_peers", quick)
     n_cust = 100_000 if quick else 1_000_000
     T = n_cust / LAM
-    tm = load_test_model()
+    tm = load_oracle()
     pk, W = tm.mm1k(LAM, MU, K)
     print(f"M/M/1/K: λ={LAM:g}/s μ={MU:g}/s ρ={RHO} K={K}; simulated T={T:.2f} s (~{n_cust:,} customers), "
           f"warm-up {WARM:g} s, {B} batches, 99 % t intervals; {a.rounds} rounds in rotation")

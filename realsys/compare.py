@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from .report import _check_numbers, series_label
-from .rowconfig import resolved_now
+from .rowconfig import resolved_doc
 from .runner import ResultsFileError, read_rows
 
 
@@ -50,11 +50,8 @@ def _config_diff(a: str, b: str, defaults: dict) -> list[str]:
     """The ``section.key`` names whose values differ between two rows' configs, each read as
     this version writes it (a key one row predates at its default); ``["config"]`` when either
     is not a JSON table."""
-    try:
-        da, db = json.loads(resolved_now(a, defaults)), json.loads(resolved_now(b, defaults))
-    except ValueError:
-        return [] if a == b else ["config"]
-    if not (isinstance(da, dict) and isinstance(db, dict)):
+    da, db = resolved_doc(a, defaults), resolved_doc(b, defaults)
+    if da is None or db is None:
         return [] if a == b else ["config"]
     out = []
     for sec in sorted(set(da) | set(db)):

@@ -23,21 +23,28 @@ def as_measured(doc: dict) -> dict:
     return doc
 
 
-def resolved_now(config: str, defaults: dict) -> str:
-    """A row's config text as a point of this version writes it (``Scenario.to_json()``):
-    :func:`as_measured`, then each other key the row predates at its value in ``defaults``
-    (an empty scenario's resolved values).  A key the schema no longer has is kept, so the row
-    matches no point.  Text that is not a JSON table is returned as it is."""
+def resolved_doc(config: str, defaults: dict) -> dict | None:
+    """A row's config as a point of this version resolves it: :func:`as_measured`, then each
+    other key the row predates at its value in ``defaults`` (an empty scenario's resolved
+    values).  A key the schema no longer has is kept, so the row matches no point.  None for
+    text that is not a JSON table."""
     try:
         doc = json.loads(config)
     except (ValueError, RecursionError):
-        return config
+        return None
     if not isinstance(doc, dict):
-        return config
+        return None
     as_measured(doc)
     for section, keys in defaults.items():
         sect = doc.get(section)
         if isinstance(sect, dict):
             for k, d in keys.items():
                 sect.setdefault(k, d)
-    return json.dumps(doc, sort_keys=True)
+    return doc
+
+
+def resolved_now(config: str, defaults: dict) -> str:
+    """:func:`resolved_doc` as a point of this version writes it (``Scenario.to_json()``); text
+    that is not a JSON table is returned as it is."""
+    doc = resolved_doc(config, defaults)
+    return config if doc is None else json.dumps(doc, sort_keys=True)

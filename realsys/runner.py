@@ -63,9 +63,10 @@ NICE = -20
 #: fresh-clone CI run saw 2.0-5.0 s.  The runner sleeps between its marks, so a real-time
 #: thread takes only what it uses; the kernel's RT throttling (95 %) bounds even a runaway.
 RUNNER_FIFO_PRIORITY = 1
-#: An httperf point fails when its processes launched less than this share of the rate asked for
-#: in the window (by the clients' kernels' count): httperf falls behind rather than failing.
-HTTPERF_MIN_LAUNCHED = 0.95
+#: A point fails when its generators launched less than this share of the rate asked for in the
+#: window (httperf: the clients' kernels' count; loadgen: its own, :func:`offered_error`, which
+#: fails as far above too): a generator falls behind rather than failing.
+MIN_LAUNCHED = 0.95
 #: The shortest middle 80 % of a window whose loadgen launch rate :func:`offered_error` judges (s).
 OFFERED_MIN_WINDOW_S = 1.0
 SYSCTL_KEYS = ("net.ipv4.tcp_syncookies", "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog",
@@ -450,7 +451,7 @@ def generator_error(g: dict) -> str | None:
 
 def offered_error(g: dict, conn_rate: float, dur: float, arrivals: str) -> str | None:
     """None if our generators launched, in the middle 80 % of the window (``achieved_rate_mid``,
-    summed over processes), within 1 - :data:`HTTPERF_MIN_LAUNCHED` (5 %) of ``conn_rate``, or
+    summed over processes), within 1 - :data:`MIN_LAUNCHED` (5 %) of ``conn_rate``, or
     two launches per process of the count due there if that is more (each process rounds its
     own schedule's count); with Poisson arrivals, within four standard deviations of that count
     if that is wider.  Not judged for a middle window under :data:`OFFERED_MIN_WINDOW_S`: a
@@ -464,7 +465,7 @@ def offered_error(g: dict, conn_rate: float, dur: float, arrivals: str) -> str |
     if got is None or conn_rate <= 0 or 0.8 * dur < OFFERED_MIN_WINDOW_S or not math.isfinite(got):
         return None
     n = conn_rate * 0.8 * dur           # launches due in the middle 80 %
-    tol = max(1 - HTTPERF_MIN_LAUNCHED, 2 * max(1, int(g.get("procs") or 1)) / n)
+    tol = max(1 - MIN_LAUNCHED, 2 * max(1, int(g.get("procs") or 1)) / n)
     if arrivals == "poisson":
         tol = max(tol, 4 / math.sqrt(n))
     off = got / conn_rate - 1
@@ -479,7 +480,7 @@ def offered_error(g: dict, conn_rate: float, dur: float, arrivals: str) -> str |
 def httperf_error(res: list[dict], returncodes: list[int | None], conn_rate: float,
                   launched_per_s: float) -> str | None:
     """None if every httperf process printed its summary and together they launched at least
-    :data:`HTTPERF_MIN_LAUNCHED` of ``conn_rate`` in the window (``launched_per_s``: the clients'
+    :data:`MIN_LAUNCHED` of ``conn_rate`` in the window (``launched_per_s``: the clients'
     kernels' count of connect()s there); else what went wrong.  ``res``: :func:`parse_httperf` of
     each process's output; ``returncodes``: their exit statuses.  12 busy-polling processes at
     5,600 conn/s fell behind their schedule (1,637 launched a second in the window), were still
@@ -495,7 +496,7 @@ def httperf_error(res: list[dict], returncodes: list[int | None], conn_rate: flo
     if silent:
         return (f"{len(silent)} of {n} httperf processes (gen-{', gen-'.join(map(str, silent))}) printed no "
                 f"summary (gen-N.json has what they wrote)")
-    if launched_per_s < HTTPERF_MIN_LAUNCHED * conn_rate:
+    if launched_per_s < MIN_LAUNCHED * conn_rate:
         return (f"httperf launched {launched_per_s:.0f} of {conn_rate:g} conn/s in the window (the clients' "
                 f"kernels' count of connect()s): it fell behind its schedule, so the load offered was below "
                 f"the rate asked for; {n} busy-polling processes share the clients' CPU")

@@ -884,14 +884,18 @@ class CostFitter:
                 raise FitError(str(e)) from None
             # A trial step scipy may take back: a non-finite residual makes trf shrink its trust
             # region and try nearer (scipy/optimize/_lsq/trf.py), where raising ended the fit.
-            vals = np.asarray(u, float) * self._scale()
-            self.rejected_trials_.append(({p: float(v) for p, v in zip(self.params, vals)}, str(e)))
-            if self.verbose:
-                print(f"[fit] step rejected: {e}", file=sys.stderr, flush=True)
+            self._reject(u, str(e))
             return np.full(len(self._first_f), np.inf)
         if self._first_f is None:
             self._first_f = f
         return f
+
+    def _reject(self, u, why: str) -> None:
+        """Keep a point (scaled, as scipy sees it) whose simulation measured nothing, and why."""
+        vals = np.asarray(u, float) * self._scale()
+        self.rejected_trials_.append(({p: float(v) for p, v in zip(self.params, vals)}, why))
+        if self.verbose:
+            print(f"[fit] step rejected: {why}", file=sys.stderr, flush=True)
 
     def _jac(self, u):
         u = np.asarray(u, float)
@@ -927,8 +931,7 @@ class CostFitter:
                         raise
                     fs.append(self._run_many([q])[0])       # that side too: the fit ends with it
                     steps[j] = -steps[j]
-                    self.rejected_trials_.append(({k: float(v) for k, v in zip(self.params, p * self._scale())},
-                                                  "a Jacobian step, taken from the other side"))
+                    self._reject(p, "a Jacobian step, taken from the other side")
         J = np.empty((len(f0), len(u)))
         for j, (fj, h) in enumerate(zip(fs, steps)):
             J[:, j] = (fj - f0) / h
