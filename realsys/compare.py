@@ -4,7 +4,7 @@
 
 BEFORE and AFTER each hold results folders by name (``realsys/results`` and the ``RESULTS=DIR``
 of ``validation/measure_realsys.sh``), or are two results folders themselves.  Rows are paired
-by folder, point label and seed, and only finished rows (``status = ok``) pair; a folder or a
+by folder, point label (less a seed axis) and seed, and only finished rows (``status = ok``) pair; a folder or a
 row that one side lacks is counted, not guessed.  For each folder and series (server, event
 mechanism, accept-limit) it gives the ratio AFTER / BEFORE of the metric: median, smallest and
 largest, at every rate and at rates of at least ``--from-rate`` (past saturation, where the
@@ -43,7 +43,11 @@ def _num(v) -> float:
 
 
 def _key(r: dict) -> tuple[str, str]:
-    return r["point"], r.get("seed") or ""
+    """A row's pairing key: its point label less any ``scenario.seed`` term, and its seed.
+    Replicates made as a seed axis (``scenario.seed=[11,12,13]``) label their points with it,
+    and paired with nothing in a folder of one run per seed (the committed ``*-reps``)."""
+    label = ";".join(t for t in (r["point"] or "").split(";") if not t.startswith("scenario.seed="))
+    return label, r.get("seed") or ""
 
 
 def _config_diff(a: str, b: str, defaults: dict) -> list[str]:
@@ -164,7 +168,8 @@ def markdown(c: dict) -> str:
         return f"{s['median']:.3f} | {s['min']:.3f} – {s['max']:.3f} | {s['n']}"
     fr = c["from_rate"]
     past = f"from {fr:g} req/s" if fr is not None else "every rate"
-    L = [f"`{c['metric']}` after / before ({c['after']} over {c['before']}); pairs by folder, point and seed; "
+    L = [f"`{c['metric']}` after / before ({c['after']} over {c['before']}); pairs by folder, point "
+         "(less a seed axis) and seed; "
          f"unpaired: {c['unpaired']['before_only']} before only, {c['unpaired']['after_only']} after only, "
          f"{c['unpaired']['not_ok']} not finished on one side"
          # a folder one side lacks was listed only in --json: the table looked complete

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -195,6 +196,13 @@ def launch_lag_summary(rows: list[dict], point_files: list[dict]) -> dict:
             "note_ms": LAUNCH_LAG_NOTE_MS, "points_over_note": sum(x > LAUNCH_LAG_NOTE_MS for x in ms)}
 
 
+def label_order(label: str) -> tuple:
+    """A point label's sort key: its runs of digits as numbers, and ``inf`` after every
+    number (accept-1, accept-2, accept-10, accept-inf)."""
+    return tuple((0, int(t), "") if t.isdigit() else (1, math.inf, "") if t == "inf" else (2, 0, t)
+                 for t in re.split(r"(\d+|(?<![A-Za-z])inf(?![A-Za-z]))", label) if t)
+
+
 def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
     d = Path(results_dir)
     rows = read_rows(d / "results.csv")
@@ -225,14 +233,17 @@ def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:
     summary["saturation_rate"] = sat
     past = [r for r in all_rates if sat is not None and r >= sat]
     summary["rates_past_saturation"] = past
-    labs = sorted(ser)
+    # later label over earlier, numbers in a label compared as numbers: accept-10 / accept-1,
+    # accept-inf / accept-10, as the results page tabulates them (alphabetical a / b gave
+    # accept-1 / accept-inf, and put accept-10 before accept-2)
+    labs = sorted(ser, key=label_order)
     ratios = {}
     for i, a in enumerate(labs):
         for b in labs[i + 1:]:
-            rr = {r: _mean(ser[a][r], "replies_per_s") / _mean(ser[b][r], "replies_per_s")
-                  for r in past if r in ser[a] and r in ser[b] and _mean(ser[b][r], "replies_per_s") > 0}
+            rr = {r: _mean(ser[b][r], "replies_per_s") / _mean(ser[a][r], "replies_per_s")
+                  for r in past if r in ser[a] and r in ser[b] and _mean(ser[a][r], "replies_per_s") > 0}
             if rr:
-                ratios[f"{a} / {b}"] = rr
+                ratios[f"{b} / {a}"] = rr
     summary["ratios_past_saturation"] = ratios
     point_files = None
     if (d / "points").is_dir():     # each read once, in the directory's order (the first match is shown)

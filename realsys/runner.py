@@ -45,8 +45,8 @@ from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, 
                       write_wsesslog)
 from .rowconfig import resolved_now
 from .servers import PORT, ServerConfigError, death_signal, nginx_binary, nginx_event_methods, nginx_version, server_argv
-from .testbed import (CPU_QUOTA_MIN, TestBed, TestBedError, check_can_build, netrx_check, owner_alive, owner_record,
-                      stop_signals_held)
+from .testbed import (CPU_QUOTA_MIN, DEFAULTED_SYSCTLS, TestBed, TestBedError, check_can_build, netrx_check,
+                      owner_alive, owner_record, stop_signals_held)
 
 REPO = Path(__file__).resolve().parent.parent
 # Server and generators run at nice -20: on a shared machine other CPU-bound work then
@@ -369,8 +369,7 @@ def _sysctls_for(v: dict, defaults: dict[str, str]) -> dict[str, str]:
     k = v["kernel"]
     out = {"net.ipv4.tcp_syncookies": "1" if k["syncookies"] else "0", "net.ipv4.tcp_abort_on_overflow": "0",
            "net.core.somaxconn": str(k["somaxconn"] if k["somaxconn"] != -1 else 4096)}
-    for key, name in (("max_syn_backlog", "net.ipv4.tcp_max_syn_backlog"),
-                      ("synack_retries", "net.ipv4.tcp_synack_retries")):
+    for key, name in DEFAULTED_SYSCTLS.items():
         if k[key] != -1:
             out[name] = str(k[key])
         elif defaults.get(name):
@@ -946,9 +945,11 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     # then what this machine lacks (not root, a program, another run up): before the output
     # folder is made and the C programs built, as they were
     check_can_build()
+    made_out = not out_dir.exists()
     try:
+        # points/ is made with the first point kept: an interrupted run that kept none
+        # left an empty points/ folder (and an empty OUT it made)
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "points").mkdir(exist_ok=True)
     except FileExistsError:
         raise ScenarioError("--out", f"{str(out_dir)!r} (or a directory above it) exists and is not a directory") from None
     except OSError as e:
@@ -991,6 +992,7 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                     # both or neither: a Ctrl-C between them kept the point file and not its
                     # row, and the next run measured the point again
                     with stop_signals_held("realsys: keeping the point", log):
+                        (out_dir / "points").mkdir(exist_ok=True)
                         atomic_write(out_dir / "points" / f"{pt.content_hash(simulator=False)}.json",
                                      json.dumps(extra, indent=1, default=str, allow_nan=True))
                         append_record(csv_path, rec)
@@ -1014,6 +1016,11 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
             # a second Ctrl-C landing in the plot had ended the run without one
             with stop_signals_held("realsys: removing the work folder and plotting", log):
                 shutil.rmtree(work, ignore_errors=True)
+                if made_out and not recs:
+                    try:
+                        out_dir.rmdir()         # only if empty: nothing of this run is lost
+                    except OSError:
+                        pass
                 if recs:            # an interrupted run's plot shows what it finished, too
                     try:
                         plot(csv_path, out_dir / "throughput.png", log=log)

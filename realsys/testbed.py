@@ -58,8 +58,10 @@ SUBNETS = ("198.18.1", "198.18.2")
 SERVER_HOST = 1
 CLIENT_HOST = 2
 POOL = range(10, 250)          # extra client source addresses per subnet
-#: Server-namespace sysctls a scenario may leave at the kernel's default (kernel.* = -1).
-DEFAULTED_SYSCTLS = ("net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_synack_retries")
+#: Server-namespace sysctls a scenario may leave at the kernel's default (kernel.* = -1), by
+#: the scenario's ``kernel`` key that sets each.
+DEFAULTED_SYSCTLS = {"max_syn_backlog": "net.ipv4.tcp_max_syn_backlog",
+                     "synack_retries": "net.ipv4.tcp_synack_retries"}
 
 
 class _forked_real_time:
@@ -435,7 +437,7 @@ class TestBed:
             self.anchors[ns] = p.pid
         #: The new server namespace's own values of the sysctls a point may leave at their default
         #: (-1): set back at every point, else a point ran with the previous point's value.
-        self.sysctl_defaults = self.read_sysctls(DEFAULTED_SYSCTLS)
+        self.sysctl_defaults = self.read_sysctls(list(DEFAULTED_SYSCTLS.values()))
         self.log(f"testbed: up in {time.monotonic() - t0:.2f}s: {', '.join(self.created)}")
 
     def set_sysctls(self, values: dict[str, str], ns: str | None = None) -> None:

@@ -146,3 +146,17 @@ def test_pairs_of_other_configs_are_said_to_be(tmp_path):
     _folder(tmp_path / "c", "sel", [r2])
     c = compare(tmp_path / "a", tmp_path / "c")
     assert c["config_differs"] == {} and "Not the same" not in markdown(c)
+
+
+def test_replicates_made_as_a_seed_axis_pair_with_one_run_per_seed(tmp_path):
+    """A seed axis labels its points with ``scenario.seed=``, and those rows paired with
+    nothing in a folder of one run per seed (the committed ``*-reps``): 0 pairs, 2 unpaired
+    each side.  The label's seed term is left out of the pairing key, the seed column is not."""
+    reps = [_rec("1", 4000.0, 3000.0, seed=11.0), _rec("1", 4000.0, 3300.0, seed=12.0)]
+    axis = [_rec("1", 4000.0, 3300.0, seed=11.0), _rec("1", 4000.0, 3300.0, seed=12.0)]
+    for r in axis:
+        r.point = f"scenario.seed={r.seed:g};" + r.point
+    c = compare(_folder(tmp_path / "a", "sel", reps), _folder(tmp_path / "b", "sel", axis))
+    assert c["unpaired"] == {"before_only": 0, "after_only": 0, "not_ok": 0}
+    assert sorted((p["seed"], p["ratio"]) for p in c["pairs"]) == [("11.0", pytest.approx(1.1)), ("12.0", 1.0)]
+    assert {p["point"] for p in c["pairs"]} == {P.format(al="1", rate=4000.0)}

@@ -367,3 +367,19 @@ def test_the_runner_notes_a_generator_that_fell_behind(lag, said):
     from realsys.runner import launch_lag_note
     note = launch_lag_note({"launch_lag_us": lag})
     assert (note is None) if said is None else (said in note), note
+
+
+def test_ratios_are_later_policy_over_earlier_with_numbers_as_numbers(tmp_path):
+    """The ratios were alphabetical a / b: accept-1 / accept-inf where the results page
+    tabulates inf/1, and accept-10 before accept-2.  Past saturation each later label is
+    over each earlier one, a label's numbers compared as numbers and inf after them."""
+    replies = {"1": 3000.0, "2": 3300.0, "10": 3600.0, "inf": 3900.0}
+    for limit, rep in replies.items():
+        for rate in (1000.0, 4000.0):
+            append_record(tmp_path / "results.csv",
+                          _rec(f"server.accept_limit={limit};workload.rate={rate}", limit, rate, min(rate, rep)))
+    ratios = summarize(tmp_path)["ratios_past_saturation"]
+    lab = "userver/select/accept-{}".format
+    order = ["1", "2", "10", "inf"]
+    assert list(ratios) == [f"{lab(b)} / {lab(a)}" for i, a in enumerate(order) for b in order[i + 1:]]
+    assert ratios[f"{lab('inf')} / {lab('1')}"] == {4000.0: pytest.approx(1.3)}

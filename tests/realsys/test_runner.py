@@ -113,7 +113,7 @@ def test_a_point_at_the_kernels_default_gets_the_namespaces_value_not_the_last_p
 def test_the_bed_reads_its_namespaces_defaults_before_any_point(tmp_path):
     from realsys.testbed import DEFAULTED_SYSCTLS, TestBed
     with TestBed() as tb:
-        assert set(tb.sysctl_defaults) == set(DEFAULTED_SYSCTLS) and all(tb.sysctl_defaults.values())
+        assert set(tb.sysctl_defaults) == set(DEFAULTED_SYSCTLS.values()) and all(tb.sysctl_defaults.values())
         tb.set_sysctls({"net.ipv4.tcp_max_syn_backlog": "317"})      # no kernel's default
         assert tb.read_sysctls(["net.ipv4.tcp_max_syn_backlog"])["net.ipv4.tcp_max_syn_backlog"] == "317"
         assert tb.sysctl_defaults["net.ipv4.tcp_max_syn_backlog"] != "317"
@@ -526,6 +526,26 @@ def test_httperf_error(connections, rcs, launched, fails):
     ok at 0 replies/s; it fails, saying which."""
     why = httperf_error([{"connections": n} for n in connections], list(rcs), 1000.0, launched)
     assert (why is None) if fails is None else (fails in why), why
+
+
+@pytest.mark.root
+def test_a_run_interrupted_before_keeping_a_point_leaves_no_empty_folder(cbuild, tmp_path):
+    """An interrupted run that kept no point left an empty points/ folder, and the empty OUT
+    it had made: points/ is made with the first point kept, and an OUT the run made is
+    removed while it is still empty.  An OUT that was there before stays."""
+    def ctrl_c(what):
+        raise KeyboardInterrupt
+    base = ["scenario.duration=0.3", "scenario.warmup=0.1", "workload.rate=[300]"]
+    made, there = tmp_path / "made", tmp_path / "there"
+    there.mkdir()
+    for out in (made, there):
+        with pytest.raises(KeyboardInterrupt):
+            run_scenario(SMOKE, base, str(out), log=lambda m: None, use_bpf=False, hook=ctrl_c)
+    assert not made.exists()
+    assert there.is_dir() and list(there.iterdir()) == []
+    recs = run_scenario(SMOKE, base, str(made), log=lambda m: None, use_bpf=False)
+    assert [r.status for r in recs] == ["ok"]
+    assert len(list((made / "points").glob("*.json"))) == 1
 
 
 @pytest.mark.root
