@@ -376,6 +376,9 @@ def read_cached(path: Path) -> dict | None:
         return None
     if not isinstance(d, dict) or set(d) != set(COLUMNS):
         return None
+    # a number not measured is null (RunRecord.to_json; standard JSON, which JSON.parse and
+    # strict readers take), or NaN in a file written before 7 Dec 2026
+    d = {k: math.nan if v is None and k not in _TEXT else v for k, v in d.items()}
     try:
         RunRecord(**d)
     except (TypeError, ValueError):
@@ -444,12 +447,16 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
             cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ArgumentError("out", f"cannot create {str(cache_dir)!r}: {e.strerror or e}") from None
-        try:        # an OUT/points made by another user, or immutable: found after a point had run
-            fd, probe = tempfile.mkstemp(dir=cache_dir, prefix=".simaccept.", suffix=".probe")
-            os.close(fd)
-            os.unlink(probe)
-        except OSError as e:
-            raise ArgumentError("out", f"cannot write in {str(cache_dir)!r}: {e.strerror or e}") from None
+        # an OUT/points made by another user, or immutable: found after a point had run; and OUT
+        # itself, where results.csv goes once every point has run (refused only then, "rerun to
+        # write it", which a read-only OUT never lets)
+        for where in (cache_dir, out):
+            try:
+                fd, probe = tempfile.mkstemp(dir=where, prefix=".simaccept.", suffix=".probe")
+                os.close(fd)
+                os.unlink(probe)
+            except OSError as e:
+                raise ArgumentError("out", f"cannot write in {str(where)!r}: {e.strerror or e}") from None
         from .plots import FIGURES
         results_files = ["results.csv", "results.parquet"]
         figure_files = [f"{stem}.{fmt}" for _, _, stem in FIGURES for fmt in ("png", "svg")]
@@ -489,7 +496,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         rec = RunRecord(**d)
         if names[i] is not None and rec.status == "ok":
             try:
-                atomic_write(cache_dir / names[i], json.dumps(d))
+                atomic_write(cache_dir / names[i], rec.to_json())     # NaN as null: standard JSON
             except OSError as e:        # a full disk: a traceback, with the kept points unsaid
                 raise SweepError(f"cannot keep a finished point in {cache_dir}: {e.strerror or e}; the points "
                                  f"kept before it stay there (rerun to resume)") from None
@@ -505,7 +512,9 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
     try:
         args = [(points[i].to_json(), points[i].point_key, points[i].coords, points[i].source,
                  names[i] and names[i].split("-")[0].removesuffix(".json")) for i in todo]
-        if dask:
+        if not todo:
+            pass        # every point cached: --dask tcp://... failed after 30 s on a scheduler it did not need
+        elif dask:
             _run_dask(dask, todo, args, finish, jobs)
         elif jobs <= 1 or len(todo) <= 1:
             for i, a in zip(todo, args):
@@ -543,6 +552,15 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
         bar.close()
     records = [results[i] for i in range(len(points))]
     if out is not None:
+        # An earlier sweep's parquet and figures go before results.csv is replaced: an interrupt
+        # between these writes left them beside the new CSV (4 rows in the parquet, 1 in the
+        # CSV; half the figures old), read as these results.  What is missing, a rerun writes.
+        had_parquet = (out / "results.parquet").exists()
+        for name in ["results.parquet"] + (figure_files if plots else []):
+            try:
+                (out / name).unlink(missing_ok=True)
+            except OSError:
+                pass        # its own write below fails and says so
         try:
             atomic_write(out / "results.csv", records_to_csv(records))
         except OSError as e:
@@ -551,11 +569,10 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
                              f"(nothing is simulated again)") from None
         # An earlier --parquet sweep's file next to this CSV would be read as these results
         # (fit --records, python -m validation take either), so it is rewritten too.
-        if parquet or (out / "results.parquet").exists():
+        if parquet or had_parquet:
             try:
                 write_parquet(records, out / "results.parquet")
             except ImportError as e:
-                (out / "results.parquet").unlink()
                 print(f"removed {out / 'results.parquet'} of an earlier sweep, which no longer matched "
                       f"results.csv ({e})", file=sys.stderr)
             except OSError as e:        # a full disk: an earlier sweep's file would stand for these results

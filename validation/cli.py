@@ -446,7 +446,8 @@ def predict_main(args) -> int:
     from simaccept.record import _TEXT, COLUMNS
     from simaccept.sweep import atomic_write
     from .fitter import _RECORD_KEYS, simulate_records
-    from .records import NotSimulable, RecordError, load_records, scenario_for, simulator_supports
+    from .records import (NotSimulable, RecordError, load_records, refuse_pasted_twice, scenario_for,
+                          simulator_supports)
     given = getattr(args, "metrics", None)
     metrics = [m.strip() for m in str("replies_per_s" if given is None else given).split(",") if m.strip()]
     if not metrics:                     # '' was taken for replies_per_s
@@ -515,6 +516,13 @@ def predict_main(args) -> int:
         _err(f"{args.records}: no record to predict" + (f": {why_none_selected(loaded, args.select, '--select')}"
                                                         if loaded and args.select else " (no records)"))
         return 2
+    same: dict = {}
+    try:        # as fit refuses them: one run pasted twice counted twice in the median
+        for i, m in enumerate(records):
+            refuse_pasted_twice(m, i, same)
+    except RecordError as e:
+        _err(str(e))
+        return 2
     sim_overrides = list(getattr(args, "set", None) or ())
     todo, skipped = [], []
     for m in records:
@@ -522,7 +530,8 @@ def predict_main(args) -> int:
         if ok and m.record.status not in ("ok", ""):
             ok, why = False, f"status {m.record.status}: not a finished run"
         if ok and math.isnan(m.record.target_rate):
-            ok, why = False, "no target rate (a peak row)"
+            ok, why = False, ("no target rate (a peak row)" if m.record.source == "paper"
+                              else "no target rate (its target_rate cell is empty)")
         if not ok:
             skipped.append((m.label, why))
             continue
@@ -597,13 +606,17 @@ def predict_main(args) -> int:
                          f"largest {max(abs(r['predicted']) for r in zero):.6g}")
         if unpredicted:
             parts.append(f"{len(unpredicted)} record(s) measured but not predicted (the simulation gave no value)")
-        print(f"{k}: {'; '.join(parts) or 'not measured in these records'}")
+        # every simulation failed: the records' values were measured, the predictions are missing
+        none = "no simulation finished" if failed and not rows else "not measured in these records"
+        print(f"{k}: {'; '.join(parts) or none}")
     if "c_avg" in converted:
         print("c_avg: a thesis μserver row's is accepts per loop, as the thesis counts it; the simulation's "
               "read so too (accept_rate / select_calls_per_s; validation.report.userver_c_avg)")
     for k in sorted(converted - {"c_avg"}):
+        # it blamed --set scenario.duration where the scenario file's window (a row without a
+        # config) was another length
         print(f"{k}: a count over the measured window; the simulation's scaled to each record's window "
-              f"(duration_s), which --set scenario.duration made another length")
+              f"(duration_s), which the simulation's was not")
     if skipped:
         print(f"skipped {len(skipped)} record(s) the simulator cannot run: "
               + "; ".join(f"{a} ({b})" for a, b in skipped[:5]) + (" ..." if len(skipped) > 5 else ""))

@@ -92,7 +92,8 @@ from simaccept.record import COLUMNS, RunRecord, _TEXT
 from simaccept.scenario import Scenario, ScenarioError, load_scenario
 from simaccept.sweep import stop_workers, worker_pool
 
-from .records import (PEAK_FACTORS, Measured, NotSimulable, RecordError, _as_measured, check_record, is_peak_row, peak_scenarios, repo_path, scenario_for,
+from .records import (PEAK_FACTORS, Measured, NotSimulable, RecordError, _as_measured, check_record, is_peak_row,
+                      refuse_pasted_twice, peak_scenarios, repo_path, scenario_for,
                       simulable)
 
 DEFAULT_METRICS = ("replies_per_s", "c_avg", "accept_rate", "select_calls_per_s", "fds_per_select")
@@ -483,8 +484,9 @@ class CostFitter:
     :param max_nfev: the budget of evaluations (each simulates every record); ``None``: scipy's.
         Reaching it raises :class:`FitError`, unless ``accept_max_nfev``.
     :param ftol, xtol, gtol: scipy's tolerances (``None`` turns one off; at least one > 0).
-    :param base_dir: the directory of the scenario files the records name (default
-        ``scenarios/thesis``; :func:`validation.records.scenario_for`).
+    :param base_dir: a directory of scenario files: the thesis's for ``paper`` rows (default
+        ``scenarios/thesis``), and searched first for the ``[scenario] name`` a row without a
+        ``config`` gives (:func:`validation.records.scenario_for`).
     :param verbose: scipy's progress output, 0, 1 or 2.
     :param accept_max_nfev: keep the last iterate at ``max_nfev`` instead of raising; the header
         and :meth:`summary` say it did not converge (``stopped_at_max_nfev_``).
@@ -987,15 +989,7 @@ class CostFitter:
                 # freedom too (stderr understated), and summary()'s residuals, a dict, kept one
                 raise ValueError(f"records: item {i} ({m.label}) repeats item {seen[key]}: it would count twice")
             seen[key] = i
-            content = (m.record.to_json(), tuple(sorted(m.extras.items())))
-            if m.path and content in same:
-                # replicate runs differ in their seed or their measurements; a row the same in
-                # every column is one run pasted twice, and counted twice
-                j, f, ln = same[content]
-                raise RecordError(f"{m.label} is the same in every column as {f}:{ln} (item {j}): it would "
-                                  f"count twice (replicate runs differ in seed or measurement); remove one",
-                                  path=m.path, line=m.line)
-            same.setdefault(content, (i, m.path, m.line))
+            refuse_pasted_twice(m, i, same)
             try:
                 ok, why = simulable(m, self.base_dir, peaks=PEAK in self.metrics)
             except ScenarioError as e:

@@ -451,6 +451,21 @@ def _scenarios_by_name(base: str) -> dict[str, Path]:
     return out
 
 
+def refuse_pasted_twice(m: Measured, i: int, same: dict) -> None:
+    """Raise a :class:`RecordError` when the file row ``m`` (item ``i``) is the same in every
+    column as one seen before it (``same``, which this fills: call it on each row in turn).
+    Replicate runs differ in their seed or their measurements; a row the same in every column
+    is one run pasted twice, and counted twice (in a fit's residual, in predict's median).
+    Rows built in memory (no path) are not checked here."""
+    content = (m.record.to_json(), tuple(sorted(m.extras.items())))
+    if m.path and content in same:
+        j, f, ln = same[content]
+        raise RecordError(f"{m.label} is the same in every column as {f}:{ln} (item {j}): it would "
+                          f"count twice (replicate runs differ in seed or measurement); remove one",
+                          path=m.path, line=m.line)
+    same.setdefault(content, (i, m.path, m.line))
+
+
 def record_window(record: RunRecord | Measured) -> list[str]:
     """The overrides that simulate a paper row over the window the thesis measured it in.
 
@@ -473,7 +488,12 @@ def scenario_for(record: RunRecord | Measured, base_dir: str | Path | None = Non
 
     ``base_dir`` is the directory of the thesis scenario files (default
     ``scenarios/thesis``); a paper row is simulated over its own window
-    (:func:`record_window`: from idle, ``duration_s`` measured), not the file's.
+    (:func:`record_window`: from idle, ``duration_s`` measured), not the file's.  A row
+    with a ``config`` (sim and real rows) is that scenario, and its ``server``, ``mux``,
+    ``workload``, ``policy`` and ``kernel_profile`` cells must agree with it (a RecordError
+    names the one that does not).  A row without one names its scenario file in
+    ``scenario`` (:func:`_named_scenario`; ``base_dir`` is searched first), and its cells
+    set those keys and the window's length (``duration_s``).
     ``overrides`` (``section.key=value``) are applied last,
     e.g. ``costs.select_base=12`` or ``scenario.duration=5``; with a ``costs.profile`` among
     them, the costs a row's ``config`` set one by one are dropped first, so the row runs on
@@ -519,7 +539,9 @@ def _scenario_for(record, base_dir, overrides, seed, rate) -> Scenario:
         raise NotSimulable("no workload")
     if rate is None:
         if math.isnan(r.target_rate):
-            raise NotSimulable("no target rate (a peak or summary row)")
+            # a measured run's empty cell is no peak: "a peak row" sent its owner looking for one
+            raise NotSimulable("no target rate (a peak or summary row)" if r.source == "paper"
+                               else "no target rate (its target_rate cell is empty)")
         rate = r.target_rate
     fix = [f"workload.rate={float(rate)!r}"]
     if r.accept_limit:
@@ -565,23 +587,83 @@ def _scenario_for(record, base_dir, overrides, seed, rate) -> Scenario:
                 raise RecordError(str(own), path=m.path, line=m.line or None,
                                   column=_COLUMN_OF.get(own.key, "config")) from None
             raise e from None
+        _check_agrees(m, sc, {str(o).split("=", 1)[0].strip() for o in overrides})
         if r.source == "sim" and r.point:
-            return _sweep_point(sc, scenario_from_dict(doc, fix) if overrides else sc, r.point)
+            return _sweep_point(sc, scenario_from_dict(doc, fix) if overrides else sc, r.point, m)
         return sc
-    by_name = _scenarios_by_name(str(SCENARIO_DIR))
-    if r.scenario in by_name:
-        pre = [f'server.kind="{r.server}"', f'workload.kind="{r.workload}"']
-        if r.mux:
-            pre.append(f'server.mux="{r.mux}"')
-        return load_scenario(by_name[r.scenario], pre + fix + overrides)
-    raise NotSimulable(f"no scenario for record (scenario {r.scenario!r} has no file and the row has no config)")
+    m = _as_measured(record)
+    path = _named_scenario(r.scenario, m, base_dir)
+    # the row's own columns, all of them: policy, kernel_profile and the measured window were
+    # left at the file's (a row saying no-such-policy was simulated with the file's policy)
+    pre = [f"server.kind={json.dumps(r.server)}", f"workload.kind={json.dumps(r.workload)}"]
+    for column, key in (("mux", "server.mux"), ("policy", "server.policy"), ("kernel_profile", "kernel.profile")):
+        if getattr(r, column):
+            pre.append(f"{key}={json.dumps(getattr(r, column))}")
+    if math.isfinite(r.duration_s) and r.duration_s > 0:
+        pre.append(f"scenario.duration={float(r.duration_s)!r}")
+    try:
+        load_scenario(path, pre + fix)
+    except ScenarioError as own:     # the row's cell, named as a column
+        raise RecordError(str(own), path=m.path, line=m.line or None,
+                          column=_COLUMN_OF.get(own.key, "scenario")) from None
+    return load_scenario(path, pre + fix + overrides)
+
+
+def _named_scenario(name: str, m: Measured, base_dir) -> Path:
+    """The scenario file a row without a ``config`` names in its ``scenario`` column: a
+    scenario file's ``[scenario] name`` under ``base_dir`` (if given), then among the
+    bundled ones; else a ``.toml`` path (from the records file's folder, then the working
+    directory), or a bundled scenario's name as ``simaccept scenarios`` lists it.  A name
+    that is none of these is a :class:`RecordError`: it was skipped as not simulable, and a
+    fit went on without the row."""
+    for base in ([base_dir] if base_dir is not None else []) + [SCENARIO_DIR]:
+        by_name = _scenarios_by_name(str(base))
+        if name in by_name:
+            return by_name[name]
+    if name:
+        here = Path(m.path).parent / name if m.path else None
+        for p in (here, Path(name)):
+            if p is not None and p.suffix == ".toml" and p.is_file():
+                return p
+        from simaccept import bundled
+        found = bundled.find(name)
+        if found is not None:
+            return found
+    under = f" under {base_dir} or" if base_dir is not None else ""
+    raise RecordError(f"{name!r} names no scenario{under} among the bundled ones, and the row has no config: "
+                      "give a scenario file's [scenario] name, a path to a .toml file, a bundled scenario "
+                      "(`simaccept scenarios` lists them), or a config column (the resolved scenario, "
+                      "as simaccept and realsys write it)", path=m.path, line=m.line or None,
+                      column="scenario")
 
 
 #: The record columns :func:`scenario_for` sets scenario keys from (the rest come from ``config``).
-_COLUMN_OF = {"workload.rate": "target_rate", "server.accept_limit": "accept_limit", "scenario.seed": "seed"}
+_COLUMN_OF = {"workload.rate": "target_rate", "server.accept_limit": "accept_limit", "scenario.seed": "seed",
+              "server.kind": "server", "workload.kind": "workload", "server.mux": "mux", "server.policy": "policy",
+              "kernel.profile": "kernel_profile", "scenario.duration": "duration_s"}
+
+#: The columns a row's ``config`` must agree with (its scenario key; ``mux`` only for the μserver).
+_AGREE = (("server", "server", "kind"), ("workload", "workload", "kind"), ("mux", "server", "mux"),
+          ("policy", "server", "policy"), ("kernel_profile", "kernel", "profile"))
 
 
-def _sweep_point(sc: Scenario, own: Scenario, point: str) -> Scenario:
+def _check_agrees(m: Measured, sc: Scenario, overridden: set[str]) -> None:
+    """Refuse a row whose columns say another run than its ``config``: the config alone was
+    simulated, so a row whose ``mux`` was edited to epoll, or whose ``server`` says knot, was
+    predicted as the select μserver it had been, while ``--select mux=epoll`` chose it.  A key
+    in ``overridden`` (a ``--set``) is the caller's choice, not checked."""
+    r, v = m.record, sc.values
+    for column, sec, key in _AGREE:
+        cell = getattr(r, column)
+        if not cell or f"{sec}.{key}" in overridden or (column == "mux" and v["server"]["kind"] != "userver"):
+            continue
+        if str(v[sec][key]) != cell:
+            raise RecordError(f"says {cell!r}, but the row's config ran {sec}.{key} = {v[sec][key]!r}, and the "
+                              "config is what is simulated: correct the column, or the config",
+                              path=m.path, line=m.line or None, column=column)
+
+
+def _sweep_point(sc: Scenario, own: Scenario, point: str, m: Measured | None = None) -> Scenario:
     """``sc`` with the seed key of the sweep point ``point`` ("server.accept_limit=1;workload.rate=3e4.0").
 
     A sweep point draws its random stream from the scenario's seed and its coordinates (the
@@ -604,8 +686,10 @@ def _sweep_point(sc: Scenario, own: Scenario, point: str) -> Scenario:
         grid[s].update({k: copy.deepcopy(v) for k, v in vals[s].items() if k not in swept})
     p = Scenario(grid, own.source).points()[0] if names else None
     if p is None or p.point_label() != point:
-        warnings.warn(f"sweep point {point!r} could not be rebuilt from the record's config: simulated with "
-                      f"the scenario's seed alone, another random stream than the sweep's", stacklevel=3)
+        where = (f"{m.path or '<records>'}{f':{m.line}' if m.line else ''}: " if m is not None else "")
+        # it named no file or line (a typo in the point column was found by its label alone)
+        warnings.warn(f"{where}sweep point {point!r} could not be rebuilt from the record's config: simulated "
+                      f"with the scenario's seed alone, another random stream than the sweep's", stacklevel=3)
         return sc
     return dataclasses.replace(sc, point_key=p.point_key, coords=p.coords)
 

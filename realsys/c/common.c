@@ -50,6 +50,7 @@ static size_t nskipped; /* regular files past DOCROOT_MAX_FILES: not loaded, so 
 _Static_assert(DOCROOT_MAX_FILES <= (1 << HBITS) / 2, "the hash table keeps half its slots free");
 static int htab[1 << HBITS]; /* open addressing: index+1 into files, 0 = empty */
 
+/* Returns: the FNV-1a hash of the NUL-terminated s (the docroot table's slot, masked). */
 static unsigned hash_str(const char *s)
 {
     unsigned h = 2166136261u;
@@ -60,6 +61,10 @@ static unsigned hash_str(const char *s)
 
 size_t writev_max = SMALL_FILE_MAX;
 
+/* Enter the regular file name (rel from the root) into the cache: opened, and read into
+ * memory when it is at most writev_max bytes.
+ * Returns: 0 entered, or left out past DOCROOT_MAX_FILES (counted in nskipped); -1 with
+ *          errno set when it cannot be opened, read or stored (nothing half-entered). */
 static int add_file(int dirfd, const char *name, const char *rel, const struct stat *st)
 {
     if (nfiles >= DOCROOT_MAX_FILES) {
@@ -107,6 +112,11 @@ static int add_file(int dirfd, const char *name, const char *rel, const struct s
     return 0;
 }
 
+/* Enter every regular file under dirfd (names prefixed by prefix), four directories deep;
+ * hidden names, symlinks, devices and names past HTTP_MAX_PATH are not served.
+ * Returns: 0; -1 with errno set at the first file or directory it cannot read (one
+ *          unreadable file failed the load while an unreadable directory was skipped with
+ *          no word and its files answered 404: both fail it now). */
 static int scan_dir(int dirfd, const char *prefix, int depth)
 {
     int dfd = dup(dirfd);
@@ -123,8 +133,10 @@ static int scan_dir(int dirfd, const char *prefix, int depth)
         if (e->d_name[0] == '.')
             continue; /* ".", "..", hidden files */
         struct stat st;
-        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
+        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            rc = -1;
+            break;
+        }
         char rel[HTTP_MAX_PATH];
         if ((size_t)snprintf(rel, sizeof rel, "%s%s", prefix, e->d_name) >= sizeof rel)
             continue;
@@ -135,15 +147,28 @@ static int scan_dir(int dirfd, const char *prefix, int depth)
             }
         } else if (S_ISDIR(st.st_mode) && depth < 4) {
             int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0)
-                continue;
+            if (sub < 0) {
+                rc = -1;
+                break;
+            }
             char pre[HTTP_MAX_PATH + 2];
             snprintf(pre, sizeof pre, "%s/", rel);
             rc = scan_dir(sub, pre, depth + 1);
+            int err = errno;
             close(sub);
-            if (rc < 0)
-                break;
+            if (rc < 0) { /* named where it failed */
+                closedir(d);
+                errno = err;
+                return rc;
+            }
         } /* symlinks, devices, sockets: never served */
+    }
+    if (rc < 0 && e) { /* name what failed: "docroot: Permission denied" named nothing */
+        int err = errno;
+        fprintf(stderr, "docroot: cannot read %s%s: %s\n", prefix, e->d_name, strerror(err));
+        closedir(d);
+        errno = err;
+        return rc;
     }
     closedir(d);
     return rc;
@@ -163,6 +188,7 @@ int docroot_load(const char *root)
     return rc < 0 ? -1 : (int)nfiles;
 }
 
+/* Returns: the loaded file at rel (a path from the root, no leading '/'), or NULL if none. */
 const struct file *docroot_find(const char *rel)
 {
     unsigned h = hash_str(rel) & ((1u << HBITS) - 1);
@@ -211,6 +237,7 @@ static void spin_iters(uint64_t n)
     spin_sink = x;
 }
 
+/* Returns: the calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID). */
 static uint64_t thread_cpu_ns(void)
 {
     struct timespec ts;
@@ -290,6 +317,7 @@ int reply_prepare(struct reply *rp, const char *buf, size_t len, unsigned spin_u
     return r;
 }
 
+/* Returns: setsockopt's: 0, or -1 with errno set (the send path goes on uncorked). */
 static int set_cork(int fd, int on)
 {
     return TIMED(SC_SETSOCKOPT, setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on));
@@ -455,6 +483,8 @@ int fds_open(void)
     return n - 1; /* less the one opendir held */
 }
 
+/* Returns: a listening TCP socket on addr:port (TCP_NODELAY, inherited by accepted sockets),
+ *          or -1 with errno set (a bad address is EINVAL). */
 int make_listener(const char *addr, int port, int backlog, int nonblock)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
@@ -508,6 +538,7 @@ void samples_free(struct samples *s)
     memset(s, 0, sizeof *s);
 }
 
+/* Returns: a / b, or 0.0 when b is 0 (a statistic of nothing counted). */
 static double per(uint64_t a, uint64_t b)
 {
     return b ? (double)a / (double)b : 0.0;

@@ -41,6 +41,7 @@ struct stats {
 /* The calling thread's statistics (userver: one; knot: one per thread). */
 extern __thread struct stats *ST;
 
+/* Returns: CLOCK_MONOTONIC in ns. */
 static inline uint64_t now_ns(void)
 {
     struct timespec ts;

@@ -3,7 +3,9 @@
  * Costs: the kernel copies and polls all n pollfds on every call and we scan all n
  * revents afterwards: O(n interested fds) per call, but no maxfd-sized bitmaps and no
  * FD_SETSIZE limit.  Interest changes are O(1) user-space edits (idx[] maps fd -> slot;
- * removal swaps the last slot in), no system call. */
+ * removal swaps the last slot in), no system call.  Caveat: a descriptor closed while
+ * still in the set returns POLLNVAL at once on every call, which maps to no event, so the
+ * loop would spin: the server takes an fd out (EV_CLOSING) before it closes it. */
 #include "common.h"
 #include "ev.h"
 

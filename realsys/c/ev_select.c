@@ -47,6 +47,7 @@ static void *sel_create(int maxfds)
     return s;
 }
 
+/* Returns: nonzero if fd's bit is set in the mask m, else 0. */
 static inline int bit_get(const unsigned long *m, int fd)
 {
     return (m[(size_t)fd / WBITS] >> ((size_t)fd % WBITS)) & 1ul;

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <string.h>
 
+/* Returns: 1 if c is an RFC 9110 token character, else 0. */
 static int is_tchar(unsigned char c)
 {
     /* RFC 9110 token characters */
@@ -13,6 +14,7 @@ static int is_tchar(unsigned char c)
     return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+/* Returns: 1 if a[0..alen) equals the lower-case literal lit, ASCII case ignored; else 0. */
 static int ci_eq(const char *a, size_t alen, const char *lit)
 {
     size_t n = strlen(lit);
@@ -130,6 +132,7 @@ static int host_value_ok(const char *v, size_t vlen)
     return 1;
 }
 
+/* Returns: 1 for an ASCII letter or digit (not the locale's isalnum), else 0. */
 static int is_alnum(unsigned char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -440,6 +443,7 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
     }
 }
 
+/* Returns: the value 0-15 of the hex digit c, or -1 if c is none. */
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')

@@ -95,6 +95,16 @@ static void serve(int fd, uint64_t t_accept)
                     len += (size_t)n;
                     continue;
                 }
+                if (n == 0)
+                    break; /* the client had closed: a close, as userver's work-phase finds it */
+                /* Bytes not parsed since they came (a bad head trickled in pieces under
+                 * HTTP_REPARSE_BYTES, with no '\n', then stalled) are parsed once more: a 400
+                 * where there was a bare close.  len_parsed = 0 forces it, once: it is len
+                 * after that parse. */
+                if (len > len_parsed) {
+                    len_parsed = 0;
+                    continue;
+                }
                 idle = 1;
                 break;
             }

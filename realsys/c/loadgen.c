@@ -65,6 +65,7 @@
 
 #include "opt.h"
 
+/* Returns: CLOCK_MONOTONIC in ns. */
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -72,7 +73,7 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- histogram: bucket b holds values in [2^(b/4), 2^((b+1)/4)) microseconds ------- */
+/* ---- histogram: bucket 0 holds values under 1 us, bucket b >= 1 [2^((b-1)/4), 2^(b/4)) us */
 #define NB 128
 struct hist {
     uint64_t b[NB], n;
@@ -91,11 +92,14 @@ static void hist_add(struct hist *h, double us)
         h->max = us;
 }
 
+/* Returns: the upper edge, in us, of the launch-lag histogram's bucket b (2^(b/4); 1 for b 0). */
 static double bucket_hi(int b)
 {
     return b == 0 ? 1.0 : pow(2.0, b / 4.0);
 }
 
+/* Returns: the q-quantile of h as its bucket's geometric middle, in us (0.5 in bucket 0), or NaN
+ * when h is empty.  It may exceed h's max, which is exact (a bucket's middle is not). */
 static double hist_q(const struct hist *h, double q)
 {
     if (!h->n)

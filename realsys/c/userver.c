@@ -53,6 +53,8 @@ static unsigned long conn_structs;
 /* Replies part sent at the last SIGUSR1: see the reset in main. */
 static unsigned long begun_before_window;
 
+/* Returns: a connection struct from the free list or newly allocated (its fields are the
+ * caller's to set), or NULL when out of memory (the accept is then closed, conns_refused_fd). */
 static struct conn *conn_new(void)
 {
     struct conn *c = freelist_head[0];
@@ -116,6 +118,8 @@ static void set_mask(struct conn *c, int m)
     c->mask = m;
 }
 
+/* Take c out of the interest set and the idle list, close it and free c (counted in
+ * conns_closed, and conns_reset with reset). */
 static void conn_close(struct conn *c, int reset)
 {
     ev->set(evs, c->fd, c->mask, EV_CLOSING);
@@ -129,16 +133,18 @@ static void conn_close(struct conn *c, int reset)
     conn_free(c);
 }
 
-/* Parse what is buffered; on a complete request prepare the reply and switch to
- * write interest.  Returns 0 if the connection is still open. */
-static int conn_request(struct conn *c)
+/* Parse what is buffered; on a complete request, or one refused (400, 501: closed after
+ * its reply), prepare the reply and switch to write interest (S_WRITING, idle_touch).
+ * Returns: nothing; c stays open either way (S_READING while the head may still become
+ * valid). */
+static void conn_request(struct conn *c)
 {
     c->rlen_parsed = c->rlen;
     int r = reply_prepare(&c->rp, c->rbuf, c->rlen, spin_us);
     if (r == HTTP_PARTIAL) {
         c->state = S_READING;
         set_mask(c, EV_READ);
-        return 0;
+        return;
     }
     size_t used = r > 0 ? (size_t)r : c->rp.consumed;
     if (used > 0) {
@@ -151,9 +157,10 @@ static int conn_request(struct conn *c)
     idle_touch(c);
     c->state = S_WRITING;
     set_mask(c, EV_WRITE);
-    return 0;
 }
 
+/* Read what the socket holds and parse it when worth it (http_worth_parsing).  May close
+ * and free c (EOF, an error): the caller must not touch c after. */
 static void do_read(struct conn *c)
 {
     ssize_t n = TIMED(SC_READ, read(c->fd, c->rbuf + c->rlen, sizeof c->rbuf - c->rlen));
@@ -171,6 +178,8 @@ static void do_read(struct conn *c)
         conn_request(c);
 }
 
+/* Send the next part of the reply; at its end close (no keep-alive) or go on to a pipelined
+ * request.  May close and free c: the caller must not touch c after. */
 static void do_write(struct conn *c)
 {
     int r = reply_send(c->fd, &c->rp);
@@ -193,11 +202,19 @@ static void do_write(struct conn *c)
 
 /* Close the connections whose step began idle_ns ago or more (the oldest first, so this
  * stops at the first that is younger).  One cut short mid-reply counts as a reset too,
- * as knot counts it. */
+ * as knot counts it.  A head with bytes not parsed since they came is parsed once more
+ * first: a bad one trickled in pieces under HTTP_REPARSE_BYTES, with no '\n', and then
+ * stalled was closed here with no reply; it gets its 400 (conn_request moves it to the
+ * young end, S_WRITING), one still able to become valid is closed. */
 static void idle_expire(void)
 {
     while (idle_oldest && loop_now - idle_oldest->since >= idle_ns) {
         struct conn *c = idle_oldest;
+        if (c->state == S_READING && c->rlen > c->rlen_parsed) {
+            conn_request(c);
+            if (c->state == S_WRITING)
+                continue;
+        }
         ST->conns_idle_closed++;
         conn_close(c, c->state == S_WRITING);
     }
@@ -326,6 +343,7 @@ int main(int argc, char **argv)
     else
         snprintf(extra, sizeof extra, "\"server\": \"userver\", \"mux\": \"%s\", \"accept_limit\": \"%ld\", "
                  "\"spin_us\": %u, \"max_conns\": %d, ", ev->name, accept_limit, spin_us, max_conns);
+    int failed = 0; /* getevents failed: the statistics are still written, and exit 1 */
     while (!g_stop) {
         if (g_snap) {
             g_snap = 0;
@@ -363,8 +381,16 @@ int main(int argc, char **argv)
         }
         int n = ev->wait(evs, fired, maxfds, listen_resume ? 10 : 100);
         ST->getevents_calls++;
-        if (n < 0)
-            continue; /* EINTR: signal */
+        if (n < 0) {
+            if (errno == EINTR)
+                continue; /* a signal (SIGUSR1: statistics) */
+            /* Anything else repeats at every call (EBADF: a closed descriptor left in the
+             * set; ENOMEM): continuing spun the loop at full CPU with no idle expiry.  A
+             * server that cannot wait for events is no server: say why and stop. */
+            fprintf(stderr, "userver: %s: %s\n", ev->name, strerror(errno));
+            failed = 1;
+            break;
+        }
         ST->fds_returned += (uint64_t)n;
         uint64_t now = loop_now = now_ns();
         if (now >= next_sample) {
@@ -394,6 +420,11 @@ int main(int argc, char **argv)
                          * failed accepts a second.  Leave it out of the set for 10 ms. */
                         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
                             listen_resume = now + 10000000ull;
+                        /* One connection's failure, not the queue's (accept(2): a connection
+                         * aborted or reset in the queue, a signal): the phase goes on, so
+                         * "inf" drains until EAGAIN; a try the accept-limit counts. */
+                        else if (errno == ECONNABORTED || errno == EPROTO || errno == EINTR)
+                            continue;
                     }
                     break;
                 }
@@ -449,5 +480,5 @@ int main(int argc, char **argv)
      * structs, the poller, the document root) is reachable, which LeakSanitizer does not report. */
     free(fired);
     samples_free(&sm);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 || failed ? 1 : 0;
 }

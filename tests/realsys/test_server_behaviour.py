@@ -520,6 +520,41 @@ def test_idle_timeout_closes_idle_and_trickling_connections(cbuild, tmp_path, ki
     assert st["conns_idle_closed"] == 3, st
 
 
+@pytest.mark.parametrize("kind,mux", KINDS, ids=[f"{k}-{m}" if m else k for k, m in KINDS])
+def test_a_bad_head_trickled_in_pieces_then_stalled_gets_its_400(cbuild, tmp_path, kind, mux):
+    """A review's case: a head made bad by bytes that came under HTTP_REPARSE_BYTES after the
+    last parse, with no '\n', and then nothing more, was never parsed again; at the idle
+    timeout it was closed with no reply.  It is parsed once more there: its 400 comes then
+    (one piece alone is refused at once), and a head that can still become valid is closed
+    as idle, with no reply."""
+    p, port = _idle_server(cbuild, tmp_path, kind, mux)
+    try:
+        got = {}
+        for name, pieces in (("bad", (b"G", b"ET abc ")), ("bad-header", (b"GET / HTTP/1.1\r\nHost: x\r\n",
+                                                                           b"Transfer-Encoding: ch")),
+                             ("valid-so-far", (b"GET /ind", b"ex.html HT"))):
+            s = socket.create_connection(("127.0.0.1", port), timeout=6)
+            for piece in pieces:
+                s.sendall(piece)
+                time.sleep(0.2)
+            t0 = time.monotonic()
+            raw = b""
+            try:
+                while chunk := s.recv(65536):
+                    raw += chunk
+            except (socket.timeout, ConnectionResetError):
+                pass
+            got[name] = (raw[:12], time.monotonic() - t0)
+            s.close()
+        assert got["bad"][0] == b"HTTP/1.1 400" and got["bad-header"][0] == b"HTTP/1.1 400", got
+        assert got["valid-so-far"][0] == b"", got
+        assert all(1.0 < t < 3.5 for _, t in got.values()), got       # at the 2 s idle timeout
+        assert status_of(exchange(port, b"GET / HTTP/1.0\r\n\r\n")) == 200
+    finally:
+        st = stop_asan(p, tmp_path)
+    assert st["conns_idle_closed"] == 1, st
+
+
 @pytest.mark.parametrize("mux", ["select", "poll", "epoll"])
 def test_userver_idle_timeout_frees_the_slots_half_requests_hold(cbuild, tmp_path, mux):
     """userver at --max-conns: connections each holding half a request kept every slot
@@ -1053,6 +1088,31 @@ def test_a_docroot_past_its_file_cap_says_how_many_files_it_does_not_serve(cbuil
     assert b"AddressSanitizer" not in err
     assert f"holds {n} regular files, more than the 2048 loaded: {n - 2048} not served".encode() in err, err
     assert (codes.count(200), codes.count(404)) == (2048, n - 2048)     # which ones: readdir's order
+
+@pytest.mark.parametrize("binary", ["userver-asan", "knot-asan"])
+@pytest.mark.parametrize("what", ["file", "directory"])
+def test_a_docroot_entry_it_cannot_read_fails_the_start_naming_it(cbuild, tmp_path, binary, what):
+    """A review's case: an unreadable file failed the start as "docroot: Permission denied"
+    (naming nothing), while an unreadable directory was skipped with no word and its files
+    answered 404.  Both fail the start, naming the entry.  Run without CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH, which let root read anything."""
+    root = make_docroot(tmp_path / "r", 64)
+    bad = root / "specweb" / "locked"
+    if what == "file":
+        bad.write_bytes(b"x")
+    else:
+        bad.mkdir()
+        (bad / "inside.html").write_bytes(b"x")
+    bad.chmod(0)
+    drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
+    try:
+        p = subprocess.run([*drop, str(cbuild / binary), "--addr", "127.0.0.1", "--port", str(free_port()),
+                            "--docroot", str(root)], capture_output=True, text=True, timeout=20)
+    finally:
+        bad.chmod(0o755)
+    assert p.returncode == 1, p.stderr[-500:]
+    assert "docroot: cannot read specweb/locked: Permission denied" in p.stderr, p.stderr[-500:]
+
 
 _BIG_PHASE = r'''
 import json, os, resource, signal, socket, subprocess, sys, time

@@ -809,3 +809,69 @@ def test_warn_false_leaves_saying_it_to_the_caller_and_raise_errors_still_raises
     with pytest.raises(SweepError, match=r"^1 of 2 points failed"):
         run_sweep(load_scenario(text=TWO_POINTS, overrides=over), tmp_path / "b", plots=False, on_point=gone,
                   warn=False, raise_errors=True)
+
+
+def test_an_out_it_cannot_write_in_is_refused_before_any_point(tmp_path, monkeypatch):
+    # OUT/points writable but OUT not (immutable): every point ran, then "results.csv could not
+    # be written ... rerun to write it", which a read-only OUT never lets
+    import tempfile
+
+    from simaccept import sweep as sw
+    from simaccept.scenario import ScenarioError
+    out = tmp_path / "out"
+    real = tempfile.mkstemp
+
+    def mkstemp(*a, dir=None, **k):
+        if Path(dir) == out:
+            raise PermissionError(1, "Operation not permitted")
+        return real(*a, dir=dir, **k)
+    monkeypatch.setattr(sw.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(sw, "_run_point", lambda *a, **k: pytest.fail("a point ran"))
+    with pytest.raises(ScenarioError, match=f"cannot write in '{out}': Operation not permitted"):
+        run_sweep(load_scenario(text=TWO_POINTS), out, jobs=1, plots=False)
+
+
+def test_an_interrupt_while_writing_leaves_no_earlier_sweeps_parquet_or_figures(tmp_path, monkeypatch):
+    """A review's case: Ctrl-C after results.csv was replaced left the earlier sweep's
+    results.parquet (4 rows beside a 1-row CSV) and half its figures.  They go first."""
+    from simaccept import sweep as sw
+    out = tmp_path / "o"
+    run_sweep(load_scenario(text=TWO_POINTS), out, parquet=True)
+    figures = sorted(p.name for p in out.iterdir() if p.suffix in (".png", ".svg"))
+    assert figures and (out / "results.parquet").exists()
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sw, "write_parquet", ctrl_c)
+    one = load_scenario(text=TWO_POINTS.replace("rate = [2000.0, 3000.0]", "rate = 2000.0"))
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(one, out, parquet=True)
+    assert len(read_csv(out / "results.csv")) == len(one.points())
+    assert not (out / "results.parquet").exists()
+    assert not [p for p in out.iterdir() if p.suffix in (".png", ".svg")]
+
+
+def test_a_sweep_all_cached_needs_no_dask_scheduler(tmp_path):
+    # it waited 30 s for a scheduler with nothing to send it, then failed, results.csv unwritten
+    out = tmp_path / "o"
+    first = run_sweep(load_scenario(text=TWO_POINTS), out, plots=False)
+    (out / "results.csv").unlink()
+    t0 = time.monotonic()
+    again = run_sweep(load_scenario(text=TWO_POINTS), out, plots=False, dask="tcp://127.0.0.1:1")
+    assert time.monotonic() - t0 < 20 and [r.replies_per_s for r in again] == [r.replies_per_s for r in first]
+    assert len(read_csv(out / "results.csv")) == len(first)
+
+
+def test_a_kept_point_is_standard_json_and_reads_back_the_same(tmp_path):
+    # NaN (a select point's not-measured columns) is no JSON: JSON.parse and strict readers refused the files
+    out = tmp_path / "o"
+    recs = run_sweep(load_scenario(text=TWO_POINTS), out, plots=False)
+    files = sorted((out / "points").glob("*.json"))
+    assert files
+
+    def no_nan(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+    docs = [json.loads(f.read_text(), parse_constant=no_nan) for f in files]
+    assert any(v is None for d in docs for v in d.values())
+    again = run_sweep(load_scenario(text=TWO_POINTS), out, plots=False)
+    assert [r.to_json() for r in again] == [r.to_json() for r in recs]

@@ -141,13 +141,25 @@ def test_fitted_profile_is_written_atomically_and_readable(one_run_csv, tmp_path
     _no_litter(tmp_path)
 
 
+def _at_seeds(one_run_csv, many, n: int) -> None:
+    """``many``: the one run's row n times, at n seeds (the same row twice is refused as pasted
+    twice, by predict as by fit)."""
+    import csv
+    with one_run_csv.open(newline="") as fh:
+        row = next(csv.DictReader(fh))
+    with many.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        w.writeheader()
+        w.writerows({**row, "seed": str(float(row["seed"]) + k)} for k in range(n))
+
+
 @pytest.mark.parametrize("group", [True, False], ids=["terminal-ctrl-c", "kill-INT-pid"])
 def test_ctrl_c_in_python_m_validation_is_130_without_traceback(one_run_csv, tmp_path, group):
     # Eight 20 s simulations queued on one worker: after SIGINT (to the process group, as a
     # terminal sends it, or to the main process only) the queued ones must not be run.
     import signal
     many = tmp_path / "many.csv"
-    many.write_text(one_run_csv.read_text() + "".join(one_run_csv.read_text().splitlines(True)[1:] * 7))
+    _at_seeds(one_run_csv, many, 8)
     p = subprocess.Popen([sys.executable, "-m", "validation", "predict", "--records", str(many),
                           "--profile", "thesis-2004", "--set", "scenario.duration=20"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -272,7 +284,7 @@ def test_sigterm_or_sighup_to_python_m_validation_is_128_plus_it_without_traceba
     import signal
     sig = getattr(signal, signame)
     many = tmp_path / "many.csv"
-    many.write_text(one_run_csv.read_text() + "".join(one_run_csv.read_text().splitlines(True)[1:] * 3))
+    _at_seeds(one_run_csv, many, 4)
     p = subprocess.Popen([sys.executable, "-m", "validation", "predict", "--records", str(many),
                           "--profile", "thesis-2004", "--set", "scenario.duration=20", "--jobs", "2"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -313,7 +325,7 @@ def test_sigterm_to_predict_with_workers_is_143_at_once_and_leaves_no_worker(one
     # waited for the running 20 s simulations (or, killed, left them running)
     import signal
     many = tmp_path / "many.csv"
-    many.write_text(one_run_csv.read_text() + "".join(one_run_csv.read_text().splitlines(True)[1:] * 3))
+    _at_seeds(one_run_csv, many, 4)
     p = subprocess.Popen([sys.executable, "-m", "simaccept", "predict", "--records", str(many),
                           "--profile", "thesis-2004", "--set", "scenario.duration=20", "--jobs", "2"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -337,3 +337,15 @@ def test_a_record_whose_own_config_is_a_sweep_is_named_by_file_and_line(tmp_path
     err = capsys.readouterr().err
     assert f"{bad}:3: knot/one-packet/-/accept-" in err and "cannot be simulated as measured: scenario key " \
         "'client.timeout': is a sweep axis" in err and "Traceback" not in err, err
+
+
+def test_predict_refuses_a_row_pasted_twice_as_fit_does(one_run_csv, tmp_path, capsys, no_runs):
+    # a review's case: fit refused a row the same in every column as another, predict printed it
+    # twice and counted it twice in its median ("over 3 record(s)")
+    text = one_run_csv.read_text()
+    twice = tmp_path / "twice.csv"
+    twice.write_text(text + text.splitlines(keepends=True)[1])
+    rc = main(["predict", "--records", str(twice), "--profile", "thesis-2004"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{twice}:3: " in err and f"is the same in every column as {twice}:2 (item 0)" in err, err
+    assert no_runs == []

@@ -396,3 +396,69 @@ def test_a_config_nested_past_the_recursion_limit_is_refused_by_name(tmp_path):
     with pytest.raises(RecordError, match="nested too deeply") as e:
         load_records(_write(tmp_path, [dict(GOOD, config=deep)]))
     assert e.value.column == "config" and e.value.line == 2
+
+
+def _real_row(**cells):
+    """A committed realsys row (it carries its config), with some cells edited."""
+    src = Path(__file__).parents[2] / "realsys" / "results" / "onepacket-select" / "results.csv"
+    with open(src, newline="") as f:
+        row = next(csv.DictReader(f))
+    row.update(cells)
+    return row
+
+
+@pytest.mark.parametrize("column,cell,key", [
+    ("mux", "epoll", "server.mux"), ("server", "knot", "server.kind"), ("policy", "no-such-policy", "server.policy"),
+    ("workload", "specweb99", "workload.kind"), ("kernel_profile", "linux-2.4", "kernel.profile"),
+])
+def test_a_column_its_config_contradicts_is_refused_by_name(tmp_path, column, cell, key):
+    """A review's case: only the rate, accept-limit and seed columns were applied over a row's
+    config, so a row whose mux was edited to epoll was predicted as the select server it had
+    been (the same numbers), and a Knot-C row or another policy's ran as the config's."""
+    (m,) = load_records(_write(tmp_path, [_real_row()]))
+    scenario_for(m)                                          # as committed: its columns agree
+    (m,) = load_records(_write(tmp_path, [_real_row(**{column: cell})]))
+    with pytest.raises(RecordError, match=rf"column '{column}': says '{cell}', but the row's config ran {key} = ") as e:
+        scenario_for(m)
+    assert e.value.line == 2 and e.value.column == column
+
+
+def _own(tmp_path, **cells):
+    row = dict(source="real", scenario="mybox", server="userver", mux="poll", accept_limit="10",
+               policy="", workload="one-packet", target_rate="4000", duration_s="3", replies_per_s="3500")
+    row.update(cells)
+    return row
+
+
+def test_a_row_without_config_names_its_scenario_by_name_path_or_bundled_name(tmp_path):
+    """fitting.md's columns alone were refused unless the scenario column held a bundled file's
+    internal [scenario] name; the name `simaccept scenarios` lists and a path to the user's own
+    file were 'no file', and CostFitter's base_dir was never searched."""
+    mine = tmp_path / "scens"
+    mine.mkdir()
+    (mine / "box.toml").write_text('[scenario]\nname = "mybox"\nwarmup = 0.5\n[workload]\nrate = 100\n')
+    for name, base in (("realsys/onepacket-select", None), ("scens/box.toml", None), ("mybox", mine)):
+        (m,) = load_records(_write(tmp_path, [_own(tmp_path, scenario=name)]))
+        sc = scenario_for(m, base_dir=base)
+        assert (sc["server"]["mux"], sc["server"]["accept_limit"], sc["workload"]["rate"]) == ("poll", 10, 4000.0)
+        # the measured window is the row's, and so are its policy and kernel profile when given
+        assert sc["scenario"]["duration"] == 3.0
+        if base is not None:
+            assert sc["scenario"]["warmup"] == 0.5
+    (m,) = load_records(_write(tmp_path, [_own(tmp_path, scenario="realsys/onepacket-select", policy="queue-aware",
+                                                    kernel_profile="linux-2.4")]))
+    sc = scenario_for(m)
+    assert (sc["server"]["policy"], sc["kernel"]["profile"]) == ("queue-aware", "linux-2.4")
+
+
+@pytest.mark.parametrize("cells,column,why", [
+    # a typo was skipped as "not simulable" and the fit went on without the row, exit 0
+    (dict(scenario="mybx"), "scenario", "names no scenario among the bundled ones, and the row has no config"),
+    (dict(scenario="realsys/onepacket-select", policy="no-such-policy"), "policy", "server.policy"),
+    (dict(scenario="realsys/onepacket-select", kernel_profile="linux-9"), "kernel_profile", "kernel.profile"),
+])
+def test_a_row_without_config_is_refused_by_its_column(tmp_path, cells, column, why):
+    (m,) = load_records(_write(tmp_path, [_own(tmp_path, **cells)]))
+    with pytest.raises(RecordError, match=f"column '{column}':") as e:
+        scenario_for(m)
+    assert why in str(e.value) and e.value.line == 2

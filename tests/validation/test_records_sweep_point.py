@@ -99,3 +99,16 @@ def test_a_records_own_bad_value_names_its_column_and_a_set_may_repair_it(tmp_pa
     assert e.value.column == column and e.value.line == 2
     if cell == "config":
         assert scenario_for(m, overrides=["kernel.backlog=128"])["kernel"]["backlog"] == 128
+
+
+def test_a_point_label_that_cannot_be_rebuilt_warns_naming_the_row(tmp_path):
+    # a review's case: the warning named no file or line, only records.py's own
+    sc = simaccept.load_scenario(ROOT / "scenarios/thesis/userver-onepacket.toml",
+                                 BASE + ["workload.rate=[5000.0, 6000.0]"])
+    rec = simaccept.simulate(list(sc.points())[0])
+    rec.point = "server.foo=1;workload.rate=5000.0"
+    from simaccept.sweep import records_to_csv
+    (tmp_path / "r.csv").write_text(records_to_csv([rec]))
+    (m,) = load_records(tmp_path / "r.csv")
+    with pytest.warns(UserWarning, match=rf"^{tmp_path / 'r.csv'}:2: sweep point 'server.foo=1;"):
+        scenario_for(m)
