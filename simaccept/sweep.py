@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import inspect
 import io
 import json
 import math
@@ -257,28 +256,101 @@ def _ours(cls: type) -> bool:
     return mod == "simaccept" or mod.startswith("simaccept.")
 
 
+class _Unkeyable(Exception):
+    """A value a policy uses has no stable form (it prints as its address)."""
+
+
+def _stable(v, seen: set) -> str:
+    """A text that is the same for equal policy code and values in every process (no
+    addresses, no hash-randomised set order); raises _Unkeyable for an object that has none.
+
+    A function is its bytecode, constants, names, defaults, closure cells and the module
+    globals its code names (a helper function, a module constant): what runs, not the file
+    on disk, which a notebook edits without reloading, which holds two definitions of one
+    class chosen at run time, and which a factory's or an attribute set from outside do not
+    change."""
+    import types
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+        return repr(v)
+    if isinstance(v, (tuple, list)):
+        return type(v).__name__ + "(" + ",".join(_stable(x, seen) for x in v) + ")"
+    if isinstance(v, (set, frozenset)):
+        return type(v).__name__ + "{" + ",".join(sorted(_stable(x, seen) for x in v)) + "}"
+    if isinstance(v, dict):
+        return "dict{" + ",".join(sorted(f"{_stable(k, seen)}:{_stable(x, seen)}" for k, x in v.items())) + "}"
+    if isinstance(v, (staticmethod, classmethod)):
+        return type(v).__name__ + ":" + _stable(v.__func__, seen)
+    if isinstance(v, property):
+        return "property:" + ",".join(_stable(f, seen) for f in (v.fget, v.fset, v.fdel))
+    if isinstance(v, types.ModuleType):
+        return "module:" + v.__name__
+    if isinstance(v, type):
+        import builtins     # a class exec'd at a prompt is in "builtins" too: only the real ones are short
+        if getattr(builtins, v.__name__, None) is v or _ours(v) or v in seen:
+            return f"class:{v.__module__}.{v.__qualname__}"
+        seen.add(v)
+        return f"class:{v.__module__}.{v.__qualname__}{{" + ",".join(
+            f"{k}={_stable(x, seen)}" for k, x in sorted(vars(v).items())
+            # _abc_impl: an ABC's registry, printed by its address; the doc is no behaviour
+            if k not in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "_abc_impl")) + "}"
+    if isinstance(v, types.FunctionType):
+        if v in seen:
+            return f"fn:{v.__module__}.{v.__qualname__}"
+        seen.add(v)
+        names: list[str] = []
+        out = [f"fn:{v.__module__}.{v.__qualname__}", _code(v.__code__, names),
+               _stable(v.__defaults__, seen), _stable(v.__kwdefaults__, seen)]
+        for cell in v.__closure__ or ():
+            try:
+                out.append(_stable(cell.cell_contents, seen))
+            except ValueError:          # a cell not yet filled
+                out.append("<empty cell>")
+        g = v.__globals__
+        out += [f"{n}={_stable(g[n], seen)}" for n in sorted(set(names)) if n in g]
+        return "(" + ";".join(out) + ")"
+    if hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "tobytes"):
+        # a NumPy array prints its corners only ("...") past 1,000 elements: its bytes, whole
+        return f"array:{v.dtype}:{v.shape}:{hashlib.sha256(v.tobytes()).hexdigest()}"
+    if isinstance(v, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
+                      types.MethodDescriptorType)):
+        return f"builtin:{getattr(v, '__qualname__', repr(v))}"
+    r = repr(v)
+    if " at 0x" in r or " object at " in r:
+        raise _Unkeyable(f"{type(v).__name__} {r[:60]}")
+    return f"{type(v).__module__}.{type(v).__qualname__}:{r}"
+
+
+def _code(co, names: list) -> str:
+    """A code object's stable text (no file name or line numbers); collects the names it uses."""
+    import types
+    names.extend(co.co_names)
+    consts = ",".join(_code(c, names) if isinstance(c, types.CodeType) else _stable(c, set()) for c in co.co_consts)
+    return (f"code[{co.co_code.hex()}|{co.co_names}|{co.co_varnames}|{co.co_freevars}|{co.co_cellvars}|"
+            f"{co.co_argcount},{co.co_posonlyargcount},{co.co_kwonlyargcount},{co.co_flags}|{consts}]")
+
+
 def policy_key(policy: str) -> str | None:
     """What the cache key needs about ``server.policy`` beyond :func:`model_fingerprint`.
 
     Returns: "" for a policy whose classes are all simaccept's own (the fingerprint covers
-    them); a digest of the source of each class in its MRO that is defined outside
-    simaccept, for a policy registered by the user; None when such a source cannot be read
-    (a class typed at ``python -c``), and then the point is not cached at all.  Helpers
-    the class calls outside its own body are not covered: rename the policy, or delete
-    ``OUT/points``, after editing those."""
+    them); else a digest of each class in its MRO defined outside simaccept, as loaded: every
+    method's code, defaults and closure, every class attribute's value, and the module
+    globals (helper functions, constants) the code names (:func:`_stable`); None when a value
+    there has no stable form (an object that prints as its address), and then the point is
+    not cached at all.  Until 7 Dec 2026 it was the source on disk (``inspect.getsource``):
+    an edited file not yet reloaded stored the old code's results under the new code's key,
+    two definitions of one class shared a key, and an attribute set from outside or a
+    factory's argument changed no key."""
     from .servers.policies import REGISTRY
-    h, outside = hashlib.sha256(), False
+    parts, seen = [], set()
     for c in REGISTRY[policy].__mro__:
-        mod = c.__module__ or ""
         if c is object or _ours(c):
             continue
         try:
-            src = inspect.getsource(c)
-        except (OSError, TypeError):
+            parts.append(_stable(c, seen))
+        except (_Unkeyable, RecursionError):
             return None
-        outside = True
-        h.update(f"{mod}.{c.__qualname__}\n{src}".encode())
-    return h.hexdigest()[:16] if outside else ""
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16] if parts else ""
 
 
 def _cache_name(p: Scenario, key: str | None) -> str | None:
@@ -477,8 +549,8 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
              else [None] * len(points))
     unkeyed = sorted({p["server"]["policy"] for p, n in zip(points, names) if n is None})
     if cache_dir is not None and unkeyed:
-        print(f"policy {', '.join(unkeyed)}: its source cannot be read (defined at a prompt?), so its "
-              f"points are not cached and a rerun computes them again", file=sys.stderr)
+        print(f"policy {', '.join(unkeyed)}: a value its class uses has no stable form (an object printed "
+              f"by its address), so its points are not cached and a rerun computes them again", file=sys.stderr)
     for i, p in enumerate(points):
         if names[i] is not None:
             if (cache_dir / names[i]).is_dir():     # else an IsADirectoryError after simulating it

@@ -297,20 +297,111 @@ def test_an_edited_user_policy_does_not_reuse_cached_points(tmp_path, monkeypatc
     assert len(list((tmp_path / "o" / "points").glob("*.json"))) == 2
 
 
-def test_a_policy_without_readable_source_is_never_cached(tmp_path, monkeypatch, capsys, policy_source):
+def test_a_policy_typed_at_a_prompt_is_keyed_by_its_code_and_one_with_no_stable_value_never(
+        tmp_path, monkeypatch, capsys, policy_source):
+    # no source file to read: it was never cached; its code is what runs, so that is its key now
     from simaccept.servers import policies
-    ns: dict = {}
-    exec(policy_source("edited-policy", "1", register=False), ns)
-    monkeypatch.setitem(policies.REGISTRY, "prompt-policy", ns["UserPolicy"])
+    monkeypatch.setitem(policies.REGISTRY, "prompt-policy", policies.AcceptLimit)
     sc = load_scenario(text=SMALL, overrides=["workload.rate=[3000]", "server.policy=prompt-policy",
                                               "server.accept_limit=inf", "scenario.duration=0.3",
                                               "scenario.warmup=0.1"])
-    for _ in range(2):
+    runs = []
+    for quota in ("1", "1", "2"):
+        ns: dict = {}
+        exec(policy_source("prompt-policy", quota, register=False), ns)
+        monkeypatch.setitem(policies.REGISTRY, "prompt-policy", ns["UserPolicy"])
         ran = []
         run_sweep(sc, tmp_path / "o", jobs=1, plots=False, on_point=ran.append)
+        runs.append(len(ran))
+    assert runs == [1, 0, 1]                    # typed again the same: cached; edited: simulated
+    # an attribute that prints as its address has no stable form: never cached, and said
+    ns = {}
+    exec(policy_source("prompt-policy", "1", register=False), ns)
+    ns["UserPolicy"].tool = object()
+    monkeypatch.setitem(policies.REGISTRY, "prompt-policy", ns["UserPolicy"])
+    for _ in range(2):
+        ran = []
+        run_sweep(sc, tmp_path / "u", jobs=1, plots=False, on_point=ran.append)
         assert len(ran) == 1
-    assert "prompt-policy: its source cannot be read" in capsys.readouterr().err
-    assert not list((tmp_path / "o" / "points").glob("*.json"))
+    assert "prompt-policy: a value its class uses has no stable form" in capsys.readouterr().err
+    assert not list((tmp_path / "u" / "points").glob("*.json"))
+
+
+_KEYED = """
+import sys
+sys.path.insert(0, {d!r})
+from simaccept.servers.policies import AcceptPolicy, REGISTRY
+from simaccept.sweep import policy_key
+import mypol
+keys = [policy_key("thresh")]
+mypol.Thresh.N = 1000                  # a class attribute set from outside
+keys.append(policy_key("thresh"))
+mypol.Thresh.N = 4
+mypol.LIMIT = 5                        # a module constant a helper reads
+keys.append(policy_key("thresh"))
+mypol.LIMIT = 3
+for n in (4, 1000):                    # one name, a factory's classes
+    REGISTRY["fact"] = mypol.make(n)
+    keys.append(policy_key("fact"))
+print(" ".join(keys))
+"""
+
+_MYPOL = """
+from simaccept.servers.policies import AcceptPolicy, REGISTRY
+LIMIT = 3
+
+
+def helper(x):
+    return min(x, LIMIT)
+
+
+class Thresh(AcceptPolicy):
+    name = "thresh"
+    N = 4
+
+    def quota(self, view):
+        return helper(max(1, view.acceptq_len // self.N))
+
+
+def make(n):
+    class T(AcceptPolicy):
+        name = "fact"
+
+        def quota(self, view):
+            return n
+    return T
+
+
+REGISTRY["thresh"] = Thresh
+"""
+
+
+def test_a_policys_key_is_its_loaded_code_and_values_the_same_in_every_process(tmp_path):
+    """A review's cases: the key was the class's source on disk, so an attribute set from outside
+    (the natural way to sweep a parameter), a module constant a helper reads, and a factory's
+    argument all left the key as it was and reused another policy's points (22,554 replies/s
+    where 15,872 is right).  Each changes the key now; and the key is the same in a process
+    with another hash seed, or no cache would ever be reused."""
+    (tmp_path / "mypol.py").write_text(_MYPOL)
+    (tmp_path / "k.py").write_text(_KEYED.format(d=str(tmp_path)))
+    outs = [subprocess.run([sys.executable, str(tmp_path / "k.py")], capture_output=True, text=True, cwd=ROOT,
+                           env={**os.environ, "PYTHONHASHSEED": seed}, timeout=60) for seed in ("1", "2")]
+    assert all(o.returncode == 0 for o in outs), outs[0].stderr[-1500:]
+    keys = outs[0].stdout.split()
+    assert len(keys) == 5 and len(set(keys)) == 5 and all(keys), keys
+    assert outs[1].stdout == outs[0].stdout
+
+
+def test_a_policy_file_edited_but_not_reloaded_keeps_the_code_that_ran(tmp_path, register_policy, policy_source):
+    # a notebook: the file edited, the module not reloaded: the old code's results were kept under
+    # the new source's key, and served after the reload
+    from simaccept.sweep import policy_key
+    mod = register_policy(policy_source("nb-policy", "1"), "nb_policy")
+    before = policy_key("nb-policy")
+    (tmp_path / "nb_policy.py").write_text(policy_source("nb-policy", "2"))     # edited on disk only
+    assert policy_key("nb-policy") == before
+    register_policy(policy_source("nb-policy", "2"), "nb_policy")               # reloaded
+    assert policy_key("nb-policy") != before and mod is not None
 
 
 def test_a_grid_past_the_limit_is_refused_before_it_is_built():

@@ -67,16 +67,21 @@ def test_an_edited_user_policy_is_simulated_again(tmp_path, monkeypatch, registe
     assert len(ran) == 2 and again["c_avg"] <= 1.0 < first["c_avg"]
 
 
-def test_a_policy_typed_at_a_prompt_is_never_cached(tmp_path, monkeypatch, policy_source):
+def test_a_policy_typed_at_a_prompt_is_keyed_by_its_code_and_one_with_no_stable_value_never(
+        tmp_path, monkeypatch, policy_source):
+    # it was never cached (no source file); its loaded code is its key now (simaccept.sweep.policy_key)
     from simaccept.servers import policies
-    ns: dict = {}
-    exec(policy_source("cached-edited", "1", register=False), ns)
-    monkeypatch.setitem(policies.REGISTRY, "prompt-cached", ns["UserPolicy"])
-    js = _policy_json("prompt-cached")
     ran = []
-    for _ in range(2):
-        simulate_cached([js], tmp_path / "cache", on_done=lambda j, d: ran.append(d))
-    assert len(ran) == 2 and not list((tmp_path / "cache").glob("*.json"))
+    for quota, cache, tool in (("1", "c", None), ("1", "c", None), ("2", "c", None), ("1", "u", object())):
+        ns: dict = {}
+        exec(policy_source("cached-edited", quota, register=False), ns)
+        if tool is not None:
+            ns["UserPolicy"].tool = tool            # prints as its address: no stable form
+        monkeypatch.setitem(policies.REGISTRY, "prompt-cached", ns["UserPolicy"])
+        simulate_cached([_policy_json("prompt-cached")], tmp_path / cache,
+                        on_done=lambda j, d: ran.append((quota, cache)))
+    assert ran == [("1", "c"), ("2", "c"), ("1", "u")]
+    assert len(list((tmp_path / "c").glob("*.json"))) == 2 and not list((tmp_path / "u").glob("*.json"))
 
 
 def test_simulate_records_with_a_cache_reads_what_it_kept(tmp_path, monkeypatch):
