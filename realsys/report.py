@@ -197,10 +197,19 @@ def launch_lag_summary(rows: list[dict], point_files: list[dict]) -> dict:
 
 
 def label_order(label: str) -> tuple:
-    """A point label's sort key: its runs of digits as numbers, and ``inf`` after every
-    number (accept-1, accept-2, accept-10, accept-inf)."""
-    return tuple((0, int(t), "") if t.isdigit() else (1, math.inf, "") if t == "inf" else (2, 0, t)
-                 for t in re.split(r"(\d+|(?<![A-Za-z])inf(?![A-Za-z]))", label) if t)
+    """A point label's sort key: its numbers as numbers (decimals too: 0.25 before 0.5), and
+    ``inf`` after every number (accept-1, accept-2, accept-10, accept-inf)."""
+    out = []
+    for t in re.split(r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|(?<![A-Za-z])inf(?![A-Za-z]))", label):
+        if not t:
+            continue
+        if t == "inf":
+            out.append((1, math.inf, ""))
+        elif t[0].isdigit():
+            out.append((0, float(t), ""))
+        else:
+            out.append((2, 0.0, t))
+    return tuple(out)
 
 
 def summarize(results_dir: str | Path, drops_rate: float | None = None) -> dict:

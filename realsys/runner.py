@@ -955,7 +955,15 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
     except OSError as e:
         raise ScenarioError("--out", f"cannot create {str(out_dir)!r}: {e.strerror or e}") from None
     csv_path = out_dir / "results.csv"
-    ensure_built(log)
+    try:
+        ensure_built(log)
+    except BaseException:       # a Ctrl-C or a failed build: the OUT it made stays no empty folder
+        if made_out:
+            try:
+                out_dir.rmdir()
+            except OSError:
+                pass
+        raise
     pts = sc.points()
     todo = [p for p in pts if (p.point_label(), p.to_json()) not in done]
     log(f"realsys: {sc.name}: {len(pts)} points, {len(pts) - len(todo)} already in {csv_path}")

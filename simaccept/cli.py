@@ -698,11 +698,12 @@ def _main(args) -> int:
                 reused = len(recs) - len(simulated)
                 why = ""
                 if not reused:
-                    # a policy whose source cannot be read is never cached (run_sweep said so
-                    # above): blaming the cache's other scenarios would send the user looking there
+                    # a policy that cannot be keyed is never cached (run_sweep said so above):
+                    # blaming the cache's other scenarios would send the user looking there
                     from .sweep import policy_key
                     unread = sorted(pol for pol in {r.policy for r in recs} if policy_key(pol) is None)
-                    why = (f" (policy {', '.join(unread)} is never cached: its source cannot be read)" if unread
+                    why = (f" (policy {', '.join(unread)} is never cached: a value its class uses has no stable "
+                           "form)" if unread
                            else " (the points cached there are of other scenarios, costs or model code)")
                 print(f"{reused} of {len(recs)} point{'' if len(recs) == 1 else 's'} reused from {points}, "
                       f"{len(simulated)} simulated{why}", file=sys.stderr)

@@ -260,15 +260,36 @@ class _Unkeyable(Exception):
     """A value a policy uses has no stable form (it prints as its address)."""
 
 
+def _user_module(name: str | None) -> bool:
+    """Whether the module ``name`` is the user's own: not the standard library's, an installed
+    package's or simaccept's (whose code the fingerprint covers)."""
+    import sysconfig
+    if not name or name == "__main__":
+        return True             # a function exec'd at a prompt has no module
+    if name == "simaccept" or name.startswith("simaccept."):
+        return False
+    f = getattr(sys.modules.get(name), "__file__", None)
+    if not f:
+        return False            # built in, frozen, or a namespace package
+    f = os.path.realpath(f)
+    paths = sysconfig.get_paths()
+    return not any(f.startswith(os.path.realpath(paths[k]) + os.sep) for k in ("stdlib", "platstdlib", "purelib",
+                                                                               "platlib") if paths.get(k))
+
+
 def _stable(v, seen: set) -> str:
     """A text that is the same for equal policy code and values in every process (no
     addresses, no hash-randomised set order); raises _Unkeyable for an object that has none.
 
     A function is its bytecode, constants, names, defaults, closure cells and the module
-    globals its code names (a helper function, a module constant): what runs, not the file
-    on disk, which a notebook edits without reloading, which holds two definitions of one
-    class chosen at run time, and which a factory's or an attribute set from outside do not
-    change."""
+    globals its code names (a helper function, a module constant, and a user module's
+    attributes it names, ``params.N``): what runs, not the file on disk, which a notebook
+    edits without reloading, which holds two definitions of one class chosen at run time,
+    and which a factory's or an attribute set from outside do not change.  A library's
+    function or class is its name (its code is the library's version).  What it cannot
+    read whole is refused (_Unkeyable): an object printed by its address or cut short
+    ("..."), a bound method of an object with state."""
+    import functools
     import types
     if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
         return repr(v)
@@ -282,19 +303,29 @@ def _stable(v, seen: set) -> str:
         return type(v).__name__ + ":" + _stable(v.__func__, seen)
     if isinstance(v, property):
         return "property:" + ",".join(_stable(f, seen) for f in (v.fget, v.fset, v.fdel))
+    if isinstance(v, (functools.partial, functools.partialmethod)):
+        return f"{type(v).__name__}:{_stable(v.func, seen)}:{_stable(v.args, seen)}:{_stable(v.keywords, seen)}"
+    if isinstance(v, functools.cached_property):
+        return "cached_property:" + _stable(v.func, seen)
     if isinstance(v, types.ModuleType):
         return "module:" + v.__name__
+    if hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "tobytes"):
+        # a NumPy array prints its corners only ("...") past 1,000 elements: its bytes, whole
+        return f"array:{v.dtype}:{v.shape}:{hashlib.sha256(v.tobytes()).hexdigest()}"
     if isinstance(v, type):
         import builtins     # a class exec'd at a prompt is in "builtins" too: only the real ones are short
-        if getattr(builtins, v.__name__, None) is v or _ours(v) or v in seen:
+        if (getattr(builtins, v.__name__, None) is v or _ours(v) or v in seen
+                or not _user_module(v.__module__) and v.__module__ != "builtins"):
             return f"class:{v.__module__}.{v.__qualname__}"
         seen.add(v)
+        # _abc_impl: an ABC's registry, printed by its address; a dataclass's field records
+        # (their default's MISSING prints so too): the methods it generated carry them
+        skip = ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "_abc_impl",
+                "__dataclass_fields__", "__dataclass_params__")
         return f"class:{v.__module__}.{v.__qualname__}{{" + ",".join(
-            f"{k}={_stable(x, seen)}" for k, x in sorted(vars(v).items())
-            # _abc_impl: an ABC's registry, printed by its address; the doc is no behaviour
-            if k not in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "_abc_impl")) + "}"
+            f"{k}={_stable(x, seen)}" for k, x in sorted(vars(v).items()) if k not in skip) + "}"
     if isinstance(v, types.FunctionType):
-        if v in seen:
+        if v in seen or not _user_module(v.__module__):
             return f"fn:{v.__module__}.{v.__qualname__}"
         seen.add(v)
         names: list[str] = []
@@ -305,17 +336,25 @@ def _stable(v, seen: set) -> str:
                 out.append(_stable(cell.cell_contents, seen))
             except ValueError:          # a cell not yet filled
                 out.append("<empty cell>")
-        g = v.__globals__
-        out += [f"{n}={_stable(g[n], seen)}" for n in sorted(set(names)) if n in g]
+        g, used = v.__globals__, sorted(set(names))
+        for n in used:
+            if n not in g:
+                continue
+            out.append(f"{n}={_stable(g[n], seen)}")
+            if isinstance(g[n], types.ModuleType) and _user_module(g[n].__name__):
+                # params.N: the module's attributes the code names (a module is only its name)
+                out += [f"{n}.{a}={_stable(getattr(g[n], a), seen)}" for a in used if hasattr(g[n], a)]
         return "(" + ";".join(out) + ")"
-    if hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "tobytes"):
-        # a NumPy array prints its corners only ("...") past 1,000 elements: its bytes, whole
-        return f"array:{v.dtype}:{v.shape}:{hashlib.sha256(v.tobytes()).hexdigest()}"
-    if isinstance(v, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
-                      types.MethodDescriptorType)):
-        return f"builtin:{getattr(v, '__qualname__', repr(v))}"
+    wrapped = getattr(v, "__wrapped__", None)
+    if wrapped is not None and callable(v):         # functools.lru_cache / cache of a helper
+        return f"wrapped:{_stable(wrapped, seen)}"
+    owner = getattr(v, "__self__", None)
+    if callable(v) and (owner is None or isinstance(owner, types.ModuleType)):
+        mod, qual = getattr(v, "__module__", None), getattr(v, "__qualname__", None)
+        if mod and qual and not _user_module(mod):
+            return f"ref:{mod}.{qual}"              # a library's function (np.clip, math.ceil)
     r = repr(v)
-    if " at 0x" in r or " object at " in r:
+    if " at 0x" in r or " object at " in r or "..." in r:
         raise _Unkeyable(f"{type(v).__name__} {r[:60]}")
     return f"{type(v).__module__}.{type(v).__qualname__}:{r}"
 
@@ -348,7 +387,7 @@ def policy_key(policy: str) -> str | None:
             continue
         try:
             parts.append(_stable(c, seen))
-        except (_Unkeyable, RecursionError):
+        except Exception:       # _Unkeyable, a repr that raises, a RecursionError: never cached
             return None
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16] if parts else ""
 
@@ -544,13 +583,20 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
                                              f"to that file: move it away")
     results: dict[int, RunRecord] = {}
     todo = []
-    keys = {pol: policy_key(pol) for pol in {p["server"]["policy"] for p in points}}    # read each source once
+    keys = {pol: policy_key(pol) for pol in {p["server"]["policy"] for p in points}}    # each class walked once
+    if dask:
+        # Dask's workers import a user's policy from its module on disk, not the class this
+        # process has loaded, which is what the key is made of: an edit not yet reloaded, or
+        # an attribute set from outside, would be kept under a key of other code
+        keys = {pol: None if k else k for pol, k in keys.items()}
     names = ([_cache_name(p, keys[p["server"]["policy"]]) for p in points] if cache_dir is not None
              else [None] * len(points))
     unkeyed = sorted({p["server"]["policy"] for p, n in zip(points, names) if n is None})
     if cache_dir is not None and unkeyed:
-        print(f"policy {', '.join(unkeyed)}: a value its class uses has no stable form (an object printed "
-              f"by its address), so its points are not cached and a rerun computes them again", file=sys.stderr)
+        why = ("--dask runs it from its module's file, not the class loaded here" if dask else
+               "a value its class uses has no stable form (an object printed by its address)")
+        print(f"policy {', '.join(unkeyed)}: {why}, so its points are not cached and a rerun computes them "
+              f"again", file=sys.stderr)
     for i, p in enumerate(points):
         if names[i] is not None:
             if (cache_dir / names[i]).is_dir():     # else an IsADirectoryError after simulating it

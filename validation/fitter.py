@@ -310,9 +310,9 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     keys: dict[str, str | None] = {}
     for js in dict.fromkeys(jsons):
         sc = scenario_from_json(js, source)
-        # named as a sweep names its points: a user-registered policy's own source is part of
-        # the key (an edited quota() was answered from the old runs here), and a policy whose
-        # source cannot be read (typed at a prompt) is never cached
+        # named as a sweep names its points: a user-registered policy's loaded code and values
+        # are part of the key (an edited quota() was answered from the old runs here), and a
+        # policy that cannot be keyed (simaccept.sweep.policy_key: None) is never cached
         pol = sc["server"]["policy"]
         if pol not in keys:
             keys[pol] = policy_key(pol)
@@ -335,7 +335,7 @@ def simulate_cached(jsons: Iterable[str], cache: Path, jobs: int = 1, source: st
     def keep(js, f, d):
         nonlocal n_done, last
         if d.get("status") == "ok" and f is not None:
-            atomic_write(f, json.dumps(d))
+            atomic_write(f, RunRecord(**d).to_json())      # NaN as null, as a sweep keeps its points
         out[js] = d
         n_done += 1
         if on_done is not None:

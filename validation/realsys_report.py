@@ -496,14 +496,9 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
     # The medians were taken over the fit folders whole: accept-10's runs, held out, set the fixed
     # read/read_eof and the epoll costs' scale too (machine.fixed_costs, syscall_scale).  What the
     # fit runs alone give, read here from the same point files, says how far that reaches.
-    import statistics
-
-    from simaccept.costs import load_costs
-    only = machine.measured_syscalls(machine.fit_dirs(), min_rate=fit.get("fit_min_rate") or machine.FIT_MIN_RATE,
-                                     limits=machine.FIT_LIMITS)
+    only = machine.measured_syscalls(machine.fit_dirs(), min_rate=machine.fit_min_rate(), limits=machine.FIT_LIMITS)
     om = only["per_call_us"]
-    ref = load_costs(machine.REFERENCE).us
-    scale_only = statistics.median(om[k] / ref[k] for k in ("accept", "read", "writev", "close"))
+    scale_only = machine.syscall_scale({}, limits=machine.FIT_LIMITS)
     pct_only = {k: 100 * (f["params"][k] / om[k] - 1) for k in pct if om.get(k)}
     sel_txt = ", ".join(f"{d['us_per_call']:.1f} µs at {d['interest_set']:.0f} fds" for d in fit["select_by_interest"])
     L.append("Reading: the fitted " + ", ".join(f"{k} is {v:+.0f} %" for k, v in pct.items()) + " off the server's "

@@ -605,7 +605,7 @@ def _scenario_for(record, base_dir, overrides, seed, rate) -> Scenario:
         load_scenario(path, pre + fix)
     except ScenarioError as own:     # the row's cell, named as a column
         raise RecordError(str(own), path=m.path, line=m.line or None,
-                          column=_COLUMN_OF.get(own.key, "scenario")) from None
+                          column=_COLUMN_OF_NO_CONFIG.get(own.key, "scenario")) from None
     return load_scenario(path, pre + fix + overrides)
 
 
@@ -637,10 +637,13 @@ def _named_scenario(name: str, m: Measured, base_dir) -> Path:
                       column="scenario")
 
 
-#: The record columns :func:`scenario_for` sets scenario keys from (the rest come from ``config``).
-_COLUMN_OF = {"workload.rate": "target_rate", "server.accept_limit": "accept_limit", "scenario.seed": "seed",
-              "server.kind": "server", "workload.kind": "workload", "server.mux": "mux", "server.policy": "policy",
-              "kernel.profile": "kernel_profile", "scenario.duration": "duration_s"}
+#: The record columns :func:`scenario_for` sets scenario keys from over a row's ``config`` (the
+#: rest come from the config, and a bad value there is the config's).
+_COLUMN_OF = {"workload.rate": "target_rate", "server.accept_limit": "accept_limit", "scenario.seed": "seed"}
+#: ... and over the scenario file a row without a config names.
+_COLUMN_OF_NO_CONFIG = {**_COLUMN_OF, "server.kind": "server", "workload.kind": "workload", "server.mux": "mux",
+                        "server.policy": "policy", "kernel.profile": "kernel_profile",
+                        "scenario.duration": "duration_s"}
 
 #: The columns a row's ``config`` must agree with (its scenario key; ``mux`` only for the μserver).
 _AGREE = (("server", "server", "kind"), ("workload", "workload", "kind"), ("mux", "server", "mux"),

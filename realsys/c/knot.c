@@ -207,6 +207,10 @@ static void *worker(void *arg)
                      * accept() until another thread closed a connection.  Back off instead. */
                     if (n == 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
                         TIMED(SC_POLL, poll(NULL, 0, 10));
+                    /* One connection's failure, not the queue's (accept(2)), as userver: the phase
+                     * goes on; each such failure took its entry off the queue, so no spin. */
+                    else if (errno == ECONNABORTED || errno == EPROTO || errno == EINTR)
+                        continue;
                 }
                 break;
             }

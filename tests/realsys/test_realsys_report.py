@@ -383,3 +383,13 @@ def test_ratios_are_later_policy_over_earlier_with_numbers_as_numbers(tmp_path):
     order = ["1", "2", "10", "inf"]
     assert list(ratios) == [f"{lab(b)} / {lab(a)}" for i, a in enumerate(order) for b in order[i + 1:]]
     assert ratios[f"{lab('inf')} / {lab('1')}"] == {4000.0: pytest.approx(1.3)}
+
+
+def test_label_order_reads_decimals_as_numbers():
+    # split on digit runs, 0.5 sorted before 0.25 and 2.5 before 2.25: a decimal axis's ratio
+    # came out earlier over later
+    from realsys.report import label_order
+    labels = ["u/accept-1/client.timeout=0.5", "u/accept-1/client.timeout=0.25", "u/accept-inf", "u/accept-10",
+              "u/accept-2"]
+    assert sorted(labels, key=label_order) == ["u/accept-1/client.timeout=0.25", "u/accept-1/client.timeout=0.5",
+                                               "u/accept-2", "u/accept-10", "u/accept-inf"]

@@ -387,10 +387,12 @@ def test_a_rerun_sweep_says_how_many_points_it_reused(spec, tmp_path, capsys):
 def test_a_rerun_of_a_policy_never_cached_blames_the_policy_not_the_cache(spec, tmp_path, monkeypatch, capsys,
                                                                           policy_source):
     # "0 of 1 point reused (the points cached there are of other scenarios, costs or model
-    # code)" sent the user to the cache, when the policy's unreadable source was why
+    # code)" sent the user to the cache, when the policy that cannot be keyed was why (an
+    # object that prints as its address: no stable form, simaccept.sweep.policy_key)
     from simaccept.servers import policies
     ns: dict = {}
     exec(policy_source("prompt-policy", "1", register=False), ns)
+    ns["UserPolicy"].tool = object()
     monkeypatch.setitem(policies.REGISTRY, "prompt-policy", ns["UserPolicy"])
     out = tmp_path / "o"
     assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress", "--set", "workload.rate=3000"]) == 0
@@ -398,9 +400,9 @@ def test_a_rerun_of_a_policy_never_cached_blames_the_policy_not_the_cache(spec, 
     assert cli.main(["sweep", str(spec), "--out", str(out), "--no-progress", "--set", "workload.rate=3000",
                      "--set", "server.policy=prompt-policy"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("policy prompt-policy: its source cannot be read"), err
+    assert err[0].startswith("policy prompt-policy: a value its class uses has no stable form"), err
     assert err[1] == (f"0 of 1 point reused from {out / 'points'}, 1 simulated (policy prompt-policy is never "
-                      "cached: its source cannot be read)"), err
+                      "cached: a value its class uses has no stable form)"), err
 
 
 def test_a_sweep_prints_its_replies_per_s_by_rate_and_policy_unless_told_not_to(spec, tmp_path, capsys):

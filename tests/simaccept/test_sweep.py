@@ -1,6 +1,7 @@
 """Sweeps: same results whatever the workers; an interrupted sweep resumes."""
 import csv
 import json
+import math
 import os
 import signal
 import subprocess
@@ -74,6 +75,51 @@ def test_a_registered_policy_runs_on_dask_as_in_one_process(tmp_path, monkeypatc
     a = rows(tmp_path / "j1" / "results.csv")
     assert len(a) == 3 and all(r["status"] == "ok" and r["policy"] == "half-the-queue" for r in a), a
     assert a == rows(tmp_path / "dk" / "results.csv")
+    # its workers import the class from its file, not the one loaded here, which the cache key
+    # is made of (an edit not reloaded, an attribute set from outside): not cached on Dask
+    assert len(list((tmp_path / "j1" / "points").glob("*.json"))) == 3
+    assert not list((tmp_path / "dk" / "points").glob("*.json"))
+
+
+def test_a_policys_key_reaches_what_its_code_uses_and_refuses_what_it_cannot_read(tmp_path, monkeypatch):
+    # a review's cases: a user module's attribute (params.N), a dataclass policy (its fields'
+    # MISSING printed by address: never cached), an lru_cache'd helper, a library function,
+    # and a bound method of an object with state (Random(1).random vs Random(2).random)
+    import random
+    import textwrap
+    from simaccept.sweep import policy_key
+    (tmp_path / "params_mod.py").write_text("N = 4\n")
+    (tmp_path / "dc_pol.py").write_text(textwrap.dedent('''
+        import dataclasses, functools
+        from numpy import clip
+        import params_mod
+        from simaccept.servers.policies import AcceptPolicy
+
+        @functools.lru_cache(maxsize=None)
+        def grown(x):
+            return x + params_mod.N
+
+        @dataclasses.dataclass
+        class DC(AcceptPolicy):
+            accept_limit: object = 1
+            k: int = 2
+
+            def quota(self, view):
+                return int(clip(grown(view.acceptq_len), 1, 10)) + self.k
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import dc_pol
+    import params_mod
+    monkeypatch.setitem(REGISTRY, "dc", dc_pol.DC)
+    first = policy_key("dc")
+    assert first
+    monkeypatch.setattr(params_mod, "N", 1000)
+    assert policy_key("dc") not in (None, first)
+
+    class Stateful(AcceptPolicy):
+        draw = random.Random(1).random
+    monkeypatch.setitem(REGISTRY, "stateful", Stateful)
+    assert policy_key("stateful") is None
 
 
 def test_killed_sweep_resumes_and_recomputes_nothing_finished(tmp_path):
@@ -963,6 +1009,12 @@ def test_a_kept_point_is_standard_json_and_reads_back_the_same(tmp_path):
     def no_nan(name):
         raise ValueError(f"non-standard JSON constant {name}")
     docs = [json.loads(f.read_text(), parse_constant=no_nan) for f in files]
-    assert any(v is None for d in docs for v in d.values())
-    again = run_sweep(load_scenario(text=TWO_POINTS), out, plots=False)
+    nulls = sorted({k for d in docs for k, v in d.items() if v is None})
+    assert nulls
+    ran = []
+    again = run_sweep(load_scenario(text=TWO_POINTS), out, plots=False, on_point=ran.append)
+    assert ran == []                                     # read back, not simulated again
     assert [r.to_json() for r in again] == [r.to_json() for r in recs]
+    # and a null is read as the NaN it was, not as None
+    assert all(isinstance(getattr(r, k), float) and math.isnan(getattr(r, k)) for r in again for k in nulls
+               if all(d[k] is None for d in docs))
