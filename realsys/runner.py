@@ -959,10 +959,7 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
         ensure_built(log)
     except BaseException:       # a Ctrl-C or a failed build: the OUT it made stays no empty folder
         if made_out:
-            try:
-                out_dir.rmdir()
-            except OSError:
-                pass
+            _remove_if_empty(out_dir)
         raise
     pts = sc.points()
     todo = [p for p in pts if (p.point_label(), p.to_json()) not in done]
@@ -1025,10 +1022,7 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
             with stop_signals_held("realsys: removing the work folder and plotting", log):
                 shutil.rmtree(work, ignore_errors=True)
                 if made_out and not recs:
-                    try:
-                        out_dir.rmdir()         # only if empty: nothing of this run is lost
-                    except OSError:
-                        pass
+                    _remove_if_empty(out_dir)
                 if recs:            # an interrupted run's plot shows what it finished, too
                     try:
                         plot(csv_path, out_dir / "throughput.png", log=log)
@@ -1040,6 +1034,15 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
         except Exception as e:
             log(f"realsys: no plot: {e}")
     return recs
+
+
+def _remove_if_empty(d: Path) -> None:
+    """Remove the folder ``d`` a run made if it is still empty (rmdir refuses one that is not:
+    nothing of this run, or anyone's, is lost)."""
+    try:
+        d.rmdir()
+    except OSError:
+        pass
 
 
 WORK_PREFIX = "realsys-"

@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -263,7 +264,6 @@ class _Unkeyable(Exception):
 def _user_module(name: str | None) -> bool:
     """Whether the module ``name`` is the user's own: not the standard library's, an installed
     package's or simaccept's (whose code the fingerprint covers)."""
-    import sysconfig
     if not name or name == "__main__":
         return True             # a function exec'd at a prompt has no module
     if name == "simaccept" or name.startswith("simaccept."):
@@ -272,9 +272,16 @@ def _user_module(name: str | None) -> bool:
     if not f:
         return False            # built in, frozen, or a namespace package
     f = os.path.realpath(f)
+    return not any(f.startswith(d) for d in _library_dirs())
+
+
+@functools.lru_cache(maxsize=1)
+def _library_dirs() -> tuple[str, ...]:
+    """The standard library's and installed packages' folders (each with a trailing separator)."""
+    import sysconfig
     paths = sysconfig.get_paths()
-    return not any(f.startswith(os.path.realpath(paths[k]) + os.sep) for k in ("stdlib", "platstdlib", "purelib",
-                                                                               "platlib") if paths.get(k))
+    return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                 if paths.get(k))
 
 
 def _stable(v, seen: set) -> str:
@@ -289,7 +296,6 @@ def _stable(v, seen: set) -> str:
     function or class is its name (its code is the library's version).  What it cannot
     read whole is refused (_Unkeyable): an object printed by its address or cut short
     ("..."), a bound method of an object with state."""
-    import functools
     import types
     if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
         return repr(v)

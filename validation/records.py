@@ -595,10 +595,7 @@ def _scenario_for(record, base_dir, overrides, seed, rate) -> Scenario:
     path = _named_scenario(r.scenario, m, base_dir)
     # the row's own columns, all of them: policy, kernel_profile and the measured window were
     # left at the file's (a row saying no-such-policy was simulated with the file's policy)
-    pre = [f"server.kind={json.dumps(r.server)}", f"workload.kind={json.dumps(r.workload)}"]
-    for column, key in (("mux", "server.mux"), ("policy", "server.policy"), ("kernel_profile", "kernel.profile")):
-        if getattr(r, column):
-            pre.append(f"{key}={json.dumps(getattr(r, column))}")
+    pre = [f"{key}={json.dumps(getattr(r, column))}" for column, key in _ROW_KEYS.items() if getattr(r, column)]
     if math.isfinite(r.duration_s) and r.duration_s > 0:
         pre.append(f"scenario.duration={float(r.duration_s)!r}")
     try:
@@ -640,14 +637,13 @@ def _named_scenario(name: str, m: Measured, base_dir) -> Path:
 #: The record columns :func:`scenario_for` sets scenario keys from over a row's ``config`` (the
 #: rest come from the config, and a bad value there is the config's).
 _COLUMN_OF = {"workload.rate": "target_rate", "server.accept_limit": "accept_limit", "scenario.seed": "seed"}
-#: ... and over the scenario file a row without a config names.
-_COLUMN_OF_NO_CONFIG = {**_COLUMN_OF, "server.kind": "server", "workload.kind": "workload", "server.mux": "mux",
-                        "server.policy": "policy", "kernel.profile": "kernel_profile",
-                        "scenario.duration": "duration_s"}
-
-#: The columns a row's ``config`` must agree with (its scenario key; ``mux`` only for the μserver).
-_AGREE = (("server", "server", "kind"), ("workload", "workload", "kind"), ("mux", "server", "mux"),
-          ("policy", "server", "policy"), ("kernel_profile", "kernel", "profile"))
+#: The columns that describe the run, by the scenario key each stands for: set over the scenario
+#: file of a row without a config, and checked against the config of a row with one (``mux`` only
+#: for the μserver).
+_ROW_KEYS = {"server": "server.kind", "workload": "workload.kind", "mux": "server.mux", "policy": "server.policy",
+             "kernel_profile": "kernel.profile"}
+#: ... so a bad value over a named scenario file is its column's.
+_COLUMN_OF_NO_CONFIG = {**_COLUMN_OF, **{k: c for c, k in _ROW_KEYS.items()}, "scenario.duration": "duration_s"}
 
 
 def _check_agrees(m: Measured, sc: Scenario, overridden: set[str]) -> None:
@@ -656,9 +652,10 @@ def _check_agrees(m: Measured, sc: Scenario, overridden: set[str]) -> None:
     predicted as the select μserver it had been, while ``--select mux=epoll`` chose it.  A key
     in ``overridden`` (a ``--set``) is the caller's choice, not checked."""
     r, v = m.record, sc.values
-    for column, sec, key in _AGREE:
+    for column, name in _ROW_KEYS.items():
         cell = getattr(r, column)
-        if not cell or f"{sec}.{key}" in overridden or (column == "mux" and v["server"]["kind"] != "userver"):
+        sec, key = name.split(".")
+        if not cell or name in overridden or (column == "mux" and v["server"]["kind"] != "userver"):
             continue
         if str(v[sec][key]) != cell:
             raise RecordError(f"says {cell!r}, but the row's config ran {sec}.{key} = {v[sec][key]!r}, and the "
