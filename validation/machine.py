@@ -41,7 +41,9 @@ How the profile is built
    by the point's dilation (:func:`corrected`).  Without the shares, accept / writev /
    close / user_per_request are collinear (one of each per request in the one-packet
    workload) and throughput alone cannot separate them.
-3. *Fixed from the measurements*: ``read`` = ``read_eof`` (median, dilation-corrected).
+3. *Fixed from the measurements*: ``read`` = ``read_eof`` (median, dilation-corrected, over
+   the fit runs only: the fit folders also hold the held-out accept-10 runs, which until
+   7 Dec 2026 entered this median and the epoll scale of step 5).
 4. *Kernel packet work* (:func:`calibrate_kernel`): the reference profile's
    (:data:`REFERENCE`, the hand-calibrated thesis profile) per-packet ``k_*`` times one
    *kernel scale*, plus ``k_softirq_run``, the fixed cost of each softirq run (a busy
@@ -59,8 +61,8 @@ How the profile is built
    per reply, less than the 200 us spin alone).
 5. *Not fitted, held out*: ``poll_*`` = the fitted select costs times the reference's
    poll/select ratios (``poll_per_ready`` 0, as for select); ``epoll_*`` = the reference's
-   values times ``SYSCALL_SCALE`` (the median measured/thesis ratio of accept, read,
-   writev, close).
+   values times the syscall scale (:func:`syscall_scale`: the median measured/thesis ratio of
+   accept, read, writev, close over the fit runs).
 6. *The threaded server's costs* (:func:`thread_costs`): ``thread_switch`` is one pthread
    block-and-wake timed on the machine itself (``python -m realsys switch-cost``, kept as
    ``<results>/thread-switch.json``; :mod:`realsys.switchcost`), and Capriccio's scheduler
@@ -243,7 +245,7 @@ def kernel_us_per_reply(recs=None) -> float:
 
 def fixed_costs(results: str | Path | None = None) -> dict[str, float]:
     """The costs fixed from the measured per-call timings (see the module docstring, step 3)."""
-    m = measured_syscalls(fit_dirs(results), min_rate=fit_min_rate(results))["per_call_us"]
+    m = measured_syscalls(fit_dirs(results), min_rate=fit_min_rate(results), limits=FIT_LIMITS)["per_call_us"]
     if "read" not in m:
         raise ValueError(f"{', '.join(map(str, fit_dirs(results)))}: no point file past saturation has the "
                          "server's per-syscall timings (points/*.json, server_stats.syscalls)")
@@ -316,10 +318,11 @@ def calibrate_kernel(other: dict[str, float], recs=None, jobs: int = 2, max_nfev
             "nfev": int(res.nfev), "start": list(KERNEL_START)}
 
 
-def syscall_scale(fixed: dict[str, float], results: str | Path | None = None, limits=None) -> float:
+def syscall_scale(fixed: dict[str, float], results: str | Path | None = None, limits=FIT_LIMITS) -> float:
     """The median measured / reference ratio of accept, read, writev and close over the fit
-    folders' runs past saturation (``limits``: only those accept-limits; None, every one in
-    the folders, which is what the committed profiles were made with: docs/known-defects.md)."""
+    runs past saturation (``limits``: those accept-limits; None, every one in the fit folders,
+    held-out accept-10 included, which is what the profiles fitted before 7 Dec 2026 took:
+    docs/known-defects.md)."""
     thesis = load_costs(REFERENCE).us
     m = measured_syscalls(fit_dirs(results), min_rate=fit_min_rate(results), limits=limits)["per_call_us"]
     return statistics.median(m[k] / thesis[k] for k in ("accept", "read", "writev", "close"))
@@ -530,7 +533,7 @@ def measured_start(results: str | Path | None = None) -> dict[str, float]:
     from this one at 2.96 us and 0.957 after 8 (5.4 %; realsys/results/README.md, xeon-2026-11-26).
     """
     lo = fit_min_rate(results)
-    per = measured_syscalls(fit_dirs(results), min_rate=lo)["per_call_us"]
+    per = measured_syscalls(fit_dirs(results), min_rate=lo, limits=FIT_LIMITS)["per_call_us"]
     sel = {d["accept_limit"]: d for d in select_by_interest(fit_dirs(results), min_rate=lo)}
     if not {"1", "inf"} <= set(sel) or not {"accept", "writev", "close"} <= set(per):
         raise ValueError(f"{results}: the fit set lacks select timings at accept-limit 1 and inf past saturation")
@@ -766,10 +769,14 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
            "sim_overrides": sim_overrides, "link_delay": link,
            "kernel_us_per_reply_measured": kernel_us_per_reply(recs),
            "syscall_scale": syscall_scale(measured, results),
-           "measured_fit_set": measured_syscalls(fit_dirs(results), min_rate=lo),
+           "measured_fit_set": measured_syscalls(fit_dirs(results), min_rate=lo, limits=FIT_LIMITS),
+           # a record without it (before 7 Dec 2026) took these medians over the fit folders whole
+           "measured_limits": list(FIT_LIMITS),
            "select_by_interest": select_by_interest(fit_dirs(results), min_rate=lo),
            "fit_records": [m.label + f"/seed{int(m.record.seed)}" for m in recs],
-           "results": str(Path(results or RESULTS)), "fit_min_rate": lo, "machine": machine_of(recs)}
+           # the committed runs by their path in the checkout, not this clone's absolute one
+           "results": str(Path(results) if results is not None else RESULTS.relative_to(ROOT)),
+           "fit_min_rate": lo, "machine": machine_of(recs)}
     from simaccept.sweep import atomic_write
     fit_json.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(fit_json, json.dumps(out, indent=2, default=float) + "\n")

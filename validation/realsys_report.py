@@ -433,8 +433,12 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
     L.append(f"Fitted by `python -m validation machine-fit` (CostFitter, {len(f['records'])} records: select accept-1 "
              f"and accept-inf at {rates[0]:,.0f}-{rates[-1]:,.0f} req/s, {len(seeds)} seeds; residual norm {f['residual_norm']:.3g}, start "
              f"{f['start_residual_norm']:.3g}).  Measured: the server's own clock_gettime timings per call, median "
-             f"over the fit folders' runs past saturation ({fit['measured_fit_set']['points']} points: every "
-             f"accept-limit in them, the held-out accept-10's included; see the reading below); *corrected* "
+             + (f"over the fit runs past saturation ({fit['measured_fit_set']['points']} points: accept-limit "
+                + " and ".join(fit["measured_limits"]) + "; the held-out accept-10 runs beside them in the same "
+                "folders are not read); " if fit.get("measured_limits") else
+                f"over the fit folders' runs past saturation ({fit['measured_fit_set']['points']} points: every "
+                "accept-limit in them, the held-out accept-10's included; see the reading below); ")
+             + "*corrected* "
              f"divides each point by its dilation (spin wall / "
              f"nominal, median {fit['measured_fit_set']['dilation']:.2f}: softirq work that interrupts a call "
              f"is inside its wall time, the simulator charges it to the kernel).\n")
@@ -489,23 +493,26 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
                                               for c in fit["heldout_syscalls_cols"]) + " |")
         L.append("knot's poll and read block (threads wait in them) and its threads preempt each other's spin, "
                  "so its per-call times and dilation are not CPU costs; they are listed, not compared.\n")
-    if fit.get("results") and Path(fit["results"]).resolve() != machine.RESULTS.resolve():
+    fit_results = Path(fit.get("results") or machine.RESULTS)
+    if (fit_results if fit_results.is_absolute() else machine.ROOT / fit_results).resolve() != machine.RESULTS.resolve():
         return L        # the reading below is of the committed runs' fit
     pct = {k: 100 * (f["params"][k] / meas[k] - 1) for k in ("accept", "writev", "close")
            if k in f["params"] and meas.get(k)}
-    # The medians were taken over the fit folders whole: accept-10's runs, held out, set the fixed
-    # read/read_eof and the epoll costs' scale too (machine.fixed_costs, syscall_scale).  What the
-    # fit runs alone give, read here from the same point files, says how far that reaches.
-    only = machine.measured_syscalls(machine.fit_dirs(), min_rate=machine.fit_min_rate(), limits=machine.FIT_LIMITS)
-    om = only["per_call_us"]
-    scale_only = machine.syscall_scale({}, limits=machine.FIT_LIMITS)
-    pct_only = {k: 100 * (f["params"][k] / om[k] - 1) for k in pct if om.get(k)}
     sel_txt = ", ".join(f"{d['us_per_call']:.1f} µs at {d['interest_set']:.0f} fds" for d in fit["select_by_interest"])
     L.append("Reading: the fitted " + ", ".join(f"{k} is {v:+.0f} %" for k, v in pct.items()) + " off the server's "
              "own (dilation-corrected) timing; the linear select model (base + per fd) cannot follow the measured "
              f"select, which grows faster than linearly with the set ({sel_txt}), so the fit over-charges small "
              "sets and under-charges accept-inf's large ones (a small share of the CPU either way: under 1 %).  "
              "user_per_request holds what the server does per request outside the timed calls, beyond the spin.\n")
+    if fit.get("measured_limits"):
+        return L
+    # A fit made before 7 Dec 2026 took its medians over the fit folders whole: accept-10's runs,
+    # held out, set the fixed read/read_eof and the epoll costs' scale too.  What the fit runs
+    # alone give, read here from the same point files, says how far that reached.
+    only = machine.measured_syscalls(machine.fit_dirs(), min_rate=machine.fit_min_rate(), limits=machine.FIT_LIMITS)
+    om = only["per_call_us"]
+    scale_only = machine.syscall_scale({}, limits=machine.FIT_LIMITS)
+    pct_only = {k: 100 * (f["params"][k] / om[k] - 1) for k in pct if om.get(k)}
     L.append(f"Held-out timings in the profile: the medians above, and with them `read` = `read_eof` "
              f"({fit['fixed'].get('read', math.nan):.3g} µs) and the epoll costs' scale "
              f"({fit.get('syscall_scale', math.nan):.3g} × {machine.REFERENCE}), are over "

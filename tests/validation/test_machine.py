@@ -264,6 +264,32 @@ def test_fit_set_starts_at_the_measured_saturation():
     assert min(m.record.target_rate for m in machine.fit_records()) == 4000.0
 
 
+@pytest.mark.parametrize("results, fit_json", [
+    (None, DOCS / "realsys-fit.json"),
+    ("realsys/results/xeon-2026-11-26", "realsys/results/xeon-2026-11-26/realsys-linux6-xeon-fit.json"),
+    ("realsys/results/epyc-2026-12-04", "realsys/results/epyc-2026-12-04/realsys-linux6-2026-12-04-fit.json"),
+])
+def test_the_measured_costs_are_the_fit_runs_not_the_heldout_accept_10(results, fit_json):
+    """The fit folders hold the held-out accept-10 runs beside the fit's accept-1 and inf: the
+    fixed read, the epoll scale and the measured table are medians over the fit runs alone (until
+    7 Dec 2026 over the folders whole), and each committed fit record was made so."""
+    res = ROOT / results if results else None
+    every = machine.measured_syscalls(machine.fit_dirs(res), min_rate=machine.fit_min_rate(res))
+    only = machine.measured_syscalls(machine.fit_dirs(res), min_rate=machine.fit_min_rate(res),
+                                     limits=machine.FIT_LIMITS)
+    assert 0 < only["points"] < every["points"]
+    fixed = machine.fixed_costs(res)
+    assert fixed["read"] == fixed["read_eof"] == round(only["per_call_us"]["read"], 4)
+    assert fixed["read"] != round(every["per_call_us"]["read"], 4)
+    assert machine.syscall_scale(fixed, res) == machine.syscall_scale(fixed, res, limits=machine.FIT_LIMITS) \
+        != machine.syscall_scale(fixed, res, limits=None)
+    fit = json.loads((ROOT / fit_json).read_text())
+    assert fit["measured_limits"] == list(machine.FIT_LIMITS)
+    assert fit["measured_fit_set"]["points"] == only["points"]
+    assert fit["fixed"]["read"] == fixed["read"]
+    assert fit["syscall_scale"] == pytest.approx(machine.syscall_scale(fixed, res))
+
+
 def test_runs_that_never_saturate_are_refused(tmp_path):
     for name in machine.FIT_DIRS:
         _copy_runs(tmp_path, name, keep=lambda r: float(r["target_rate"]) <= 3000)
@@ -573,7 +599,7 @@ def test_another_machines_fit_starts_from_its_own_timings():
     xeon = ROOT / "realsys/results/xeon-2026-11-26"
     st = machine.measured_start(xeon)
     lo = machine.fit_min_rate(xeon)
-    per = machine.measured_syscalls(machine.fit_dirs(xeon), min_rate=lo)["per_call_us"]
+    per = machine.measured_syscalls(machine.fit_dirs(xeon), min_rate=lo, limits=machine.FIT_LIMITS)["per_call_us"]
     for k in ("accept", "writev", "close"):
         assert st[k] == pytest.approx(per[k], abs=1e-4)
     sel = {d["accept_limit"]: d for d in machine.select_by_interest(machine.fit_dirs(xeon), min_rate=lo)}
@@ -599,7 +625,8 @@ def test_the_report_shows_the_fit_of_the_profile_it_predicts_with():
     assert fit is not None and fit["profile"] == "realsys-linux6-xeon" and fit["machine"].startswith("2 CPU Intel")
     assert _machine_fit_info({**info, "profile": "thesis-2004-hand"}) is None
     committed = _machine_fit_info({**info, "profile": "realsys-linux6"})
-    assert committed["profile"] == "realsys-linux6" and "machine" not in committed
+    assert committed["profile"] == "realsys-linux6" and committed["results"] == "realsys/results"
+    assert committed["machine"].startswith("2 CPU AMD EPYC")
 
 
 def test_another_machines_fit_simulates_its_own_measured_link_delay():
