@@ -54,7 +54,7 @@ Uncertainties: ``stderr_ = sqrt(diag((J^T J)^-1) * s^2)`` with
 ``s^2 = sum(r^2) / (m - n)``, m the residuals of weight > 0 (NaN when there are no more
 of them than parameters), converted back to cost units.  It is a *local, linear* estimate at the end
 point, and on this piecewise-constant objective it can understate the error several-fold:
-records simulated at realsys-linux6's user_per_request 11.389 and k_syn_drop 13.299 (2 s
+records simulated at realsys-linux6's (21 Nov fit) user_per_request 11.389 and k_syn_drop 13.299 (2 s
 windows), fitted from 8 and 20, stopped ("xtol satisfied") at 10.085 +- 0.283 and
 14.606 +- 0.147, 4.6 and 8.9 standard errors from the truth.  Fits from several starts,
 or over records at other seeds, show the spread that matters.  The residuals of one
