@@ -693,6 +693,12 @@ def resolve_profile(results: str | Path, profile: str) -> str | None:
     return str(path) if path.is_file() else None
 
 
+def _results_label(results: str | Path | None) -> str:
+    """How a fit record names its runs' folder: relative to :data:`ROOT` when inside it, else absolute."""
+    p = Path(results if results is not None else RESULTS).resolve()
+    return str(p.relative_to(ROOT.resolve())) if p.is_relative_to(ROOT.resolve()) else str(p)
+
+
 def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nfev: int = 12,
         results: str | Path | None = None, profile: str = PROFILE, fit_json: str | Path | None = None,
         start_from: str | None = None, loss: str = "linear", f_scale: float = 1.0,
@@ -774,8 +780,10 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
            "measured_limits": list(FIT_LIMITS),
            "select_by_interest": select_by_interest(fit_dirs(results), min_rate=lo),
            "fit_records": [m.label + f"/seed{int(m.record.seed)}" for m in recs],
-           # the committed runs by their path in the checkout, not this clone's absolute one
-           "results": str(Path(results) if results is not None else RESULTS.relative_to(ROOT)),
+           # runs inside the checkout by their path in it (the report reads it from ROOT, whatever
+           # the working directory: a clone's absolute path would name no folder in another),
+           # others by their absolute path
+           "results": _results_label(results),
            "fit_min_rate": lo, "machine": machine_of(recs)}
     from simaccept.sweep import atomic_write
     fit_json.parent.mkdir(parents=True, exist_ok=True)

@@ -290,6 +290,34 @@ def test_the_measured_costs_are_the_fit_runs_not_the_heldout_accept_10(results, 
     assert fit["syscall_scale"] == pytest.approx(machine.syscall_scale(fixed, res))
 
 
+def test_the_fit_table_says_its_medians_are_the_fit_runs():
+    """A record made since 7 Dec 2026 (measured_limits) says its medians are over the fit runs and
+    gets no held-out-timings warning; one made before (no measured_limits) gets it, with both sets
+    of figures read from the committed point files."""
+    fit = json.loads((DOCS / "realsys-fit.json").read_text())
+    page = "\n".join(realsys_report.fit_markdown(fit))
+    assert "over the fit runs past saturation (32 points: accept-limit 1 and inf;" in page
+    assert "accept-10's included" not in page and "Held-out timings in the profile" not in page
+    assert "Reading: the fitted accept" in page        # the committed runs' fit, read against them
+    old = {k: v for k, v in fit.items() if k != "measured_limits"}
+    page = "\n".join(realsys_report.fit_markdown(old))
+    assert "the held-out accept-10's included" in page and "Held-out timings in the profile" in page
+    assert "Over the fit runs' 32 points alone" in page
+
+
+def test_a_fit_record_names_its_runs_from_the_checkout_whatever_the_working_directory(tmp_path, monkeypatch):
+    xeon = ROOT / "realsys/results/xeon-2026-11-26"
+    assert machine._results_label(None) == "realsys/results"
+    assert machine._results_label(xeon) == "realsys/results/xeon-2026-11-26"
+    monkeypatch.chdir(ROOT / "realsys")
+    assert machine._results_label("results/xeon-2026-11-26") == "realsys/results/xeon-2026-11-26"
+    assert machine._results_label(tmp_path / "mybox") == str((tmp_path / "mybox").resolve())
+    # read back from another directory, the committed runs' record is still the committed runs'
+    fit = json.loads((DOCS / "realsys-fit.json").read_text())
+    assert fit["results"] == "realsys/results"
+    assert any("Reading: the fitted accept" in ln for ln in realsys_report.fit_markdown(fit))
+
+
 def test_runs_that_never_saturate_are_refused(tmp_path):
     for name in machine.FIT_DIRS:
         _copy_runs(tmp_path, name, keep=lambda r: float(r["target_rate"]) <= 3000)
