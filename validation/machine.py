@@ -216,6 +216,12 @@ def measured_syscalls(dirs=FIT_DIRS, min_rate=FIT_MIN_RATE, limits=None, mux=Non
             "per_call_us": {k: med(v) for k, v in defl.items()}}
 
 
+def fit_run_timings(results: str | Path | None = None) -> dict[str, Any]:
+    """:func:`measured_syscalls` over the fit runs past saturation: select at :data:`FIT_LIMITS`
+    only, not the held-out accept-10 runs that share their folders."""
+    return measured_syscalls(fit_dirs(results), min_rate=fit_min_rate(results), limits=FIT_LIMITS)
+
+
 def select_by_interest(dirs=FIT_DIRS, min_rate=FIT_MIN_RATE) -> list[dict]:
     """Measured select cost per call (dilation-corrected) against the interest-set size, per accept-limit."""
     by = {}
@@ -245,7 +251,7 @@ def kernel_us_per_reply(recs=None) -> float:
 
 def fixed_costs(results: str | Path | None = None) -> dict[str, float]:
     """The costs fixed from the measured per-call timings (see the module docstring, step 3)."""
-    m = measured_syscalls(fit_dirs(results), min_rate=fit_min_rate(results), limits=FIT_LIMITS)["per_call_us"]
+    m = fit_run_timings(results)["per_call_us"]
     if "read" not in m:
         raise ValueError(f"{', '.join(map(str, fit_dirs(results)))}: no point file past saturation has the "
                          "server's per-syscall timings (points/*.json, server_stats.syscalls)")
@@ -533,7 +539,7 @@ def measured_start(results: str | Path | None = None) -> dict[str, float]:
     from this one at 2.96 us and 0.957 after 8 (5.4 %; realsys/results/README.md, xeon-2026-11-26).
     """
     lo = fit_min_rate(results)
-    per = measured_syscalls(fit_dirs(results), min_rate=lo, limits=FIT_LIMITS)["per_call_us"]
+    per = fit_run_timings(results)["per_call_us"]
     sel = {d["accept_limit"]: d for d in select_by_interest(fit_dirs(results), min_rate=lo)}
     if not {"1", "inf"} <= set(sel) or not {"accept", "writev", "close"} <= set(per):
         raise ValueError(f"{results}: the fit set lacks select timings at accept-limit 1 and inf past saturation")
@@ -775,7 +781,7 @@ def fit(jobs: int = 2, max_nfev: int | None = 3, verbose: int = 1, kernel_max_nf
            "sim_overrides": sim_overrides, "link_delay": link,
            "kernel_us_per_reply_measured": kernel_us_per_reply(recs),
            "syscall_scale": syscall_scale(measured, results),
-           "measured_fit_set": measured_syscalls(fit_dirs(results), min_rate=lo, limits=FIT_LIMITS),
+           "measured_fit_set": fit_run_timings(results),
            # a record without it (before 7 Dec 2026) took these medians over the fit folders whole
            "measured_limits": list(FIT_LIMITS),
            "select_by_interest": select_by_interest(fit_dirs(results), min_rate=lo),

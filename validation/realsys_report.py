@@ -510,8 +510,7 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
     # held out, set the fixed read/read_eof and the epoll costs' scale too.  What the fit runs
     # alone give, read here from the same point files, says how far that reached.
     try:
-        only = machine.measured_syscalls(machine.fit_dirs(), min_rate=machine.fit_min_rate(),
-                                         limits=machine.FIT_LIMITS)
+        only = machine.fit_run_timings()
         om = only["per_call_us"]
         scale_only = machine.syscall_scale({}, limits=machine.FIT_LIMITS)
     except (OSError, KeyError, ValueError):
