@@ -23,7 +23,7 @@ CPU_CATEGORIES = (
 
 _TEXT = ("source", "scenario", "point", "server", "mux", "accept_limit", "policy",
          "workload", "kernel_profile", "cost_profile", "git_rev", "host",
-         "started_at", "status", "error", "config")
+         "started_at", "status", "error", "config", "costs")
 
 
 @dataclasses.dataclass
@@ -99,6 +99,8 @@ class RunRecord:
     config: str = ""            # the resolved scenario as JSON
     # added after the first release (columns are only ever appended) ---------------
     softirq_runs_per_s: float = math.nan   # kernel packet-work runs (NET_RX softirqs) per second
+    costs: str = ""             # the resolved costs the run charged, JSON (µs; sim only): config names the
+                                # profile, and a profile refitted after the run would read as the one it used
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import json
 import inspect
 import socket
 import subprocess
@@ -194,6 +195,7 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
     try:
         rng = np.random.default_rng(sc.seed_sequence())
         costs = scenario_costs(sc)
+        rec.costs = json.dumps(costs.as_dict(), sort_keys=True)
         warm = sc["scenario"]["warmup"]
         t_stop = warm + sc["scenario"]["duration"]
         env = simpy.Environment()
@@ -217,7 +219,7 @@ def simulate(sc: Scenario, *, raise_errors: bool = False, return_host: bool = Fa
         rec.status = "failed"
         rec.error = f"{type(e).__name__}: {e}"
         if not isinstance(e, metrics.MeasurementError):     # a bug: keep where it happened
-            rec.error += "\n" + traceback.format_exc(limit=5)
+            rec.error += "\n" + traceback.format_exc(limit=-5)     # the innermost frames: where it failed
     rec.wall_s = time.perf_counter() - wall0
     if return_host:
         return rec, host

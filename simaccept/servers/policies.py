@@ -92,8 +92,13 @@ class TimeBudget(AcceptPolicy):
         self.budget_s = budget_us * 1e-6
 
 
-#: Policy name -> class.  Register your own here; ``server.policy`` accepts any key.
-REGISTRY: dict[str, type[AcceptPolicy]] = {
+class PolicyError(ValueError):
+    """A registered policy is not an :class:`AcceptPolicy` class, or its ``quota`` broke the
+    contract (a number >= 1, or inf), or a shipped policy's name was registered over."""
+
+
+#: The policies simaccept ships; their names cannot be registered over or removed.
+SHIPPED: dict[str, type[AcceptPolicy]] = {
     "accept-limit": AcceptLimit,
     "adaptive-closed": AdaptiveClosed,
     "queue-aware": QueueAware,
@@ -101,9 +106,67 @@ REGISTRY: dict[str, type[AcceptPolicy]] = {
 }
 
 
-class PolicyError(ValueError):
-    """A registered policy is not an :class:`AcceptPolicy` class, or its ``quota`` broke the
-    contract (a number >= 1, or inf)."""
+class _Registry(dict):
+    """A dict of policy name -> class that refuses to rebind or remove a shipped name:
+    ``REGISTRY["accept-limit"] = Mine`` silently made every scenario that leaves
+    ``server.policy`` at its default run ``Mine``, recorded as ``accept-limit``."""
+
+    def _check(self, name) -> None:
+        if name in SHIPPED:
+            raise PolicyError(f"REGISTRY[{name!r}] is a shipped policy and cannot be replaced or removed: "
+                              f"register yours under a name of its own")
+
+    def __setitem__(self, name, cls) -> None:
+        if SHIPPED.get(name, cls) is not cls:
+            self._check(name)
+        super().__setitem__(name, cls)
+
+    def __delitem__(self, name) -> None:
+        self._check(name)
+        super().__delitem__(name)
+
+    def update(self, *args, **kw) -> None:
+        for name, cls in dict(*args, **kw).items():
+            self[name] = cls
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def setdefault(self, name, cls=None):
+        if name not in self:
+            self[name] = cls
+        return self[name]
+
+    def pop(self, name, *default):
+        self._check(name)
+        return super().pop(name, *default)
+
+    def popitem(self):
+        raise PolicyError("REGISTRY.popitem() would remove a policy it cannot choose; delete by name")
+
+    def clear(self) -> None:
+        for name in list(self):
+            if name not in SHIPPED:
+                super().__delitem__(name)
+
+    def __reduce__(self):
+        # pickled (Dask, a worker's spawn) as what it is, not as a plain dict
+        return (_Registry, (dict(self),))
+
+
+#: Policy name -> class.  Register your own here (``REGISTRY["mine"] = Mine``);
+#: ``server.policy`` accepts any key.  A shipped name cannot be registered over.
+REGISTRY: dict[str, type[AcceptPolicy]] = _Registry(SHIPPED)
+
+
+def policy_label(policy: AcceptPolicy) -> str:
+    """How an error names ``policy``: the name its class is registered under and the class
+    (``policy 'broken' (Broken)``); its ``name`` attribute may be inherited from a shipped
+    class, and then named that policy instead."""
+    cls = type(policy)
+    names = [n for n, c in REGISTRY.items() if c is cls]
+    return f"policy {names[0]!r} ({cls.__name__})" if names else f"policy class {cls.__name__}"
 
 
 def policy_class(name: str) -> type[AcceptPolicy]:
@@ -130,11 +193,22 @@ def make_policy(server: dict) -> AcceptPolicy:
                           f"{type(e).__name__}: {e}") from e
 
 
+def is_plain_accept_limit(policy: AcceptPolicy) -> bool:
+    """True if ``policy`` is Accept-N as :class:`AcceptPolicy` defines it: neither hook
+    overridden, on its class or on the instance, and no budget.  A server may then skip both
+    hooks; ``p.quota = f`` set on an instance was read as plain Accept-N when only the class
+    was looked at."""
+    def own(hook: str) -> bool:
+        m = getattr(policy, hook)
+        return getattr(m, "__func__", None) is getattr(AcceptPolicy, hook) and getattr(m, "__self__", None) is policy
+    return own("quota") and own("work_phase_done") and policy.budget_s == INF
+
+
 def checked_quota(policy: AcceptPolicy, quota) -> float:
     """``quota`` if a number >= 1 (inf allowed), else PolicyError.  The servers call this only
     when a quota is not a plain int or float >= 1: 0, -1 or NaN made a run with 0 replies/s
     and status "ok"."""
     if isinstance(quota, numbers.Real) and not isinstance(quota, bool) and quota >= 1:
         return quota
-    raise PolicyError(f"policy {policy.name!r} ({type(policy).__name__}).quota() returned {quota!r}: "
+    raise PolicyError(f"{policy_label(policy)}.quota() returned {quota!r}: "
                       "it must be a number >= 1, or inf")

@@ -27,7 +27,7 @@ import math
 
 from ..host import S_READ, S_WRITE
 from .base import ServerModel
-from .policies import AcceptPolicy, PhaseView, checked_quota
+from .policies import PhaseView, checked_quota, is_plain_accept_limit
 
 INF = math.inf
 
@@ -66,9 +66,8 @@ class UServer(ServerModel):
         rem = h.rem
         cpu = h.cpu
         policy = self.policy
-        # The fast path skips both hooks: only for a policy that overrides neither.
-        plain_limit = (type(policy).quota is AcceptPolicy.quota and policy.budget_s == INF
-                       and type(policy).work_phase_done is AcceptPolicy.work_phase_done)
+        # The fast path skips both hooks: only for a policy that overrides neither
+        plain_limit = is_plain_accept_limit(policy)
         max_conns = self.max_conns
         idle = self.idle_conns + 1
         wait_ready, write, accept, read, close = h.wait_ready, h.write, h.accept, h.read, h.close

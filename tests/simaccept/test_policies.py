@@ -204,3 +204,127 @@ def test_what_a_policy_sees_is_what_the_policies_guide_says(kind):
     if kind == "knot":
         # a thread goes back to accept only after serving what it took: one read at least each
         assert min(items) >= 1, min(items)
+
+
+class _OnTheInstance(AcceptLimit):
+    """Sets its hooks on the instance, as ``self.quota = ...`` in ``__init__`` does."""
+
+    def __init__(self, accept_limit):
+        super().__init__(accept_limit)
+        self.quotas = self.feedback = 0
+
+        def quota(v):
+            self.quotas += 1
+            return 2
+
+        def work_phase_done(closed, items):
+            self.feedback += 1
+        self.quota, self.work_phase_done = quota, work_phase_done
+
+
+@pytest.mark.parametrize("kind", ["userver", "tux", "knot"])
+def test_hooks_set_on_the_instance_are_called_on_every_server(kind, monkeypatch):
+    # the μserver read a class whose quota was AcceptPolicy's as plain Accept-N and never called
+    # an instance's (Accept-inf here: 2 a phase on TUX and Knot-C, unbounded on the μserver)
+    made = []
+
+    class Spy(_OnTheInstance):
+        def __init__(self, accept_limit):
+            super().__init__(accept_limit)
+            made.append(self)
+    monkeypatch.setitem(REGISTRY, "on-the-instance", Spy)
+    sc = load_scenario(f"scenarios/thesis/{kind}-onepacket.toml",
+                       ["scenario.warmup=0.1", "scenario.duration=0.3", "workload.rate=20000",
+                        "server.accept_limit=inf", "server.policy=on-the-instance"])
+    rec = simulate(sc, raise_errors=True)
+    (p,) = made
+    assert p.quotas > 100 and p.feedback > 100, (p.quotas, p.feedback)
+    if kind != "knot":      # Knot-C's thread accepts one at a time whatever the quota
+        assert rec.c_avg <= 2.0
+
+
+def test_is_plain_accept_limit_looks_at_the_instance_too():
+    from simaccept.servers.policies import is_plain_accept_limit
+    assert is_plain_accept_limit(AcceptLimit(10))
+    assert not is_plain_accept_limit(_OnTheInstance(10))
+    assert not is_plain_accept_limit(QueueAware(10)) and not is_plain_accept_limit(TimeBudget(10, 40))
+    borrowed = AcceptLimit(10)
+    borrowed.quota = AcceptLimit(1).quota       # another policy's bound hook: its limit, not this one's
+    assert not is_plain_accept_limit(borrowed)
+
+
+def test_an_error_names_the_policy_by_its_registered_name_not_an_inherited_one(monkeypatch):
+    # MyQA inherits name = "queue-aware": the error named the shipped policy
+    class MyQA(QueueAware):
+        def quota(self, v):
+            return None
+    monkeypatch.setitem(REGISTRY, "my-qa", MyQA)
+    rec = simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", SHORT + ["server.policy=my-qa"]))
+    assert rec.status == "failed"
+    assert rec.error.startswith("PolicyError: policy 'my-qa' (MyQA).quota() returned None"), rec.error
+    from simaccept.servers.policies import checked_quota, policy_label
+    assert policy_label(MyQA(1)) == "policy 'my-qa' (MyQA)"
+
+    class Unregistered(QueueAware):
+        pass
+    assert policy_label(Unregistered(1)) == "policy class Unregistered"
+    with pytest.raises(PolicyError, match=r"^policy class Unregistered\.quota\(\) returned 0"):
+        checked_quota(Unregistered(1), 0)
+
+
+@pytest.mark.parametrize("how", [
+    lambda r: r.__setitem__("accept-limit", QueueAware),
+    lambda r: r.update({"queue-aware": AcceptLimit}),
+    lambda r: r.update(**{"time-budget": AcceptLimit}),
+    lambda r: r.__ior__({"adaptive-closed": AcceptLimit}),
+    lambda r: r.__delitem__("accept-limit"),
+    lambda r: r.pop("queue-aware"),
+    lambda r: r.popitem(),
+])
+def test_a_shipped_policy_cannot_be_registered_over_or_removed(how):
+    # REGISTRY["accept-limit"] = Mine made every scenario at the default policy run Mine,
+    # recorded as accept-limit
+    before = dict(REGISTRY)
+    with pytest.raises(PolicyError, match="REGISTRY"):
+        how(REGISTRY)
+    assert dict(REGISTRY) == before
+    rec = simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", SHORT), raise_errors=True)
+    assert rec.policy == "accept-limit" and rec.c_avg <= 1.0
+
+
+def test_the_registry_still_takes_ones_own_and_survives_pickling(monkeypatch):
+    import pickle
+
+    class Mine(AcceptLimit):
+        pass
+    REGISTRY["accept-limit"] = AcceptLimit         # the same class again: no change, allowed
+    REGISTRY.setdefault("mine", Mine)
+    try:
+        assert REGISTRY["mine"] is Mine
+        back = pickle.loads(pickle.dumps({k: v for k, v in REGISTRY.items() if k != "mine"}))
+        back = pickle.loads(pickle.dumps(type(REGISTRY)(back)))
+        assert type(back) is type(REGISTRY) and dict(back) == {k: v for k, v in REGISTRY.items() if k != "mine"}
+        with pytest.raises(PolicyError):
+            back["accept-limit"] = QueueAware
+        back["mine"] = Mine
+        back.clear()                               # removes one's own, keeps the shipped
+        assert "mine" not in back and {"accept-limit", "queue-aware"} <= set(back)
+    finally:
+        REGISTRY.pop("mine", None)
+
+
+def test_a_raising_policys_record_keeps_its_own_frames():
+    # the five outermost frames (simulate, SimPy's, the server's call) left out the policy's
+    class Raises(AcceptLimit):
+        def quota(self, v):
+            return self.helper_that_fails(v)
+
+        def helper_that_fails(self, v):
+            raise RuntimeError("boom")
+    REGISTRY["raises"] = Raises
+    try:
+        rec = simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", SHORT + ["server.policy=raises"]))
+    finally:
+        del REGISTRY["raises"]
+    assert rec.status == "failed" and rec.error.startswith("RuntimeError: boom")
+    assert "in helper_that_fails" in rec.error and "in quota" in rec.error, rec.error

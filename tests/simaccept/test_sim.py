@@ -210,3 +210,24 @@ def test_a_probe_may_be_any_callable_that_takes_the_three():
                   lambda *a: seen.append(len(a)), lambda env, host, server, every=0.01: seen.append(every)):
         assert simulate(sc, raise_errors=True, probe=probe).status == "ok"
     assert seen == [1, 3, 0.01] and obj.seen == ("Environment", "Host", "UServer")
+
+
+def test_a_record_carries_the_costs_it_charged_not_only_the_profiles_name():
+    # config names the profile; a row simulated before the profile was refitted read as one after
+    import json
+
+    from simaccept.costs import load_costs
+    from simaccept.record import RunRecord
+    ov = ["server.accept_limit=1", "workload.rate=5000", "scenario.warmup=0.05", "scenario.duration=0.1"]
+    plain = simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", ov), raise_errors=True)
+    assert json.loads(plain.costs) == load_costs("thesis-2004").as_dict()
+    mine = simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", ov + ["costs.select_base=99"]),
+                    raise_errors=True)
+    got = json.loads(mine.costs)
+    assert got["select_base"] == 99 and got == load_costs("thesis-2004", {"select_base": 99}).as_dict()
+    assert mine.cost_profile == plain.cost_profile and mine.replies_per_s != plain.replies_per_s
+    assert RunRecord.from_dict(json.loads(mine.to_json())) == mine     # a text column: read back as written
+    def fails(env, host, server):
+        raise RuntimeError("probe")
+    failed = simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", ov), probe=fails)
+    assert failed.status == "failed" and json.loads(failed.costs) == json.loads(plain.costs)
