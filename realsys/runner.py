@@ -255,9 +255,10 @@ def ensure_built(log=print) -> None:
 
 # --------------------------------------------------------------------------- provenance
 def git_rev() -> str:
-    p = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=12"],
-                       capture_output=True, text=True)
-    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else "uncommitted"
+    """The checkout's ``git describe`` (with ``-dirty``), or "not a checkout" when realsys does
+    not run from one (an installed package inside a user's repository gave that repository's)."""
+    from simaccept.sim import checkout_rev
+    return checkout_rev(REPO, describe=True) or "not a checkout"
 
 
 def cpu_model() -> str:

@@ -328,6 +328,14 @@ class Scenario:
     point_key: tuple[int, ...] = ()
     coords: tuple[tuple[str, Any], ...] = ()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # sc.duration = 0.3 made an attribute nothing reads, and the run used the file's value
+        if name not in _SCENARIO_FIELDS:
+            raise AttributeError(f"a Scenario has no attribute {name!r} to set: a key is set as "
+                                 "sc[\"scenario\"][\"duration\"] = 0.3, or load_scenario(..., "
+                                 "overrides=[\"scenario.duration=0.3\"])")
+        object.__setattr__(self, name, value)
+
     # -- access
     def __getitem__(self, section: str) -> dict[str, Any]:
         try:
@@ -445,6 +453,9 @@ class Scenario:
         key = tuple(k if v == old else _axis_seed(n, v)
                     for k, (n, v), (_, old) in zip(self.point_key, new, self.coords))
         return dataclasses.replace(out, point_key=key, coords=tuple(new))
+
+
+_SCENARIO_FIELDS = frozenset(f.name for f in dataclasses.fields(Scenario))
 
 
 def _toml_value(v: Any) -> str:
@@ -752,16 +763,16 @@ def load_scenario(path: str | Path | None = None, overrides: Iterable[str] = (),
     except UnicodeDecodeError as e:
         raise ScenarioError("<file>", f"{source!r} is not UTF-8 (byte offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:
-        raise _toml_error(e, data) from None
+        raise _toml_error(e, data, source) from None
     except ValueError:          # an integer past Python's 4,300-digit conversion limit
-        raise _long_integer_error(data) from None
+        raise _long_integer_error(data, source) from None
     except RecursionError:
         raise ScenarioError("<file>", f"{source!r}: {NESTED_TOO_DEEP}") from None
     _apply_overrides(doc, overrides)
     return _resolve(doc, source)
 
 
-def _long_integer_error(data: bytes) -> ScenarioError:
+def _long_integer_error(data: bytes, source: str = "<text>") -> ScenarioError:
     """A ScenarioError naming the key whose integer is too long to read, by its line (tomllib
     says only that some number was)."""
     lines = data.decode("utf-8-sig", "replace").split("\n")     # as tomllib numbers lines (not splitlines)
@@ -773,10 +784,11 @@ def _long_integer_error(data: bytes) -> ScenarioError:
     section = next((s.strip()[1:-1].strip() for s in reversed(lines[:longest])
                     if s.strip().startswith("[") and s.strip().endswith("]")), None)
     key = f"{section}.{key}" if section and "=" in lines[longest] else key
-    return ScenarioError(key, f"line {longest + 1}: {_too_many_digits(lines[longest])}")
+    where = f"line {longest + 1}" if source == "<text>" else f"{source!r}, line {longest + 1}"
+    return ScenarioError(key, f"{where}: {_too_many_digits(lines[longest])}")
 
 
-def _toml_error(e: Exception, data: bytes) -> ScenarioError:
+def _toml_error(e: Exception, data: bytes, source: str = "<text>") -> ScenarioError:
     """A ScenarioError for a file tomllib refused: the key, when the error is a key set twice
     (tomllib's message gives only its line and column), else the offending line quoted."""
     m = re.search(r"at line (\d+)", str(e))
@@ -787,8 +799,10 @@ def _toml_error(e: Exception, data: bytes) -> ScenarioError:
         n = int(m.group(1))
     else:   # "at end of document": the last line with something on it
         n = next((i + 1 for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), 0)
+    # a file is named: the error of a file the user did not know was read named nothing
+    what = "not valid TOML" if source == "<text>" else f"{source!r} is not valid TOML"
     if not 1 <= n <= len(lines):
-        return ScenarioError("<file>", f"not valid TOML: {e}")
+        return ScenarioError("<file>", f"{what}: {e}")
     text = lines[n - 1].strip()
     if "overwrite" in str(e) or "declare" in str(e):
         def header(ln: str) -> str | None:
@@ -800,9 +814,10 @@ def _toml_error(e: Exception, data: bytes) -> ScenarioError:
         key = (own if own is not None else text.split("=", 1)[0]).strip().strip('"')
         table = next((h for ln in reversed(lines[:n - 1]) if (h := header(ln)) is not None), "")
         dotted = f"{table}.{key}" if table and own is None and "=" in text else key
-        return ScenarioError(dotted, f"set twice in the file (again at line {n}); each key may appear once")
+        where = "the file" if source == "<text>" else repr(source)
+        return ScenarioError(dotted, f"set twice in {where} (again at line {n}); each key may appear once")
     shown = text if len(text) <= 80 else text[:77] + "..."
-    return ScenarioError("<file>", f"not valid TOML: {e}: {shown!r}")
+    return ScenarioError("<file>", f"{what}: {e}: {shown!r}")
 
 
 def scenario_from_dict(doc: Mapping[str, Any], overrides: Iterable[str] = ()) -> Scenario:

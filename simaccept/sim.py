@@ -105,14 +105,30 @@ _GIT_REV = None
 
 
 def git_rev() -> str:
+    """The short commit of the simaccept checkout this module runs from, or "" when it is not
+    run from one (an installed package: site-packages inside a user's own repository gave that
+    repository's commit)."""
     global _GIT_REV
     if _GIT_REV is None:
-        try:
-            _GIT_REV = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
-                                      capture_output=True, text=True, timeout=5).stdout.strip()
-        except Exception:
-            _GIT_REV = ""
+        _GIT_REV = checkout_rev(Path(__file__).resolve().parent.parent)
     return _GIT_REV
+
+
+def checkout_rev(root: Path, describe: bool = False) -> str:
+    """``git rev-parse --short HEAD`` (or ``git describe --always --dirty --abbrev=12``) of the repository
+    whose top level is ``root``, or "" when ``root`` is not a repository's top level (a
+    directory inside another repository is not its own) or git fails."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=5).stdout.strip()
+    try:
+        top = git("rev-parse", "--show-toplevel")
+        if not top or Path(top).resolve() != root.resolve():
+            return ""
+        return (git("describe", "--always", "--dirty", "--abbrev=12") if describe
+                else git("rev-parse", "--short", "HEAD"))
+    except Exception:       # noqa: BLE001 - no git, a timeout: provenance unknown, not a failure
+        return ""
 
 
 def _identity(sc: Scenario) -> dict:

@@ -126,7 +126,11 @@ class _Registry(dict):
         super().__delitem__(name)
 
     def update(self, *args, **kw) -> None:
-        for name, cls in dict(*args, **kw).items():
+        new = dict(*args, **kw)
+        for name, cls in new.items():       # all checked first: a refused update changes nothing
+            if SHIPPED.get(name, cls) is not cls:
+                self._check(name)
+        for name, cls in new.items():
             self[name] = cls
 
     def __ior__(self, other):
@@ -161,12 +165,13 @@ REGISTRY: dict[str, type[AcceptPolicy]] = _Registry(SHIPPED)
 
 
 def policy_label(policy: AcceptPolicy) -> str:
-    """How an error names ``policy``: the name its class is registered under and the class
-    (``policy 'broken' (Broken)``); its ``name`` attribute may be inherited from a shipped
-    class, and then named that policy instead."""
+    """How an error names ``policy``: the names its class is registered under and the class
+    (``policy 'broken' (Broken)``, ``policy 'a' or 'b' (Both)``); its ``name`` attribute may be
+    inherited from a shipped class, and then named that policy instead."""
     cls = type(policy)
-    names = [n for n, c in REGISTRY.items() if c is cls]
-    return f"policy {names[0]!r} ({cls.__name__})" if names else f"policy class {cls.__name__}"
+    names = [n for n, c in REGISTRY.items() if c is cls]     # a class may be registered twice
+    return (f"policy {' or '.join(map(repr, names))} ({cls.__name__})" if names
+            else f"policy class {cls.__name__}")
 
 
 def policy_class(name: str) -> type[AcceptPolicy]:

@@ -328,3 +328,22 @@ def test_a_raising_policys_record_keeps_its_own_frames():
         del REGISTRY["raises"]
     assert rec.status == "failed" and rec.error.startswith("RuntimeError: boom")
     assert "in helper_that_fails" in rec.error and "in quota" in rec.error, rec.error
+
+
+def test_a_refused_registry_update_changes_nothing():
+    class Mine(AcceptLimit):
+        pass
+    before = dict(REGISTRY)
+    with pytest.raises(PolicyError, match="'accept-limit'"):
+        REGISTRY.update({"mine-first": Mine, "accept-limit": Mine})
+    assert dict(REGISTRY) == before and "mine-first" not in REGISTRY
+
+
+def test_a_class_registered_twice_is_named_by_both(monkeypatch):
+    from simaccept.servers.policies import policy_label
+
+    class Both(AcceptLimit):
+        pass
+    monkeypatch.setitem(REGISTRY, "both-a", Both)
+    monkeypatch.setitem(REGISTRY, "both-b", Both)
+    assert policy_label(Both(1)) == "policy 'both-a' or 'both-b' (Both)"

@@ -681,3 +681,30 @@ def test_every_shipped_scenario_is_collected_from_any_directory():
                        cwd=_REPO / "tests", capture_output=True, text=True)
     n = len(list((_REPO / "scenarios").rglob("*.toml")))
     assert n and f"{n}/" in p.stdout and "empty parameter set" not in p.stdout + p.stderr, p.stdout[-800:]
+
+
+def test_setting_an_attribute_a_scenario_does_not_have_is_refused():
+    # sc.duration = 0.3 made an attribute nothing read: the run used the file's duration
+    sc = load_scenario("scenarios/thesis/userver-onepacket.toml")
+    with pytest.raises(AttributeError, match=r"no attribute 'duration' to set: .*sc\[\"scenario\"\]\[\"duration\"\]"):
+        sc.duration = 0.3
+    sc.source = "mine"                                      # its own fields still can be
+    assert sc.source == "mine"
+
+
+def test_a_toml_error_in_a_file_names_the_file(tmp_path):
+    # from a file the user did not know was read, "scenario file: not valid TOML" named nothing
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[scenario\nduration = 1\n")
+    with pytest.raises(ScenarioError, match=r"'.*bad\.toml' is not valid TOML: .*'\[scenario'"):
+        load_scenario(bad)
+    twice = tmp_path / "twice.toml"
+    twice.write_text("[scenario]\nduration = 1.0\nduration = 2.0\n")
+    with pytest.raises(ScenarioError, match=r"set twice in '.*twice\.toml' \(again at line 3\)") as e:
+        load_scenario(twice)
+    assert e.value.key == "scenario.duration"
+    long = tmp_path / "long.toml"
+    long.write_text("[workload]\nrate = " + "1" * 5000 + "\n")
+    with pytest.raises(ScenarioError, match=r"'.*long\.toml', line 2: ") as e:
+        load_scenario(long)
+    assert e.value.key == "workload.rate"

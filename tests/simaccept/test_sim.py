@@ -231,3 +231,21 @@ def test_a_record_carries_the_costs_it_charged_not_only_the_profiles_name():
         raise RuntimeError("probe")
     failed = simulate(load_scenario("scenarios/thesis/userver-onepacket.toml", ov), probe=fails)
     assert failed.status == "failed" and json.loads(failed.costs) == json.loads(plain.costs)
+
+
+def test_git_rev_is_the_checkouts_own_or_nothing(tmp_path):
+    # installed into site-packages inside a user's own repository, it recorded that repository's commit
+    import subprocess
+    from pathlib import Path
+    root = Path(sim_mod.__file__).resolve().parent.parent
+    own = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    assert sim_mod.checkout_rev(root) == own
+    repo = tmp_path / "theirs"
+    (repo / "lib").mkdir(parents=True)
+    for cmd in (["init", "-q"], ["-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty",
+                                 "-m", "x"]):
+        subprocess.run(["git", "-C", str(repo), *cmd], check=True)
+    assert sim_mod.checkout_rev(repo) != ""                 # its own top level
+    assert sim_mod.checkout_rev(repo / "lib") == ""         # a directory inside it: not a checkout
+    assert sim_mod.checkout_rev(tmp_path / "nowhere") == ""
