@@ -10,4 +10,20 @@ started), loadgen (our generator and httperf), runner (sweeps -> records), cli.
 from pathlib import Path
 
 C_DIR = Path(__file__).resolve().parent / "c"
-__all__ = ["C_DIR"]
+__all__ = ["C_DIR", "results_path"]
+
+
+def results_path(path: str | Path) -> Path:
+    """``path``; or, when nothing is there, the committed results folder it names by its path in
+    the repository (``realsys/results/epyc-2026-12-04``), which an installed package carries at
+    the same place: the results README's ``compare`` and ``report`` commands, run from anywhere."""
+    p = Path(path)
+    if p.exists():
+        return p
+    s = p.as_posix()
+    s = s[2:] if s.startswith("./") else s
+    if (s == "realsys/results" or s.startswith("realsys/results/")) and ".." not in s.split("/"):
+        q = Path(__file__).resolve().parent.parent / s
+        if q.exists():
+            return q
+    return p

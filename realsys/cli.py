@@ -58,7 +58,8 @@ def _cli(argv: list[str] | None = None) -> int:
     add_set_option(r, dest="overrides", help="override a scenario key, as one argument: --set server.accept_limit=1; "
                                              "a TOML list makes it an axis; repeatable")
     r.add_argument("--json", action="store_true", help="print each new record as a JSON line on stdout")
-    r.add_argument("--out", default=None, help="results directory (default realsys/results/<scenario name>)")
+    r.add_argument("--out", default=None, help="results directory (default realsys/results/<scenario name> in the checkout; "
+                                              "installed, under the working directory)")
     r.add_argument("--no-bpf", action="store_true", help="counter-only drop split (no bpftrace)")
     sub.add_parser("clean", help="remove stale sa-<pid>-* namespaces and realsys-* work folders whose owner is dead")
     w = sub.add_parser("switch-cost", help="time one pthread block-and-wake on this machine (the threaded "

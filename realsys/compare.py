@@ -23,6 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from . import results_path
 from .report import _check_numbers, series_label
 from .rowconfig import resolved_doc
 from .runner import ResultsFileError, read_rows
@@ -94,6 +95,7 @@ def compare(before: str | Path, after: str | Path, metric: str = "replies_per_s"
     if from_rate is not None and not (math.isfinite(from_rate) and from_rate > 0):
         # -1 gave a column headed "from -1 req/s", the same as every rate
         raise ValueError(f"--from-rate: must be a finite rate > 0, got {from_rate!r}")
+    before, after = results_path(before), results_path(after)
     for side in (before, after):
         if not Path(side).is_dir():
             raise ValueError(f"{side}: " + ("a file, not a results folder" if Path(side).exists() else "no such folder"))

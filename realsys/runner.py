@@ -253,6 +253,13 @@ def ensure_built(log=print) -> None:
         raise RuntimeError(f"make -C {C_DIR} failed:\n{p.stderr[-2000:]}")
 
 
+def default_results_dir(name: str) -> Path:
+    """Where a run without ``--out`` writes: ``realsys/results/<name>`` in the checkout realsys runs
+    from, or under the working directory when it runs installed (it wrote into site-packages)."""
+    from simaccept.sim import checkout_rev
+    return (REPO if checkout_rev(REPO) else Path.cwd()) / "realsys" / "results" / name
+
+
 # --------------------------------------------------------------------------- provenance
 def git_rev() -> str:
     """The checkout's ``git describe`` (with ``-dirty``), or "not a checkout" when realsys does
@@ -924,7 +931,7 @@ def run_scenario(path: str, overrides: list[str] = (), out: str | None = None, *
                                      "realsys/results/<scenario name>")
     if not out:
         check_out_name(sc)
-    out_dir = Path(out) if out else REPO / "realsys" / "results" / sc.name
+    out_dir = Path(out) if out else default_results_dir(sc.name)
     try:                    # bad input (exit 2), refused before anything is made
         _out_dir(str(out_dir))
         if (out_dir / "points").exists() and not (out_dir / "points").is_dir():

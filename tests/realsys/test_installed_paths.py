@@ -1,0 +1,38 @@
+"""Where realsys reads and writes when it runs installed, not from a checkout: the committed
+results by their repository path, and a run's default folder under the working directory
+(it was inside site-packages)."""
+from pathlib import Path
+
+import realsys
+from realsys import runner
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_committed_results_are_found_by_their_repository_path_from_anywhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    got = realsys.results_path("realsys/results/onepacket-select")
+    assert got == ROOT / "realsys" / "results" / "onepacket-select" and (got / "results.csv").is_file()
+    assert realsys.results_path("./realsys/results") == ROOT / "realsys" / "results"
+    for p in ("realsys/results/no-such-folder", "realsys/results/../../setup.cfg", "elsewhere/x"):
+        assert realsys.results_path(p) == Path(p)
+    (tmp_path / "realsys" / "results" / "onepacket-select").mkdir(parents=True)
+    assert realsys.results_path("realsys/results/onepacket-select") == Path("realsys/results/onepacket-select")
+
+
+def test_realsys_compare_reads_them_from_anywhere(tmp_path, monkeypatch):
+    from realsys.compare import compare
+    monkeypatch.chdir(tmp_path)
+    out = compare("realsys/results/onepacket-select-reps", "realsys/results/onepacket-select-reps")
+    assert out["folders"] == ["onepacket-select-reps"] and len(out["pairs"]) == 36
+    assert all(p["ratio"] == 1.0 for p in out["pairs"]), out["pairs"][:2]
+
+
+def test_a_run_without_out_writes_under_the_working_directory_when_not_in_a_checkout(tmp_path, monkeypatch):
+    assert runner.default_results_dir("x") == ROOT / "realsys" / "results" / "x"
+    installed = tmp_path / "site-packages"
+    installed.mkdir()
+    monkeypatch.setattr(runner, "REPO", installed)
+    monkeypatch.chdir(tmp_path)
+    assert runner.default_results_dir("x") == tmp_path / "realsys" / "results" / "x"
+    assert runner.git_rev() == "not a checkout"
