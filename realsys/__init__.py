@@ -16,7 +16,9 @@ __all__ = ["C_DIR", "results_path"]
 def results_path(path: str | Path) -> Path:
     """``path``; or, when nothing is there, the committed results folder it names by its path in
     the repository (``realsys/results/epyc-2026-12-04``), which an installed package carries at
-    the same place: the results README's ``compare`` and ``report`` commands, run from anywhere."""
+    the same place: the results README's ``compare`` commands, run from anywhere.  Not ``report``:
+    the package carries the results.csv files, not their points/*.json, from which a report
+    reads the generator's lag and the drop split (it printed without them, rc 0)."""
     p = Path(path)
     if p.exists():
         return p

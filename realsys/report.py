@@ -15,7 +15,6 @@ import re
 import sys
 from pathlib import Path
 
-from . import results_path
 from .loadgen import requests_per_conn
 from .runner import ResultsFileError, read_rows
 
@@ -322,7 +321,6 @@ def _main(argv=None, prog: str = "python -m realsys.report") -> int:
     a = ap.parse_args(argv)
     if a.drops_rate is not None and not (math.isfinite(a.drops_rate) and a.drops_rate > 0):
         ap.error(f"--drops-rate {a.drops_rate:g}: must be a finite target rate > 0 (req/s)")
-    a.dirs = [str(results_path(d)) for d in a.dirs]
     for d in a.dirs:        # a typo must not read as an empty result
         if not (Path(d) / "results.csv").is_file():
             ap.error(f"{d}: no results.csv there (a results directory of python -m realsys run --out DIR)")

@@ -254,10 +254,12 @@ def ensure_built(log=print) -> None:
 
 
 def default_results_dir(name: str) -> Path:
-    """Where a run without ``--out`` writes: ``realsys/results/<name>`` in the checkout realsys runs
-    from, or under the working directory when it runs installed (it wrote into site-packages)."""
-    from simaccept.sim import checkout_rev
-    return (REPO if checkout_rev(REPO) else Path.cwd()) / "realsys" / "results" / name
+    """Where a run without ``--out`` writes: ``realsys/results/<name>`` in the source tree realsys
+    runs from, or under the working directory when it runs installed (it wrote into
+    site-packages).  A source tree is told by its layout, as validation's ``CHECKOUT`` is, not by
+    git (a tarball, or a checkout git refuses to read as root, is still one)."""
+    tree = (REPO / "setup.cfg").is_file() and (REPO / "docs").is_dir()
+    return (REPO if tree else Path.cwd()) / "realsys" / "results" / name
 
 
 # --------------------------------------------------------------------------- provenance

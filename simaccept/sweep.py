@@ -708,7 +708,7 @@ def run_sweep(sc: Scenario, out: str | Path | None = None, jobs: int = 1, dask: 
                 from .plots import thesis_plots
                 thesis_plots(records, out)
             except ImportError as e:
-                print(f"plots skipped: {e} (pip install 'simaccept[plot]')", file=sys.stderr)
+                print(f"plots skipped: {e} (pip install matplotlib: simaccept's plot extra)", file=sys.stderr)
             except OSError as e:    # a full disk, a file made unwritable meanwhile: a traceback after every point ran
                 raise SweepError(f"{out / 'results.csv'} is written, but the figures could not be: "
                                  f"{e.strerror or e}{f' ({e.filename})' if e.filename else ''}; rerun to draw "

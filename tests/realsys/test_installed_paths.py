@@ -3,6 +3,8 @@ results by their repository path, and a run's default folder under the working d
 (it was inside site-packages)."""
 from pathlib import Path
 
+import pytest
+
 import realsys
 from realsys import runner
 
@@ -29,10 +31,27 @@ def test_realsys_compare_reads_them_from_anywhere(tmp_path, monkeypatch):
 
 
 def test_a_run_without_out_writes_under_the_working_directory_when_not_in_a_checkout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # a source tree by its layout, git or not (a tarball; a checkout git refuses to read as root)
     assert runner.default_results_dir("x") == ROOT / "realsys" / "results" / "x"
     installed = tmp_path / "site-packages"
     installed.mkdir()
     monkeypatch.setattr(runner, "REPO", installed)
-    monkeypatch.chdir(tmp_path)
     assert runner.default_results_dir("x") == tmp_path / "realsys" / "results" / "x"
     assert runner.git_rev() == "not a checkout"
+    tree = tmp_path / "tarball"
+    (tree / "docs").mkdir(parents=True)
+    (tree / "setup.cfg").write_text("")
+    monkeypatch.setattr(runner, "REPO", tree)
+    assert runner.default_results_dir("x") == tree / "realsys" / "results" / "x"
+    assert runner.git_rev() == "not a checkout"
+
+
+def test_report_does_not_read_the_packaged_results_it_could_not_report_whole(tmp_path, monkeypatch):
+    # the package carries results.csv, not points/*.json: a report of the packaged copy left out
+    # the generator's lag and the drop split, rc 0
+    from realsys.report import _main
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        _main(["realsys/results/onepacket-select"])
+    assert e.value.code == 2

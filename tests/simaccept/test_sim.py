@@ -233,13 +233,19 @@ def test_a_record_carries_the_costs_it_charged_not_only_the_profiles_name():
     assert failed.status == "failed" and json.loads(failed.costs) == json.loads(plain.costs)
 
 
-def test_git_rev_is_the_checkouts_own_or_nothing(tmp_path):
+def test_git_rev_is_the_checkouts_own_or_nothing(tmp_path, monkeypatch):
     # installed into site-packages inside a user's own repository, it recorded that repository's commit
+    import os
     import subprocess
     from pathlib import Path
+    # run from a git hook (a worktree's), GIT_DIR and GIT_INDEX_FILE are set: git would then
+    # commit below into the developer's repository, and --show-toplevel answers any folder
+    for k in [k for k in os.environ if k.startswith("GIT_")]:
+        monkeypatch.delenv(k)
     root = Path(sim_mod.__file__).resolve().parent.parent
     own = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
+    assert sim_mod.git_rev() == own
     assert sim_mod.checkout_rev(root) == own
     repo = tmp_path / "theirs"
     (repo / "lib").mkdir(parents=True)
