@@ -264,10 +264,11 @@ def default_results_dir(name: str) -> Path:
 
 # --------------------------------------------------------------------------- provenance
 def git_rev() -> str:
-    """The checkout's ``git describe`` (with ``-dirty``), or "not a checkout" when realsys does
+    """The checkout's ``git describe`` (with ``-dirty``), or "unknown" when realsys does
     not run from one (an installed package inside a user's repository gave that repository's)."""
     from simaccept.sim import checkout_rev
-    return checkout_rev(REPO, describe=True) or "not a checkout"
+    # "unknown", not "not a checkout": git also refuses a checkout another user owns, as root
+    return checkout_rev(REPO, describe=True) or "unknown"
 
 
 def cpu_model() -> str:

@@ -99,7 +99,7 @@ class RunRecord:
     config: str = ""            # the resolved scenario as JSON
     # added after the first release (columns are only ever appended) ---------------
     softirq_runs_per_s: float = math.nan   # kernel packet-work runs (NET_RX softirqs) per second
-    costs: str = ""             # the resolved costs the run charged, JSON (µs; sim only): config names the
+    costs: str = ""             # the resolved costs the run charged, JSON (µs, one a count; sim only): config names the
                                 # profile, and a profile refitted after the run would read as the one it used
 
     def to_dict(self) -> dict[str, Any]:

@@ -155,7 +155,7 @@ class _Registry(dict):
                 super().__delitem__(name)
 
     def __reduce__(self):
-        # pickled (Dask, a worker's spawn) as what it is, not as a plain dict
+        # explicit, though a dict subclass pickles as itself without it (Dask, a worker's spawn)
         return (_Registry, (dict(self),))
 
 

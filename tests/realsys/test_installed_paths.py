@@ -38,13 +38,13 @@ def test_a_run_without_out_writes_under_the_working_directory_when_not_in_a_chec
     installed.mkdir()
     monkeypatch.setattr(runner, "REPO", installed)
     assert runner.default_results_dir("x") == tmp_path / "realsys" / "results" / "x"
-    assert runner.git_rev() == "not a checkout"
+    assert runner.git_rev() == "unknown"
     tree = tmp_path / "tarball"
     (tree / "docs").mkdir(parents=True)
     (tree / "setup.cfg").write_text("")
     monkeypatch.setattr(runner, "REPO", tree)
     assert runner.default_results_dir("x") == tree / "realsys" / "results" / "x"
-    assert runner.git_rev() == "not a checkout"
+    assert runner.git_rev() == "unknown"
 
 
 def test_report_does_not_read_the_packaged_results_it_could_not_report_whole(tmp_path, monkeypatch):
