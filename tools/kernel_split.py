@@ -38,16 +38,15 @@ def run_rows(recs) -> list[dict]:
     for m in recs:
         j = machine.point_json(m)
         r = m.record
-        if not j or "softirq" not in j or not r.replies_per_s > 0:
+        if not j or "softirq" not in j:
             continue
-        d = machine.dilation(j)
-        if math.isnan(d):
+        kernel_us = machine.kernel_us_per_reply([m])      # the calibration's own rule, one run
+        if math.isnan(kernel_us):                         # no spin, or no replies
             continue
         s = j["softirq"]
         cpu = s["cpu_server"]
         replies = r.replies_per_s * r.duration_s
-        out.append({"accept_limit": r.accept_limit, "rate": r.target_rate,
-                    "kernel_us": (1 - 1 / d) / r.replies_per_s * 1e6,
+        out.append({"accept_limit": r.accept_limit, "rate": r.target_rate, "kernel_us": kernel_us,
                     "packets": s["packets_processed_per_cpu"][cpu] / replies,
                     "runs": s["net_rx_softirqs_per_cpu"][cpu] / replies})
     return out
