@@ -7,10 +7,60 @@ Modules: testbed (namespaces, veth, RPS, sysctls), kernel (TcpExt counters, CPU 
 bpftrace drop split), docroot (the file sets), servers (how each server kind is
 started), loadgen (our generator and httperf), runner (sweeps -> records), cli.
 """
+import hashlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
+#: The C sources (servers, load generator, drivers) and, in a source tree, their programs.
 C_DIR = Path(__file__).resolve().parent / "c"
-__all__ = ["C_DIR", "results_path"]
+#: The folder realsys runs from: a source tree's top level, or site-packages when installed.
+REPO = Path(__file__).resolve().parent.parent
+__all__ = ["C_DIR", "bin_dir", "in_source_tree", "results_path"]
+
+
+def in_source_tree(root: Path = REPO) -> bool:
+    """Whether ``root`` is simaccept's source tree, told by its layout as validation's
+    ``CHECKOUT`` is, not by git: a tarball, or a checkout git refuses to read as root, is one."""
+    return (root / "setup.cfg").is_file() and (root / "docs").is_dir()
+
+
+def _c_sources(src: Path) -> list[Path]:
+    # what the wheel carries of realsys/c (setup.cfg's package_data): the build needs no more
+    return sorted(f for f in src.iterdir() if f.is_file() and (f.suffix in (".c", ".h") or f.name == "Makefile"))
+
+
+def bin_dir(src: Path = C_DIR, root: Path = REPO) -> Path:
+    """Where the C programs are built and run from: ``src`` itself in a source tree; installed, a
+    copy of its sources under the user's cache (``$SIMACCEPT_BUILD_DIR``, else
+    ``$XDG_CACHE_HOME/simaccept`` or ``~/.cache/simaccept``), one folder per digest of the sources,
+    so that a build does not write into site-packages (read-only for a system install, and left
+    behind by ``pip uninstall``) and an upgraded package builds its own sources afresh.  The copy
+    is made whole in a temporary folder and renamed into place: two runs starting at once see one
+    copy or the other, never half of one."""
+    if in_source_tree(root):
+        return src
+    files = _c_sources(src)
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    base = Path(os.environ.get("SIMACCEPT_BUILD_DIR")
+                or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "simaccept")
+    dst = base / f"realsys-c-{h.hexdigest()[:16]}"
+    if not dst.is_dir():
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".realsys-c-", dir=base))
+        try:
+            for f in files:
+                shutil.copy2(f, tmp / f.name)      # with their times: make compares them
+            os.rename(tmp, dst)
+        except OSError:
+            if not dst.is_dir():                   # not another run's rename that won the race
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dst
 
 
 def results_path(path: str | Path) -> Path:
@@ -25,7 +75,7 @@ def results_path(path: str | Path) -> Path:
     s = p.as_posix()
     s = s[2:] if s.startswith("./") else s
     if (s == "realsys/results" or s.startswith("realsys/results/")) and ".." not in s.split("/"):
-        q = Path(__file__).resolve().parent.parent / s
+        q = REPO / s
         if q.exists():
             return q
     return p

@@ -19,7 +19,7 @@ import numpy as np
 
 from simaccept.sweep import atomic_write
 
-from . import C_DIR
+from . import bin_dir
 from .docroot import SPECWEB_CLASS_MIX
 
 NB = 128
@@ -49,7 +49,7 @@ def loadgen_argv(*, server_ip: str, port: int, binds: list[str], conn_rate: floa
     bind = ["--bind", ",".join(binds)] if binds else []     # none: the kernel picks (loadgen refuses "")
     slow = (["--think-ms", _num(think_ms)] if think_ms else []) + \
         (["--request-delay-ms", _num(request_delay_ms)] if request_delay_ms else [])
-    return [str(C_DIR / "loadgen"), "--server", server_ip, "--port", str(port), *bind,
+    return [str(bin_dir() / "loadgen"), "--server", server_ip, "--port", str(port), *bind,
             "--rate", _num(conn_rate), "--duration", _num(duration), "--warmup", _num(warmup),
             "--timeout", _num(timeout), "--timeout-from", timeout_from, "--arrivals", arrivals, "--seed", str(seed),
             "--workload", "specweb" if workload == "specweb99" else "one-packet", "--uri", uri,

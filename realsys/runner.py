@@ -39,7 +39,7 @@ from simaccept.sweep import atomic_write
 from simaccept.record import COLUMNS, RunRecord
 from simaccept.scenario import SCHEMA, Scenario, ScenarioError, load_scenario
 
-from . import C_DIR, kernel
+from . import REPO, bin_dir, in_source_tree, kernel
 from .docroot import HEADER_TEMPLATE, SPECWEB_FILES, make_docroot
 from .loadgen import (httperf_argv, httperf_wsesslog_argv, loadgen_argv, merge, parse_httperf, requests_per_conn,
                       write_wsesslog)
@@ -48,7 +48,6 @@ from .servers import PORT, ServerConfigError, death_signal, nginx_binary, nginx_
 from .testbed import (CPU_QUOTA_MIN, DEFAULTED_SYSCTLS, TestBed, TestBedError, check_can_build, netrx_check,
                       owner_alive, owner_record, stop_signals_held)
 
-REPO = Path(__file__).resolve().parent.parent
 # Server and generators run at nice -20: on a shared machine other CPU-bound work then
 # gets about 1 % of their CPUs instead of half (softirq work is not affected by nice).
 NICE = -20
@@ -241,16 +240,19 @@ def check_out_name(sc: Scenario) -> None:
 RUN_BINARIES = ("userver", "knot", "loadgen")
 
 
-def ensure_built(log=print) -> None:
+def ensure_built(log=print, where: Path | None = None) -> None:
+    """Build the programs a run starts in ``where`` (default ``realsys.bin_dir()``) unless make
+    says they are up to date.  Raises RuntimeError with make's message when the build fails."""
+    where = bin_dir() if where is None else where
     # make's own rules say what each program depends on: the newest of every source was the
     # test, so loadgen.c edited after userver was built ran make, and said so, on every run
-    q = subprocess.run(["make", "-q", "-C", str(C_DIR), *RUN_BINARIES], capture_output=True)
+    q = subprocess.run(["make", "-q", "-C", str(where), *RUN_BINARIES], capture_output=True)
     if q.returncode == 0:
         return
-    log("realsys: building C sources")
-    p = subprocess.run(["make", "-s", "-C", str(C_DIR), *RUN_BINARIES], capture_output=True, text=True)
+    log(f"realsys: building C sources in {where}")
+    p = subprocess.run(["make", "-s", "-C", str(where), *RUN_BINARIES], capture_output=True, text=True)
     if p.returncode != 0:
-        raise RuntimeError(f"make -C {C_DIR} failed:\n{p.stderr[-2000:]}")
+        raise RuntimeError(f"make -C {where} failed:\n{p.stderr[-2000:]}")
 
 
 def default_results_dir(name: str) -> Path:
@@ -258,8 +260,7 @@ def default_results_dir(name: str) -> Path:
     runs from, or under the working directory when it runs installed (it wrote into
     site-packages).  A source tree is told by its layout, as validation's ``CHECKOUT`` is, not by
     git (a tarball, or a checkout git refuses to read as root, is still one)."""
-    tree = (REPO / "setup.cfg").is_file() and (REPO / "docs").is_dir()
-    return (REPO if tree else Path.cwd()) / "realsys" / "results" / name
+    return (REPO if in_source_tree(REPO) else Path.cwd()) / "realsys" / "results" / name
 
 
 # --------------------------------------------------------------------------- provenance

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .import C_DIR
+from . import bin_dir
 
 PORT = 80
 
@@ -131,12 +131,12 @@ def server_argv(kind: str, values: dict, docroot: Path, stats: Path, workdir: Pa
     lim = str(srv["accept_limit"])
     wmax = str(writev_max(kind, values["workload"]["kind"]))
     if kind == "userver":
-        return [str(C_DIR / "userver"), "--addr", "0.0.0.0", "--port", str(PORT), "--backlog", str(k["backlog"]),
+        return [str(bin_dir() / "userver"), "--addr", "0.0.0.0", "--port", str(PORT), "--backlog", str(k["backlog"]),
                 "--mux", srv["mux"], "--accept-limit", lim, "--spin-us", str(int(round(rs["spin_us"]))),
                 "--docroot", str(docroot), "--stats", str(stats), "--max-conns", str(srv["max_conns"]),
                 "--writev-max", wmax]
     if kind == "knot":
-        return [str(C_DIR / "knot"), "--addr", "0.0.0.0", "--port", str(PORT), "--backlog", str(k["backlog"]),
+        return [str(bin_dir() / "knot"), "--addr", "0.0.0.0", "--port", str(PORT), "--backlog", str(k["backlog"]),
                 "--threads", str(srv["threads"]), "--accept-limit", lim,
                 "--spin-us", str(int(round(rs["spin_us"]))), "--docroot", str(docroot), "--stats", str(stats),
                 "--max-conns", str(srv["max_conns"]), "--writev-max", wmax]

@@ -18,7 +18,7 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import C_DIR
+from . import bin_dir
 from .runner import provenance
 
 #: The file name a machine's measurement has beside its runs (validation.machine reads it there).
@@ -31,11 +31,12 @@ def measure(rounds: int = 9, iterations: int = 100_000, log=print) -> dict:
     """Build and run ``switchcost``; its JSON plus where and when it ran.  Raises RuntimeError
     when the build or the program fails (with its message), ValueError on output that is not
     its JSON."""
-    p = subprocess.run(["make", "-s", "-C", str(C_DIR), "switchcost"], capture_output=True, text=True)
+    where = bin_dir()
+    p = subprocess.run(["make", "-s", "-C", str(where), "switchcost"], capture_output=True, text=True)
     if p.returncode != 0:
-        raise RuntimeError(f"make -C {C_DIR} switchcost failed:\n{p.stderr[-2000:]}")
+        raise RuntimeError(f"make -C {where} switchcost failed:\n{p.stderr[-2000:]}")
     log(f"realsys: timing {rounds} round(s) of {iterations} pthread round trips on one CPU")
-    p = subprocess.run([str(C_DIR / "switchcost"), "--rounds", str(rounds), "--iterations", str(iterations)],
+    p = subprocess.run([str(where / "switchcost"), "--rounds", str(rounds), "--iterations", str(iterations)],
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"switchcost exited {p.returncode}: {p.stderr.strip()[-2000:]}")

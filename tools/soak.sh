@@ -23,7 +23,7 @@ exec "$PY" - "$MIN" "${SOAK_RATE:-6800}" "${SOAK_MUX:-select}" <<'PY'
 import json, os, signal, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, os.getcwd())
-from realsys import C_DIR
+from realsys import bin_dir
 from realsys.docroot import make_docroot
 from realsys.loadgen import loadgen_argv
 from realsys.testbed import TestBed, TestBedError
@@ -58,7 +58,7 @@ def rss_kb(pid):
 samples = []
 try:
     with TestBed(n_clients=2, sysctls_server={"net.ipv4.tcp_syncookies": "0"}) as tb:
-        srv = tb.spawn(tb.server_ns, [str(C_DIR / "userver"), "--port", "8080", "--docroot", str(root),
+        srv = tb.spawn(tb.server_ns, [str(bin_dir() / "userver"), "--port", "8080", "--docroot", str(root),
                                       "--mux", mux, "--accept-limit", "inf", "--spin-us", "200",
                                       "--max-conns", "15000", "--stats", str(work / "stats.json")],
                        cpu=0, nice=-20, stderr=subprocess.DEVNULL)

@@ -73,7 +73,7 @@ from simaccept.sweep import atomic_write, failed_points_message, run_sweep
 from .fitter import DROP_CATEGORIES, TIME_FUNCTIONS, drop_shares, simulated_as_measured, time_split
 from .sensitivity import format_factor, moved_cells, one_way_costs, one_way_sentence
 from .specweb_idle import outside_per_kib_markdown, per_kb_reads
-from .records import (DOCS_OUT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window, scenario_for,
+from .records import (DOCS_OUT, ROOT, WORK, WORKLOADS, Measured, is_peak_row, load_thesis, nan_to_null, peak_scenarios, record_window, scenario_for,
                       repo_path, simulator_supports, thesis_scenario_file)
 
 DEFAULT_OUT = DOCS_OUT
@@ -2256,10 +2256,11 @@ def thesis_fit_markdown(profile: str = "thesis-2004") -> list[str]:
          + (f"started from `{BASE}` (the hand calibration)" if from_hand else
             f"started from `{d['base_profile']}` as it was before this fit, fitting only the costs below")
          + f".  Residual norm {f['residual_norm']:.3g} (start "
-         f"{f['start_residual_norm']:.3g}), {f['nfev']} evaluations, {f['n_sims']} simulations, status "
+         f"{f['start_residual_norm']:.3g}), {f['nfev']} evaluation{'s' if f['nfev'] != 1 else ''}, {f['n_sims']} simulations, status "
          f"{f['status']}" + (" (**stopped at max_nfev**, not converged)" if f["stopped_at_max_nfev"] else "")
-         + (".  Every other cost keeps its hand value.\n" if from_hand else
-            ".  Every other cost keeps its value from the start.\n"),
+         + (".  Every other cost keeps its hand value." if from_hand else
+            ".  Every other cost keeps its value from the start.")
+         + _fit_start_sentence(d.get("base_profile")) + _fit_skipped_sentence(f.get("skipped") or []) + "\n",
          "| cost (µs) | fitted | ± stderr | " + ("hand value" if from_hand else "start")
          + " |\n|---|---|---|---|"]
     for k, v in f["params"].items():
@@ -2270,6 +2271,42 @@ def thesis_fit_markdown(profile: str = "thesis-2004") -> list[str]:
         L.append(f"| {k} | {v:+.3f} |")
     L.append("")
     return L
+
+
+def _fit_start_sentence(base: str | None) -> str:
+    """What the fit's start file says of the fit that reached it.  A last run of one evaluation
+    from a file read as a fit that moved nothing: the iterations that moved the costs are in the
+    start file's own header, which the page did not quote."""
+    if not base:
+        return ""
+    path = ROOT / base
+    if not path.is_file():
+        return ""
+    head = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        head.append(line[1:].strip())
+    norm = next((x for x in head if x.startswith("Residual norm:")), None)
+    if norm is None:
+        return ""
+    came_from = next((x for x in head if x.startswith("Base profile:")), "")
+    came_from = came_from.removeprefix("Base profile:").split(";")[0].strip().rstrip(".")
+    return (f"  The start file is itself the last iterate of an earlier fit"
+            + (f", started from `{came_from}` as it was then" if came_from else "")
+            + f"; its header says: *{norm.rstrip('.')}*.")
+
+
+def _fit_skipped_sentence(skipped: list) -> str:
+    """The calibration configuration's rows the fit could not use: they keep the role *calibration*
+    (they are of the configuration the profile was fitted on, not held out of it), but no number in
+    them was fitted to."""
+    if not skipped:
+        return ""
+    return (f"  The fit skipped {len(skipped)} one-packet row{'s' if len(skipped) != 1 else ''} with no "
+            "measured value for its metrics (" + ", ".join(f"`{row}`" for row, _ in skipped)
+            + "): they are labelled *calibration* with the configuration's other rows, but none of their "
+              "numbers was fitted to.")
 
 
 def _fit_model_sentence(fitted_on: str | None) -> str:

@@ -1,6 +1,6 @@
 """Where realsys reads and writes when it runs installed, not from a checkout: the committed
-results by their repository path, and a run's default folder under the working directory
-(it was inside site-packages)."""
+results by their repository path, a run's default folder under the working directory, and the
+C programs built under the user's cache (both were inside site-packages)."""
 from pathlib import Path
 
 import pytest
@@ -55,3 +55,33 @@ def test_report_does_not_read_the_packaged_results_it_could_not_report_whole(tmp
     with pytest.raises(SystemExit) as e:
         _main(["realsys/results/onepacket-select"])
     assert e.value.code == 2
+
+
+def test_installed_the_c_programs_are_built_in_the_users_cache_not_in_site_packages(tmp_path, monkeypatch):
+    import os
+    import shutil
+    site = tmp_path / "site-packages"
+    src = site / "realsys" / "c"
+    shutil.copytree(realsys.C_DIR, src, ignore=lambda d, names: [n for n in names if n not in
+                                                                 {f.name for f in realsys._c_sources(realsys.C_DIR)}])
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SIMACCEPT_BUILD_DIR", str(cache))
+    assert realsys.bin_dir(src, ROOT) == src          # a source tree builds in place, as before
+    where = realsys.bin_dir(src, site)
+    assert where.parent == cache and where.name.startswith("realsys-c-")
+    assert sorted(f.name for f in where.iterdir()) == sorted(f.name for f in src.iterdir())
+    assert list(cache.iterdir()) == [where]           # no temporary copy left beside it
+    # the build writes nothing into the package's folder (a system install's is read-only)
+    before = sorted(src.iterdir())
+    said = []
+    runner.ensure_built(said.append, where)
+    assert said == [f"realsys: building C sources in {where}"]
+    assert all(os.access(where / b, os.X_OK) for b in runner.RUN_BINARIES)
+    assert sorted(src.iterdir()) == before
+    runner.ensure_built(said.append, where)           # built: make says so, nothing is said
+    assert len(said) == 1
+    assert realsys.bin_dir(src, site) == where        # the same sources: the same folder, built
+    # other sources (an upgraded package) build in a folder of their own
+    (src / "common.h").write_text((src / "common.h").read_text() + "\n/* changed */\n")
+    other = realsys.bin_dir(src, site)
+    assert other != where and other.parent == cache and not any((other / b).exists() for b in runner.RUN_BINARIES)

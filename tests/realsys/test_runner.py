@@ -618,10 +618,9 @@ def test_the_c_programs_are_built_only_when_make_says_so(cbuild, tmp_path, monke
         os.utime(f, (t, t))
     os.utime(c / "loadgen.c", (now - 200, now - 200))
     os.utime(c / "userver", (now - 300, now - 300))     # ... but userver older than loadgen.c, not its own
-    monkeypatch.setattr(runner, "C_DIR", c)
     said = []
-    runner.ensure_built(said.append)
+    runner.ensure_built(said.append, c)
     assert said == []
     os.utime(c / "userver.c", (now, now))               # a source of userver's own, newer: built
-    runner.ensure_built(said.append)
-    assert said == ["realsys: building C sources"] and (c / "userver").stat().st_mtime >= now
+    runner.ensure_built(said.append, c)
+    assert said == [f"realsys: building C sources in {c}"] and (c / "userver").stat().st_mtime >= now

@@ -853,6 +853,40 @@ def test_the_fit_section_says_which_model_its_residuals_are_of(monkeypatch, tmp_
         assert ("not fitted again" in text) == (recorded != now)
 
 
+def test_the_fit_section_quotes_the_fit_that_reached_its_start_file_and_names_the_rows_it_skipped(
+        monkeypatch, tmp_path):
+    """thesis-2004's last fit ran one evaluation from a start file, so the section read as a fit
+    that moved nothing (0.24 to 0.24): the iterations that moved the costs are in that file's own
+    header.  The rows the fit skipped kept the role *calibration* without a word."""
+    import json
+    from validation import report, thesis_fit
+    d = json.loads(thesis_fit.FIT_JSON.read_text())
+    start = tmp_path / "start.toml"
+    start.write_text("# a scratch fit\n# Base profile: my-base; fixed overrides: none.\n"
+                     "# Residual norm: 0.5 (start 0.9) over 4 residuals; 7 evaluations, 9 simulations.\n"
+                     "[costs]\nselect_base = 1.0\n# Residual norm: 0.1 (not in the header)\n")
+    rec = dict(d, base_profile=str(start),
+               fit=dict(d["fit"], skipped=[["userver/one-packet/select/accept-inf@24000", "no measured value"]]))
+    p = tmp_path / "thesis-fit.json"
+    p.write_text(json.dumps(rec))
+    monkeypatch.setattr(thesis_fit, "FIT_JSON", p)
+    text = "\n".join(report.thesis_fit_markdown())
+    assert ("started from `my-base` as it was then; its header says: *Residual norm: 0.5 (start 0.9) over 4 "
+            "residuals; 7 evaluations, 9 simulations*.") in text, text[:3000]
+    assert "not in the header" not in text
+    assert "The fit skipped 1 one-packet row with no measured value for its metrics " \
+           "(`userver/one-packet/select/accept-inf@24000`)" in text
+    # a start that is a profile name, not a file, and a fit that skipped nothing: neither sentence
+    p.write_text(json.dumps(dict(d, base_profile="thesis-2004-hand", fit=dict(d["fit"], skipped=[]))))
+    text = "\n".join(report.thesis_fit_markdown())
+    assert "its header says" not in text and "The fit skipped" not in text
+    # the committed record: its start file's header, its three skipped rows
+    monkeypatch.setattr(thesis_fit, "FIT_JSON", thesis_fit.FIT_JSON.__class__(
+        Path(__file__).resolve().parents[2] / "docs/validation/thesis-fit.json"))
+    text = "\n".join(report.thesis_fit_markdown())
+    assert "Residual norm: 0.2399 (start 0.2667)" in text and "The fit skipped 3 one-packet rows" in text
+
+
 def test_the_report_names_every_option_that_made_it_in_its_command():
     """A partial report's page said only `python -m validation report --quick`: run again, that
     command simulated every group without the --set it had, and wrote another report."""
