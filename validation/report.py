@@ -2298,15 +2298,19 @@ def _fit_start_sentence(base: str | None) -> str:
 
 
 def _fit_skipped_sentence(skipped: list) -> str:
-    """The calibration configuration's rows the fit could not use: they keep the role *calibration*
-    (they are of the configuration the profile was fitted on, not held out of it), but no number in
-    them was fitted to."""
+    """The calibration configuration's rows the fit could not use, with the fit's own reason for
+    each: they keep the role *calibration* (they are of the configuration the profile was fitted
+    on, not held out of it), but no number in them was fitted to."""
     if not skipped:
         return ""
-    return (f"  The fit skipped {len(skipped)} one-packet row{'s' if len(skipped) != 1 else ''} with no "
-            "measured value for its metrics (" + ", ".join(f"`{row}`" for row, _ in skipped)
-            + "): they are labelled *calibration* with the configuration's other rows, but none of their "
-              "numbers was fitted to.")
+    by_why: dict[str, list[str]] = defaultdict(list)
+    for row, why in skipped:
+        by_why[why].append(f"`{row}`")
+    n = len(skipped)
+    return (f"  The fit skipped {n} one-packet row{'s' if n != 1 else ''} ("
+            + "; ".join(f"{', '.join(rows)}: {why}" for why, rows in by_why.items())
+            + f"): {'they are' if n != 1 else 'it is'} labelled *calibration* with the configuration's other rows, "
+              f"but none of {'their' if n != 1 else 'its'} numbers was fitted to.")
 
 
 def _fit_model_sentence(fitted_on: str | None) -> str:

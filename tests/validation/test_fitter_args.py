@@ -539,10 +539,11 @@ def test_a_bad_simulation_override_is_refused_at_construction(over, why):
     assert str(e.value).startswith(why), str(e.value)
 
 
-#: realsys-linux6's costs the μserver's one-packet select path charges, as the 7 Dec 2026 refit
-#: left them: the two livelock tests need the edge where they found it, and a refit of the
-#: shipped profile moved it (the 21 Nov profile's fit overshot from 100 to 208; the 7 Dec one's
-#: crept up to 157 and tested nothing), so they pin the costs instead of reading the profile.
+#: The costs the μserver's one-packet select path charges, realsys-linux6's of 7 Dec 2026 to four
+#: figures: the two livelock tests need the livelock's edge where it is at these costs, and each
+#: refit of the shipped profile moves it (from the 21 Nov profile a fit from k_syn_drop = 100
+#: overshot to 208 and stepped into it; from the 7 Dec one the same fit crept up to 157 and never
+#: did, so the test's start had to move to 130), so they pin the costs instead of reading it.
 LIVELOCK_COSTS = {
     "select_base": 0.425, "select_per_fd": 0.2579, "select_per_ready": 0.0, "accept": 3.0, "accept_eagain": 1.5,
     "setsockopt": 1.5, "read": 1.1369, "read_eof": 1.1369, "writev": 4.28, "close": 6.876, "user_per_request": 11.01,
@@ -574,8 +575,7 @@ def test_a_trial_point_that_measures_nothing_gives_scipy_a_non_finite_residual()
 def test_a_fit_goes_on_past_a_step_into_a_receive_livelock():
     # A record whose replies only a k_syn_drop near the livelock's edge gives (1 % of the
     # measured): from 130 the first step (260) livelocks the server (at LIVELOCK_COSTS), and so
-    # does a Jacobian
-    # step later.  The fit ended at the first; now scipy shrinks the step, the Jacobian
+    # does a Jacobian step later.  The fit ended at the first; now scipy shrinks the step, the Jacobian
     # differences from the other side, and the fit converges, saying so.
     import dataclasses
     from validation.records import Measured

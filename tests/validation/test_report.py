@@ -874,17 +874,22 @@ def test_the_fit_section_quotes_the_fit_that_reached_its_start_file_and_names_th
     assert ("started from `my-base` as it was then; its header says: *Residual norm: 0.5 (start 0.9) over 4 "
             "residuals; 7 evaluations, 9 simulations*.") in text, text[:3000]
     assert "not in the header" not in text
-    assert "The fit skipped 1 one-packet row with no measured value for its metrics " \
-           "(`userver/one-packet/select/accept-inf@24000`)" in text
+    assert ("The fit skipped 1 one-packet row (`userver/one-packet/select/accept-inf@24000`: no measured value): "
+            "it is labelled *calibration*") in text
     # a start that is a profile name, not a file, and a fit that skipped nothing: neither sentence
     p.write_text(json.dumps(dict(d, base_profile="thesis-2004-hand", fit=dict(d["fit"], skipped=[]))))
     text = "\n".join(report.thesis_fit_markdown())
     assert "its header says" not in text and "The fit skipped" not in text
     # the committed record: its start file's header, its three skipped rows
-    monkeypatch.setattr(thesis_fit, "FIT_JSON", thesis_fit.FIT_JSON.__class__(
-        Path(__file__).resolve().parents[2] / "docs/validation/thesis-fit.json"))
+    monkeypatch.setattr(thesis_fit, "FIT_JSON", Path(__file__).resolve().parents[2] / "docs/validation/thesis-fit.json")
     text = "\n".join(report.thesis_fit_markdown())
     assert "Residual norm: 0.2399 (start 0.2667)" in text and "The fit skipped 3 one-packet rows" in text
+    # each row with the fit's own reason: it skips rows for other reasons than a missing metric
+    p.write_text(json.dumps(dict(d, fit=dict(d["fit"], skipped=[["a@1", "not simulable: x"], ["b@2", "why 2"],
+                                                                 ["c@3", "not simulable: x"]]))))
+    monkeypatch.setattr(thesis_fit, "FIT_JSON", p)
+    text = "\n".join(report.thesis_fit_markdown())
+    assert "The fit skipped 3 one-packet rows (`a@1`, `c@3`: not simulable: x; `b@2`: why 2): they are" in text
 
 
 def test_the_report_names_every_option_that_made_it_in_its_command():
