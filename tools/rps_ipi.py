@@ -1,8 +1,9 @@
 """What the RPS IPIs the server's CPU sends would do to the realsys kernel calibration.
 
 The report (docs/validation/realsys.md) finds the simulated μserver making fewer NET_RX softirq
-runs per reply than the machine counts on the server's CPU (select, fit runs: 2.83 / 2.22 at
-accept-1 / inf against 4.85 / 3.46), and names the runs it lacks: on the test bed a transmit in
+runs per reply than the machine counts on the server's CPU (its table, select: 2.83 / 2.22 at
+accept-1 / inf against 4.85 / 3.46; over the 32 fit runs alone, which this script prints, the
+measured means are 4.86 / 3.47), and names the runs it lacks: on the test bed a transmit in
 process context (the reply's writev, close's FIN) goes through veth to the clients' CPU by RPS,
 and when that CPU's backlog is not already scheduled the server's CPU raises NET_RX locally to
 send it an IPI (``rps_ipi_queued``, then ``net_rps_send_ipi`` from ``net_rx_action``): a run that
@@ -16,11 +17,13 @@ This script adds those runs to the simulation *at run time*, not to the model: a
 packet), counted in the record's softirq runs; packets that arrive during it join it, as they
 join any run.  The backlog stays scheduled from the transmit until ``window`` µs after the IPI
 leaves (the run's end): the IPI's delivery and the clients' CPU draining it; a transmit inside
-that time joins it and keeps it scheduled ``window`` µs past itself.  Then it simulates the fit runs at realsys-linux6's costs for each window, and
-calibrates the kernel costs again at one window.  Every simulation runs in this process
-(``jobs = 1``), so the patch is in every one.  Nothing here changes the model, a profile or a
-report; a window of 0 is the model as it is, and the script checks at the end that the
-unpatched simulations are what they were before it patched anything.
+that time joins it and keeps it scheduled ``window`` µs past itself.  Then it simulates the fit
+runs at realsys-linux6's costs for each window, and calibrates the kernel costs again at one
+window.  The simulations run with ``jobs = 1``: a pool of one worker forked inside the patch, so
+the patch is in every one; the script refuses a result at a window above 0 that equals the
+unpatched one (a start method that does not fork would lose the patch silently).  Nothing here
+changes the model, a profile or a report; a window of 0 is the model as it is, and the script
+checks at the end that the unpatched simulations are what they were before it patched anything.
 
     python tools/rps_ipi.py [--windows 0,1,5,10,20,50] [--calibrate 5]
 """
@@ -57,7 +60,10 @@ def rps_ipis(window_us: float):
 
     def ipi(h: Host, t: float) -> None:
         until = getattr(h, "_ipi_peer_until", -math.inf)
-        if t >= until and t >= h.kend:       # inside a running softirq the IPI rides on that run
+        if t >= until:
+            if t < h.kend:                   # inside a running softirq the IPI leaves at its end
+                h._ipi_peer_until = h.kend + w
+                return
             h.softirq_runs += 1
             h.cpu.charge_kernel(t, h.k_run)  # the server's next operation waits for it
             h.kend = h.cpu.kbusy
@@ -84,6 +90,7 @@ def rps_ipis(window_us: float):
 
 
 def profile_costs() -> dict[str, float]:
+    """realsys-linux6's costs, as the report simulates its realsys runs with."""
     return dict(load_costs(PROFILE).us)
 
 
@@ -136,15 +143,19 @@ def main(argv=None) -> int:
                                    "NET_RX runs per reply" for al in lims))
     plain = per_limit(recs, simulate(recs, 0.0, costs))
     for w in [float(x) for x in a.windows.split(",")]:
+        if w < 0:
+            raise SystemExit(f"--windows: {w:g} us: a window cannot be negative")
         got = plain if w == 0 else per_limit(recs, simulate(recs, w, costs))
+        if w > 0 and got == plain:
+            raise RuntimeError(f"window {w:g} us gave the unpatched results: the patch did not reach the simulations")
         print(f"window {w:g} us: " + "; ".join(
             f"accept-{al} {got[al]['kernel_us']:.1f} us kernel, {got[al]['runs']:.2f} runs, "
             f"replies {100 * got[al]['error']:+.1f} %" for al in lims))
     cal = calibrate(recs, a.calibrate)
     print(f"calibrated at window {a.calibrate:g} us: per-packet scale x {cal['scale']:.3f}, k_softirq_run "
           f"{cal['k_softirq_run']:.2f} us (the profile: {costs['k_softirq_run']} us); kernel us per reply "
-          + ", ".join(f"accept-{al} {cal['simulated_us_per_reply'][al]:.1f} (measured {cal['measured_us_per_reply'][al]:.1f})"
-                      for al in lims) + f", status {cal['status']}, {cal['nfev']} evaluations")
+          + ", ".join(f"accept-{al} {cal['simulated_us_per_reply'][al]:.1f} "
+                      f"(measured {cal['measured_us_per_reply'][al]:.1f})" for al in lims) + f", status {cal['status']}, {cal['nfev']} evaluations")
     got = per_limit(recs, simulate(recs, a.calibrate, {**costs, **cal["costs"]}))
     print("at the calibrated costs: " + "; ".join(
         f"accept-{al} {got[al]['runs']:.2f} runs per reply, replies {100 * got[al]['error']:+.1f} %" for al in lims))
